@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every Debian package vramtrace needs to build and test. Idempotent: it asks apt
+# only for what is missing, so a second run on a ready machine does nothing and needs no root.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libunwind-dev libdw-dev libelf-dev
+  libprotobuf-dev protobuf-compiler nanopb libnanopb-dev
+  libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
