@@ -1,0 +1,82 @@
+// Compile-time proof that simcuda's headers declare the ABI of the real CUDA runtime: this
+// file compiles only if they agree. It includes the toolkit's headers and then ours, so:
+//
+// - Our types live in namespace simcuda_abi, and static_asserts compare each enumerator of
+//   ours with the toolkit's, each real error code with ours (ours must have them all), and
+//   the size, alignment and field offsets of each struct.
+// - Our flag macros (cudaHostAllocMapped, cudaStreamPerThread, ...) redefine the toolkit's;
+//   a redefinition with different tokens is a diagnostic, an error under -Werror.
+// - Each of our functions must name a function of the real header, and our declarations are
+//   then compiled after the real ones: a difference in any parameter or return type makes
+//   them conflicting declarations of one extern "C" function, a compile error.
+//
+// abi_check_per_thread.cpp does the same for the per-thread-default-stream entry points.
+
+#include <stddef.h>
+
+#include <cuda_runtime_api.h>  // the toolkit's: only its directory is on the include path
+
+#include "simcuda_abi_lists.h"
+
+namespace simcuda_abi {
+#include "../include/driver_types.h"
+}  // namespace simcuda_abi
+
+// Enumerators: ours have the real values, and every real error code is among ours.
+#define SIMCUDA_SAME_VALUE(name)                                                             \
+  static_assert(static_cast<long long>(simcuda_abi::name) == static_cast<long long>(::name), \
+                #name " differs from the toolkit's");
+SIMCUDA_ABI_ENUMERATORS(SIMCUDA_SAME_VALUE)
+SIMCUDA_ABI_REAL_ERRORS(SIMCUDA_SAME_VALUE)
+#undef SIMCUDA_SAME_VALUE
+
+// Enumeration types, structs and handles.
+#define SIMCUDA_SAME_SIZE(type)                                    \
+  static_assert(sizeof(simcuda_abi::type) == sizeof(::type) &&     \
+                    alignof(simcuda_abi::type) == alignof(::type), \
+                #type " has another size or alignment than the toolkit's");
+#define SIMCUDA_SAME_FIELD(type, field)                                          \
+  static_assert(offsetof(simcuda_abi::type, field) == offsetof(::type, field) && \
+                    sizeof(simcuda_abi::type::field) == sizeof(::type::field),   \
+                #type "::" #field " differs from the toolkit's");
+SIMCUDA_SAME_SIZE(cudaError_t)
+SIMCUDA_SAME_SIZE(cudaMemcpyKind)
+SIMCUDA_SAME_SIZE(cudaMemLocationType)
+SIMCUDA_SAME_SIZE(cudaMemAllocationType)
+SIMCUDA_SAME_SIZE(cudaMemAllocationHandleType)
+SIMCUDA_SAME_SIZE(cudaStream_t)
+SIMCUDA_SAME_SIZE(cudaMemPool_t)
+SIMCUDA_SAME_SIZE(cudaPitchedPtr)
+SIMCUDA_SAME_FIELD(cudaPitchedPtr, ptr)
+SIMCUDA_SAME_FIELD(cudaPitchedPtr, pitch)
+SIMCUDA_SAME_FIELD(cudaPitchedPtr, xsize)
+SIMCUDA_SAME_FIELD(cudaPitchedPtr, ysize)
+SIMCUDA_SAME_SIZE(cudaExtent)
+SIMCUDA_SAME_FIELD(cudaExtent, width)
+SIMCUDA_SAME_FIELD(cudaExtent, height)
+SIMCUDA_SAME_FIELD(cudaExtent, depth)
+SIMCUDA_SAME_SIZE(cudaMemLocation)
+SIMCUDA_SAME_FIELD(cudaMemLocation, type)
+SIMCUDA_SAME_FIELD(cudaMemLocation, id)
+SIMCUDA_SAME_SIZE(cudaMemPoolProps)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, allocType)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, handleTypes)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, location)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, win32SecurityAttributes)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, maxSize)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, usage)
+SIMCUDA_SAME_FIELD(cudaMemPoolProps, reserved)
+#undef SIMCUDA_SAME_FIELD
+#undef SIMCUDA_SAME_SIZE
+
+// Every function we declare exists in the real header...
+#define SIMCUDA_DECLARED_BY_TOOLKIT(name) \
+  [[maybe_unused]] static constexpr auto* real_##name = &::name;
+SIMCUDA_ABI_PLAIN_FUNCTIONS(SIMCUDA_DECLARED_BY_TOOLKIT)
+#undef SIMCUDA_DECLARED_BY_TOOLKIT
+
+// ...and our declarations of them agree with it. Default arguments may not be repeated.
+#define SIMCUDA_DEFAULT_ARG(value)
+#include "../include/cuda_runtime_api.h"
+
+static_assert(CUDART_VERSION >= 13000, "abi_check compares with the CUDA 13 headers");

@@ -1,0 +1,26 @@
+// A malformed SIMCUDA_* variable: the library says so on stderr and, rather than guessing a
+// machine, fails every call that needs a device with cudaErrorInitializationError.
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "machine_main.h"
+
+namespace {
+
+TEST(BadEnvironment, CallsFailWithInitializationError) {
+  void* ptr = nullptr;
+  EXPECT_EQ(cudaMalloc(&ptr, 16), cudaErrorInitializationError);
+  int count = -1;
+  EXPECT_EQ(cudaGetDeviceCount(&count), cudaErrorInitializationError);
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInitializationError);
+  int version = 0;
+  EXPECT_EQ(cudaRuntimeGetVersion(&version), cudaSuccess);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return simcuda_test::run_on_machine(argc, argv, {{"SIMCUDA_DEVICE_MEMORY", "16 gigs"}});
+}

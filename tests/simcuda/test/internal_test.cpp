@@ -1,0 +1,158 @@
+// simcuda's internals, compiled into the test: the arena allocator, size parsing, and the
+// reading of SIMCUDA_* variables.
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "arena.h"
+#include "config.h"
+#include "size_parse.h"
+
+namespace {
+
+using simcuda::Arena;
+using simcuda::parse_size;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+static_assert(parse_size("512") == 512);
+static_assert(parse_size("16GiB") == std::uint64_t{16} << 30);
+static_assert(!parse_size("1.5G"));
+
+TEST(ParseSize, AcceptsBytesAndBinaryUnits) {
+  EXPECT_EQ(parse_size("0"), 0u);
+  EXPECT_EQ(parse_size("1048576"), kMiB);
+  EXPECT_EQ(parse_size("1K"), 1024u);
+  EXPECT_EQ(parse_size("1KiB"), 1024u);
+  EXPECT_EQ(parse_size("512M"), 512 * kMiB);
+  EXPECT_EQ(parse_size("512mib"), 512 * kMiB);
+  EXPECT_EQ(parse_size("2G"), 2048 * kMiB);
+  EXPECT_EQ(parse_size(" 16 GiB "), std::uint64_t{16} << 30);
+  EXPECT_EQ(parse_size("1T"), std::uint64_t{1} << 40);
+  EXPECT_EQ(parse_size("100B"), 100u);
+}
+
+TEST(ParseSize, RejectsEverythingElse) {
+  for (const char* text : {"", "GiB", "-1", "1.5G", "12 MB", "1KB", "1X", "0x100", "1 G B",
+                           "99999999999999999999", "17179869184T"}) {
+    EXPECT_FALSE(parse_size(text)) << "'" << text << "'";
+  }
+}
+
+// Scoped SIMCUDA_* variables for the config tests.
+class Environment : public testing::Test {
+ protected:
+  void SetUp() override { clear(); }
+  void TearDown() override { clear(); }
+  static void clear() {
+    for (const char* name :
+         {"SIMCUDA_DEVICE_COUNT", "SIMCUDA_DEVICE_MEMORY", "SIMCUDA_NO_DEVICE"}) {
+      unsetenv(name);
+    }
+  }
+};
+
+TEST_F(Environment, DefaultsToTwoDevicesOf16GiB) {
+  const simcuda::ConfigResult result = simcuda::read_config_from_environment();
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(result.config.device_count, 2);
+  EXPECT_EQ(result.config.device_memory, std::size_t{16} << 30);
+  EXPECT_FALSE(result.config.no_device);
+}
+
+TEST_F(Environment, ReadsEveryVariable) {
+  setenv("SIMCUDA_DEVICE_COUNT", "5", 1);
+  setenv("SIMCUDA_DEVICE_MEMORY", "1000", 1);  // rounded down to whole 512-byte units
+  setenv("SIMCUDA_NO_DEVICE", "1", 1);
+  const simcuda::ConfigResult result = simcuda::read_config_from_environment();
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(result.config.device_count, 5);
+  EXPECT_EQ(result.config.device_memory, 512u);
+  EXPECT_TRUE(result.config.no_device);
+}
+
+TEST_F(Environment, EmptyMeansUnset) {
+  setenv("SIMCUDA_DEVICE_COUNT", "", 1);
+  EXPECT_EQ(simcuda::read_config_from_environment().config.device_count, 2);
+}
+
+TEST_F(Environment, ReportsMalformedValues) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"SIMCUDA_DEVICE_COUNT", "two"},    {"SIMCUDA_DEVICE_COUNT", "65"},
+      {"SIMCUDA_DEVICE_COUNT", "-1"},     {"SIMCUDA_DEVICE_MEMORY", "100"},
+      {"SIMCUDA_DEVICE_MEMORY", "16 GB"}, {"SIMCUDA_NO_DEVICE", "yes"}};
+  for (const auto& [name, value] : bad) {
+    clear();
+    setenv(name, value, 1);
+    const std::string error = simcuda::read_config_from_environment().error;
+    EXPECT_NE(error.find(name), std::string::npos) << name << "=" << value << ": " << error;
+  }
+}
+
+TEST(Arena, RoundsUpToWholeUnits) {
+  EXPECT_EQ(Arena::round_up(0), 0u);
+  EXPECT_EQ(Arena::round_up(1), 512u);
+  EXPECT_EQ(Arena::round_up(512), 512u);
+  EXPECT_EQ(Arena::round_up(513), 1024u);
+  EXPECT_FALSE(Arena::round_up(SIZE_MAX - 10));
+}
+
+TEST(Arena, AllocatesAlignedRangesUntilFull) {
+  Arena arena(4 * kMiB);
+  ASSERT_TRUE(arena.reserved());
+  std::vector<std::byte*> blocks;
+  while (std::byte* block = arena.allocate(kMiB)) {
+    EXPECT_TRUE(arena.contains(block));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(block) % Arena::kAlignment, 0u);
+    blocks.push_back(block);
+  }
+  EXPECT_EQ(blocks.size(), 4u);
+  EXPECT_EQ(arena.used(), 4 * kMiB);
+  EXPECT_EQ(arena.free_range_count(), 0u);
+  for (std::byte* block : blocks) arena.release(block, kMiB);
+  EXPECT_EQ(arena.used(), 0u);
+}
+
+TEST(Arena, ReleasedRangesMergeWithBothNeighbours) {
+  Arena arena(8 * kMiB);
+  ASSERT_TRUE(arena.reserved());
+  std::byte* blocks[8];
+  for (std::byte*& block : blocks) block = arena.allocate(kMiB);
+  arena.release(blocks[1], kMiB);
+  arena.release(blocks[3], kMiB);
+  EXPECT_EQ(arena.free_range_count(), 2u);
+  arena.release(blocks[2], kMiB);  // joins 1 and 3
+  EXPECT_EQ(arena.free_range_count(), 1u);
+  EXPECT_EQ(arena.largest_free_range(), 3 * kMiB);
+  EXPECT_EQ(arena.allocate(3 * kMiB), blocks[1]);
+}
+
+TEST(Arena, GivesFreedPagesBackToTheKernel) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  Arena arena(4 * kMiB);
+  ASSERT_TRUE(arena.reserved());
+  std::byte* block = arena.allocate(kMiB);
+  std::byte* neighbour = arena.allocate(512);
+  for (std::size_t i = 0; i < kMiB; ++i) block[i] = std::byte{1};
+  neighbour[0] = std::byte{2};
+
+  const auto resident_pages = [page](std::byte* start, std::size_t bytes) {
+    std::vector<unsigned char> residency((bytes + page - 1) / page);
+    EXPECT_EQ(mincore(start, bytes, residency.data()), 0);
+    std::size_t resident = 0;
+    for (const unsigned char r : residency) resident += r & 1;
+    return resident;
+  };
+  EXPECT_EQ(resident_pages(block, kMiB), kMiB / page);
+  arena.release(block, kMiB);
+  EXPECT_EQ(resident_pages(block, kMiB), 0u);
+  // The neighbour's page is shared with nothing freed, and it keeps its bytes.
+  EXPECT_EQ(neighbour[0], std::byte{2});
+}
+
+}  // namespace
