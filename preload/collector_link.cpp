@@ -1,0 +1,110 @@
+#include "collector_link.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "shm_ring.h"
+
+namespace vramtrace::preload {
+namespace {
+
+bool fail(const char** why, const char* reason) {
+  *why = reason;
+  return false;
+}
+
+}  // namespace
+
+bool CollectorLink::open(const char* socket_path, uint64_t capacity, uint32_t pid,
+                         const char** why) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (std::strlen(socket_path) >= sizeof addr.sun_path) return fail(why, "socket path too long");
+  std::strcpy(addr.sun_path, socket_path);
+
+  const uint64_t bytes = ring::kHeaderBytes + capacity;
+  int memfd = memfd_create("vramtrace-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (memfd < 0) return fail(why, "memfd_create failed");
+  // Sealed against shrinking: the collector maps it too, and a shrunk file would make its
+  // reads fault.
+  if (ftruncate(memfd, static_cast<off_t>(bytes)) != 0 ||
+      fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    close(memfd);
+    return fail(why, "cannot size the ring");
+  }
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  if (mapping == MAP_FAILED) {
+    close(memfd);
+    return fail(why, "cannot map the ring");
+  }
+  ring::RingProducer init;
+  if (!init.init(mapping, capacity, pid)) {
+    munmap(mapping, bytes);
+    close(memfd);
+    return fail(why, "invalid ring size");
+  }
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (fd >= 0) close(fd);
+    munmap(mapping, bytes);
+    close(memfd);
+    return fail(why, "cannot connect to the collector");
+  }
+
+  LinkHello hello{};
+  std::memcpy(hello.magic, "VRTLINK1", 8);
+  hello.pid = pid;
+  hello.ring_version = ring::kVersion;
+  iovec iov{&hello, sizeof hello};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &memfd, sizeof memfd);
+  ssize_t sent;
+  do {
+    sent = sendmsg(fd, &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  close(memfd);  // the mapping keeps the memory; the collector has its own descriptor
+  if (sent != static_cast<ssize_t>(sizeof hello)) {
+    close(fd);
+    munmap(mapping, bytes);
+    return fail(why, "cannot hand the ring to the collector");
+  }
+  socket_fd_ = fd;
+  ring_ = mapping;
+  capacity_ = capacity;
+  return true;
+}
+
+bool CollectorLink::collector_alive() const {
+  if (socket_fd_ < 0) return false;
+  pollfd p{socket_fd_, POLLIN, 0};
+  int n = poll(&p, 1, 0);
+  if (n < 0) return errno == EINTR;
+  // The collector never writes to the socket: readable means end-of-file or an error.
+  return n == 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0;
+}
+
+void CollectorLink::abandon_after_fork() {
+  if (socket_fd_ >= 0) close(socket_fd_);
+  if (ring_ != nullptr) munmap(ring_, ring::kHeaderBytes + capacity_);
+  socket_fd_ = -1;
+  ring_ = nullptr;
+  capacity_ = 0;
+}
+
+}  // namespace vramtrace::preload

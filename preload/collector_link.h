@@ -1,0 +1,41 @@
+// The shim's side of the transport: a sealed memfd ring per process, whose descriptor goes
+// to the collector over the unix socket named by VRAMTRACE_SOCKET (SCM_RIGHTS). The socket
+// stays open for the life of the process: the collector reads a hang-up as the process's
+// end, and the shim reads one as the collector's.
+#pragma once
+
+#include <cstdint>
+
+namespace vramtrace::preload {
+
+// The first bytes on the socket, sent with the memfd attached.
+struct LinkHello {
+  char magic[8];  // "VRTLINK1"
+  uint32_t pid;
+  uint32_t ring_version;
+};
+
+class CollectorLink {
+ public:
+  // Creates the ring (capacity bytes of data after the ring header), connects, and hands the
+  // ring over. On failure returns false and *why names the step that failed.
+  bool open(const char* socket_path, uint64_t capacity, uint32_t pid, const char** why);
+
+  // The ring mapping (header page + data) once open() succeeded.
+  void* ring() const { return ring_; }
+  uint64_t capacity() const { return capacity_; }
+
+  // False once the collector has closed its end of the socket.
+  bool collector_alive() const;
+
+  // After fork, in the child: drops the parent's ring and socket without touching them (the
+  // parent goes on using both).
+  void abandon_after_fork();
+
+ private:
+  int socket_fd_ = -1;
+  void* ring_ = nullptr;
+  uint64_t capacity_ = 0;
+};
+
+}  // namespace vramtrace::preload

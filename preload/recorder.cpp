@@ -1,0 +1,247 @@
+#include "recorder.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+
+#include "collector_link.h"
+#include "cuda_abi.h"
+#include "module_map.h"
+#include "real_functions.h"
+#include "reentry_guard.h"
+#include "shim_log.h"
+#include "shm_ring.h"
+#include "unwinder.h"
+#include "nanopb/vramtrace.pb.h"
+
+namespace vramtrace::preload {
+
+constinit thread_local bool t_inside_shim __attribute__((tls_model("initial-exec"))) = false;
+std::atomic<int> g_shim_state{static_cast<int>(ShimState::kOff)};
+
+namespace {
+
+constexpr uint64_t kDefaultRingBytes = 8ull << 20;
+
+thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+
+// Process-wide state. Plain globals with constant initialisation: they must be usable from
+// hooks that run before or during other libraries' constructors.
+Unwinder g_unwinder;
+CollectorLink g_link;
+ring::RingProducer g_ring;
+ModuleMap g_modules;
+pthread_mutex_t g_modules_mutex = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<bool> g_started{false};
+std::atomic<void*> g_real_cudaGetDevice{nullptr};
+char g_socket_path[256];
+uint64_t g_ring_bytes = kDefaultRingBytes;
+
+uint32_t current_tid() {
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
+}
+
+// Ends recording for good (in this process); says why once.
+void stop_recording(const char* why) {
+  int expected = static_cast<int>(ShimState::kRecording);
+  if (g_shim_state.compare_exchange_strong(expected, static_cast<int>(ShimState::kStopped)))
+    shim_log(why, "; recording stopped, the program continues untraced");
+}
+
+// Puts one encoded message on the ring. Returns its sequence number, or 0.
+uint64_t write_record(const uint8_t* payload, size_t bytes) {
+  if (bytes == 0) {
+    stop_recording("internal error: an event did not encode");
+    return 0;
+  }
+  uint64_t seq = 0;
+  auto result = g_ring.write(payload, static_cast<uint32_t>(bytes), &seq,
+                             [] { return g_link.collector_alive(); });
+  switch (result) {
+    case ring::RingProducer::WriteResult::kOk:
+      return seq;
+    case ring::RingProducer::WriteResult::kTooLarge:
+      stop_recording("internal error: an event is larger than the ring");
+      return 0;
+    case ring::RingProducer::WriteResult::kGaveUp:
+      stop_recording("the collector went away");
+      return 0;
+  }
+  return 0;
+}
+
+// Sends the modules loaded since the last scan. Before an event's record, so that the
+// collector knows every object the event's stack points into.
+void send_new_modules() {
+  if (!g_modules.changed()) return;
+  pthread_mutex_lock(&g_modules_mutex);
+  g_modules.scan([](const ModuleInfo& m) {
+    uint8_t buf[kMaxEventBytes + 256];
+    return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;
+  });
+  pthread_mutex_unlock(&g_modules_mutex);
+}
+
+uint64_t parse_ring_bytes(const char* text) {
+  if (text == nullptr || *text == '\0') return kDefaultRingBytes;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (errno != 0 || end == text) return kDefaultRingBytes;
+  if (*end == 'K' || *end == 'k') v <<= 10;
+  if (*end == 'M' || *end == 'm') v <<= 20;
+  if (*end == 'G' || *end == 'g') v <<= 30;
+  uint64_t pow2 = ring::kMinCapacity;
+  while (pow2 < v && pow2 < ring::kMaxCapacity) pow2 <<= 1;
+  return pow2;
+}
+
+void send_process_start() {
+  static char cmdline[16384];
+  static char exe[4096];
+  static char host[256];
+  size_t cmdline_bytes = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n;
+    while (cmdline_bytes < sizeof cmdline &&
+           (n = read(fd, cmdline + cmdline_bytes, sizeof cmdline - cmdline_bytes)) > 0)
+      cmdline_bytes += static_cast<size_t>(n);
+    close(fd);
+  }
+  ssize_t exe_bytes = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[exe_bytes > 0 ? exe_bytes : 0] = '\0';
+  if (gethostname(host, sizeof host) != 0) host[0] = '\0';
+  host[sizeof host - 1] = '\0';
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+
+  ProcessStartInfo info{};
+  info.pid = static_cast<uint32_t>(getpid());
+  info.ppid = static_cast<uint32_t>(getppid());
+  info.uid = static_cast<uint32_t>(getuid());
+  info.start_realtime_ns = static_cast<uint64_t>(now.tv_sec) * 1'000'000'000ull + now.tv_nsec;
+  info.exe = exe;
+  info.argv = cmdline;
+  info.argv_bytes = cmdline_bytes;
+  info.hostname = host;
+  info.unwinder = g_unwinder.name();
+  static uint8_t buf[sizeof cmdline + sizeof exe + sizeof host + 256];
+  write_record(buf, encode_process_start(info, buf, sizeof buf));
+}
+
+// Connects this process (the first one, or a forked child) to the collector.
+void connect_process() {
+  const char* why = nullptr;
+  if (!g_link.open(g_socket_path, g_ring_bytes, static_cast<uint32_t>(getpid()), &why)) {
+    g_shim_state.store(static_cast<int>(ShimState::kStopped));
+    shim_log("cannot reach the collector (", why, "); the program runs untraced");
+    return;
+  }
+  g_ring.init(g_link.ring(), g_link.capacity(), static_cast<uint32_t>(getpid()));
+  g_shim_state.store(static_cast<int>(ShimState::kRecording));
+  send_process_start();
+}
+
+void on_process_exit(int status, void*) {
+  if (!is_recording()) return;
+  ReentryGuard guard;
+  uint8_t buf[64];
+  write_record(buf, encode_process_exit(status, buf, sizeof buf));
+  g_ring.mark_closed();
+  // Recording goes on: libraries' destructors run after this and may still free memory.
+}
+
+void before_fork() { pthread_mutex_lock(&g_modules_mutex); }
+void after_fork_in_parent() { pthread_mutex_unlock(&g_modules_mutex); }
+void after_fork_in_child() {
+  pthread_mutex_unlock(&g_modules_mutex);
+  t_tid = 0;
+  const bool was_recording = is_recording();
+  g_link.abandon_after_fork();
+  g_modules.reset();
+  g_shim_state.store(static_cast<int>(ShimState::kOff));
+  if (was_recording) {
+    ReentryGuard guard;
+    connect_process();
+  }
+}
+
+}  // namespace
+
+void shim_start() {
+  if (g_started.exchange(true)) return;
+  ReentryGuard guard;
+  const char* socket_path = getenv("VRAMTRACE_SOCKET");
+  if (socket_path == nullptr || *socket_path == '\0') return;
+  if (std::strlen(socket_path) >= sizeof g_socket_path) {
+    shim_log("VRAMTRACE_SOCKET is too long; the program runs untraced");
+    return;
+  }
+  std::strcpy(g_socket_path, socket_path);
+  g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
+  g_unwinder.init();
+  pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
+  on_exit(&on_process_exit, nullptr);
+  connect_process();
+}
+
+bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
+  g_unwinder.init();
+  if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()))) return false;
+  g_started.store(true);
+  g_shim_state.store(static_cast<int>(ShimState::kRecording));
+  return true;
+}
+
+void record_alloc(AllocEvent e) {
+  uintptr_t ips[kMaxStackDepth];
+  bool truncated = false;
+  const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+  e.tid = current_tid();
+  uint8_t buf[kMaxEventBytes];
+  const size_t bytes = encode_alloc(e, Stack{ips, depth, truncated}, buf, sizeof buf);
+  send_new_modules();
+  write_record(buf, bytes);
+}
+
+uint64_t record_free(FreeEvent e) {
+  uintptr_t ips[kMaxStackDepth];
+  bool truncated = false;
+  const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+  e.tid = current_tid();
+  uint8_t buf[kMaxEventBytes];
+  const size_t bytes = encode_free(e, Stack{ips, depth, truncated}, buf, sizeof buf);
+  send_new_modules();
+  return write_record(buf, bytes);
+}
+
+void record_free_failed(uint64_t free_seq, int32_t result) {
+  uint8_t buf[64];
+  write_record(buf, encode_free_failed(free_seq, result, buf, sizeof buf));
+}
+
+int32_t current_device() {
+#define VRAMTRACE_FN_TYPE(name, same_as, params) using name##_fn = cuda::vt_cudaError_t(*) params;
+  VRAMTRACE_CUDA_RUNTIME_USED(VRAMTRACE_FN_TYPE)
+#undef VRAMTRACE_FN_TYPE
+  auto get_device = real_function<cudaGetDevice_fn>(g_real_cudaGetDevice, "cudaGetDevice");
+  int device = -1;
+  if (get_device == nullptr || get_device(&device) != cuda::kSuccess) return -1;
+  return device;
+}
+
+namespace {
+// Start as soon as the shim is loaded, so that a process that allocates nothing still
+// appears in the trace with its command line.
+__attribute__((constructor)) void start_at_load() { shim_start(); }
+}  // namespace
+
+}  // namespace vramtrace::preload

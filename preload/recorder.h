@@ -1,0 +1,48 @@
+// The record path inside the target process: capture the stack, encode, put on the ring.
+// Also the shim's life cycle: start-up, fork, exit, and stopping when the collector is gone.
+//
+// Rules (DESIGN.md, "code that runs inside someone else's process"): nothing here throws,
+// aborts or blocks for ever; the stack is captured before any lock is taken; on any internal
+// failure recording stops, one line goes to stderr, and the program runs on.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "wire_encoder.h"
+
+namespace vramtrace::preload {
+
+enum class ShimState : int {
+  kOff = 0,        // no collector asked for (VRAMTRACE_SOCKET unset): pure pass-through
+  kRecording = 1,  // events go to the ring
+  kStopped = 2,    // recording ended (collector gone, internal error); pass-through
+};
+
+extern std::atomic<int> g_shim_state;
+
+inline bool is_recording() {
+  return g_shim_state.load(std::memory_order_relaxed) == static_cast<int>(ShimState::kRecording);
+}
+
+// Starts recording if VRAMTRACE_SOCKET names a collector. Idempotent.
+void shim_start();
+
+// Records an allocation call that has returned. `e.tid` is filled in here.
+void record_alloc(AllocEvent e);
+
+// Records a free that is about to reach the real free function. Returns the record's
+// sequence number (0 if nothing was recorded), for record_free_failed.
+uint64_t record_free(FreeEvent e);
+
+// The free recorded as `free_seq` failed with `result`: the memory is still allocated.
+void record_free_failed(uint64_t free_seq, int32_t result);
+
+// The caller's current device per the real runtime, or -1. Call only inside a ReentryGuard.
+int32_t current_device();
+
+// For benchmarks and tests of the record path: takes the ring and stack capture as they are
+// set up by shim_start() or by attach_ring_for_testing().
+bool attach_ring_for_testing(void* mapping, uint64_t capacity);
+
+}  // namespace vramtrace::preload

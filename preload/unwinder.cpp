@@ -1,0 +1,86 @@
+#include "unwinder.h"
+
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
+
+#include <algorithm>
+
+namespace vramtrace::preload {
+namespace {
+
+constexpr int kUnwCachePerThread = 2;  // UNW_CACHE_PER_THREAD in libunwind.h
+
+// Any function of the shim: its address tells which loaded object is the shim.
+void shim_anchor() {}
+
+// The lowest and highest address of the executable segments of the object containing `addr`.
+void object_text_range(uintptr_t addr, uintptr_t* begin, uintptr_t* end) {
+  struct Query {
+    uintptr_t addr, begin, end;
+  } query{addr, 0, 0};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* q = static_cast<Query*>(data);
+        uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+          lo = std::min<uintptr_t>(lo, info->dlpi_addr + ph.p_vaddr);
+          hi = std::max<uintptr_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+        }
+        if (q->addr < lo || q->addr >= hi) return 0;
+        q->begin = lo;
+        q->end = hi;
+        return 1;
+      },
+      &query);
+  *begin = query.begin;
+  *end = query.end;
+}
+
+}  // namespace
+
+void Unwinder::init() {
+  object_text_range(reinterpret_cast<uintptr_t>(&shim_anchor), &shim_begin_, &shim_end_);
+
+  void* libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (libunwind != nullptr) {
+    auto bt = reinterpret_cast<BacktraceFn>(dlsym(libunwind, "unw_backtrace"));
+    auto set_caching = reinterpret_cast<int (*)(void*, int)>(
+        dlsym(libunwind, "_ULx86_64_set_caching_policy"));
+    auto* local_space = static_cast<void**>(dlsym(libunwind, "_ULx86_64_local_addr_space"));
+    if (bt != nullptr) {
+      if (set_caching != nullptr && local_space != nullptr)
+        set_caching(*local_space, kUnwCachePerThread);
+      backtrace_ = bt;
+      name_ = "libunwind";
+      return;
+    }
+    dlclose(libunwind);
+  }
+  backtrace_ = &::backtrace;
+  name_ = "backtrace";
+}
+
+int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
+  *truncated = false;
+  if (backtrace_ == nullptr) return 0;
+  // The shim's own frames come first; a few spare slots keep them from costing depth.
+  constexpr int kSpare = 8;
+  void* raw[512 + kSpare];
+  const int want = std::min(max, 512) + kSpare;
+  const int got = backtrace_(raw, want);
+  int first = 0;
+  while (first < got) {
+    auto ip = reinterpret_cast<uintptr_t>(raw[first]);
+    if (ip < shim_begin_ || ip >= shim_end_) break;
+    ++first;
+  }
+  int count = std::min(got - first, max);
+  if (got == want || got - first > max) *truncated = true;
+  for (int i = 0; i < count; ++i) ips[i] = reinterpret_cast<uintptr_t>(raw[first + i]);
+  return count;
+}
+
+}  // namespace vramtrace::preload

@@ -1,0 +1,32 @@
+// Native stack capture inside the target: return addresses only; the collector symbolizes.
+//
+// libunwind is loaded privately (dlopen RTLD_LOCAL) rather than linked: its shared library
+// exports _Unwind_* and a weak `backtrace`, and linking it would let it take over the host's
+// exception handling. Where libunwind is missing, glibc's backtrace() is the fallback.
+#pragma once
+
+#include <cstdint>
+
+namespace vramtrace::preload {
+
+class Unwinder {
+ public:
+  // Loads the unwinder and learns the shim's own address range. Call once, at start-up.
+  void init();
+
+  // Fills `ips` with return addresses, innermost first, leaving out the shim's own frames.
+  // Returns the count; *truncated is set when the stack was deeper than `max`.
+  int capture(uintptr_t* ips, int max, bool* truncated) const;
+
+  // "libunwind", "backtrace" or "none".
+  const char* name() const { return name_; }
+
+ private:
+  using BacktraceFn = int (*)(void**, int);
+  BacktraceFn backtrace_ = nullptr;
+  const char* name_ = "none";
+  uintptr_t shim_begin_ = 0;
+  uintptr_t shim_end_ = 0;
+};
+
+}  // namespace vramtrace::preload

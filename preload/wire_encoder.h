@@ -1,0 +1,63 @@
+// Encodes the shim's events as vramtrace.wire.Envelope messages with nanopb, into a buffer
+// the caller owns (on its stack): no heap, no locks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "module_map.h"
+
+namespace vramtrace::preload {
+
+inline constexpr int kMaxStackDepth = 256;  // the wire's limit (vramtrace.options)
+inline constexpr size_t kMaxEventBytes = 4096;
+
+struct AllocEvent {
+  uint32_t tid;
+  int32_t device;
+  uint64_t stream;
+  int kind;  // vramtrace_wire_Kind
+  int api;   // vramtrace_wire_Api
+  uint64_t address;
+  uint64_t size;
+  uint64_t requested_size;
+  int32_t result;
+  uint64_t pool;
+  uint32_t flags;
+};
+
+struct FreeEvent {
+  uint32_t tid;
+  int32_t device;
+  uint64_t stream;
+  int api;
+  uint64_t address;
+};
+
+struct Stack {
+  const uintptr_t* ips;
+  int depth;
+  bool truncated;
+};
+
+struct ProcessStartInfo {
+  uint32_t pid, ppid, uid;
+  uint64_t start_realtime_ns;
+  const char* exe;
+  const char* argv;  // NUL-separated, as /proc/self/cmdline
+  size_t argv_bytes;
+  const char* hostname;
+  const char* unwinder;
+};
+
+// Each returns the encoded size, or 0 when the message did not fit in `capacity`.
+size_t encode_alloc(const AllocEvent&, const Stack&, uint8_t* out, size_t capacity);
+size_t encode_free(const FreeEvent&, const Stack&, uint8_t* out, size_t capacity);
+size_t encode_free_failed(uint64_t free_seq, int32_t result, uint8_t* out, size_t capacity);
+size_t encode_module(const ModuleInfo&, uint8_t* out, size_t capacity);
+size_t encode_process_start(const ProcessStartInfo&, uint8_t* out, size_t capacity);
+size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity);
+size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
+                     size_t capacity);
+
+}  // namespace vramtrace::preload

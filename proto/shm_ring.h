@@ -1,0 +1,299 @@
+// The shared-memory ring that carries one traced process's events to the collector.
+//
+// Contract
+// - One ring per traced process. The process creates it (a sealed memfd), maps it, and
+//   passes the descriptor to the collector over a unix socket; both map it MAP_SHARED.
+// - Writers: the threads of that one process (RingProducer). They serialise on a futex lock
+//   that lives in the ring, so that the sequence number and the timestamp stamped on each
+//   record follow ring order. The lock is held only to stamp and copy an already encoded
+//   record; unwinding and encoding happen before it is taken.
+// - Reader: the collector alone (RingConsumer). The collector never takes the lock, so a
+//   process killed while holding it (SIGKILL, the OOM killer) leaves every record it had
+//   published readable: a record is published by advancing `write_pos` after it is copied.
+// - Full ring: the writer waits (futex on `read_wakeups`) until the reader frees space. It
+//   asks its caller every wait interval whether the collector is still alive, and gives up
+//   when it is not: the program must run on, untraced, rather than hang.
+// - Records are contiguous: one that does not fit before the end of the buffer is preceded
+//   by a padding marker (or by nothing, when fewer than a header's bytes remain) and starts
+//   at offset 0.
+//
+// Trust: the reader treats the whole mapping as untrusted input. The target process may
+// have scribbled on it, so the reader keeps its own copy of the capacity and of its read
+// position, reads each field once into a local, and stops reading the ring at the first
+// record that does not make sense.
+//
+// This header uses libc and <atomic> only: it is compiled into the preload shim, which may
+// not depend on anything else.
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace vramtrace::ring {
+
+inline constexpr uint64_t kMagic = 0x31474e4952545256ull;  // "VRTRING1", little-endian
+inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kHeaderBytes = 4096;  // the data area starts one page in
+inline constexpr uint32_t kPaddingMarker = 0xffffffffu;
+inline constexpr uint64_t kMinCapacity = 64 * 1024;
+inline constexpr uint64_t kMaxCapacity = 1ull << 30;
+
+// Precedes every record's payload (an encoded vramtrace.wire.Envelope).
+struct RecordHeader {
+  uint32_t payload_bytes;  // kPaddingMarker: skip to the start of the buffer
+  uint32_t reserved;
+  uint64_t seq;     // per-process sequence number, dense from 1
+  int64_t time_ns;  // CLOCK_MONOTONIC
+};
+static_assert(sizeof(RecordHeader) == 24);
+
+inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+inline constexpr uint64_t record_bytes(uint64_t payload) {
+  return align8(sizeof(RecordHeader) + payload);
+}
+
+// The first page of the mapping. Fields in their own cache lines where one side writes them
+// often and the other side reads them.
+struct SharedHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_bytes;
+  uint64_t capacity;  // bytes of the data area, a power of two
+  uint32_t pid;       // the writer's pid, for diagnostics only
+  uint32_t unused;
+
+  alignas(64) std::atomic<uint64_t> write_pos;  // bytes published, monotonic
+  uint64_t next_seq;                            // guarded by `lock`
+
+  alignas(64) std::atomic<uint64_t> read_pos;  // bytes consumed, monotonic
+  std::atomic<uint32_t> read_wakeups;          // futex word, bumped when read_pos advances
+  std::atomic<uint32_t> writer_waiting;        // non-zero while a writer waits for space
+
+  alignas(64) std::atomic<uint32_t> lock;  // 0 free, 1 held, 2 held with waiters
+  std::atomic<uint32_t> closed;            // the process exited through exit()
+};
+static_assert(sizeof(SharedHeader) <= kHeaderBytes);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+inline int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+namespace detail {
+inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, bool shared,
+                       const timespec* timeout) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE,
+          expected, timeout, nullptr, 0);
+}
+inline void futex_wake(std::atomic<uint32_t>* word, bool shared, int count) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE,
+          count, nullptr, nullptr, 0);
+}
+}  // namespace detail
+
+// The writing side, inside the traced process.
+class RingProducer {
+ public:
+  enum class WriteResult { kOk, kTooLarge, kGaveUp };
+
+  // Takes over a zero-filled mapping of kHeaderBytes + capacity bytes.
+  bool init(void* mapping, uint64_t capacity, uint32_t pid) {
+    if (capacity < kMinCapacity || capacity > kMaxCapacity || (capacity & (capacity - 1)) != 0)
+      return false;
+    header_ = static_cast<SharedHeader*>(mapping);
+    data_ = static_cast<unsigned char*>(mapping) + kHeaderBytes;
+    capacity_ = capacity;
+    header_->version = kVersion;
+    header_->header_bytes = kHeaderBytes;
+    header_->capacity = capacity;
+    header_->pid = pid;
+    header_->next_seq = 1;
+    std::atomic_thread_fence(std::memory_order_release);
+    header_->magic = kMagic;
+    return true;
+  }
+
+  // Largest payload one record can carry. Half the buffer, so that a wrap never starves.
+  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordHeader); }
+
+  // Stamps and publishes one record. While the ring is full, waits for the reader and calls
+  // `still_alive()` every wait interval; when it returns false the record is dropped and
+  // kGaveUp returned. On kOk, *seq_out is the record's sequence number.
+  template <class StillAlive>
+  WriteResult write(const void* payload, uint32_t payload_bytes, uint64_t* seq_out,
+                    StillAlive&& still_alive) {
+    if (payload_bytes > max_payload()) return WriteResult::kTooLarge;
+    const uint64_t needed = record_bytes(payload_bytes);
+    lock();
+    uint64_t pos = header_->write_pos.load(std::memory_order_relaxed);
+    uint64_t offset = pos & (capacity_ - 1);
+    uint64_t tail = capacity_ - offset;
+    uint64_t skip = tail < needed ? tail : 0;
+    if (!wait_for_space(pos, skip + needed, still_alive)) {
+      unlock();
+      return WriteResult::kGaveUp;
+    }
+    if (skip != 0) {
+      if (skip >= sizeof(RecordHeader)) {
+        RecordHeader pad{kPaddingMarker, 0, 0, 0};
+        std::memcpy(data_ + offset, &pad, sizeof pad);
+      }
+      pos += skip;
+      offset = 0;
+    }
+    RecordHeader rec{payload_bytes, 0, header_->next_seq++, monotonic_ns()};
+    std::memcpy(data_ + offset, &rec, sizeof rec);
+    std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
+    header_->write_pos.store(pos + needed, std::memory_order_release);
+    unlock();
+    *seq_out = rec.seq;
+    return WriteResult::kOk;
+  }
+
+  // Marks a clean exit, so the reader can tell it from a kill.
+  void mark_closed() { header_->closed.store(1, std::memory_order_release); }
+
+ private:
+  template <class StillAlive>
+  bool wait_for_space(uint64_t pos, uint64_t bytes, StillAlive& still_alive) {
+    for (;;) {
+      uint64_t read = header_->read_pos.load(std::memory_order_acquire);
+      // A reader position ahead of ours, or one that lags by more than the buffer, can only
+      // come from a broken reader: treat it as gone rather than overwrite unread records.
+      if (read > pos || pos - read > capacity_) return false;
+      if (pos + bytes - read <= capacity_) return true;
+      uint32_t wakeups = header_->read_wakeups.load(std::memory_order_acquire);
+      header_->writer_waiting.store(1, std::memory_order_seq_cst);
+      read = header_->read_pos.load(std::memory_order_seq_cst);
+      if (pos + bytes - read <= capacity_) continue;
+      timespec timeout{0, 50'000'000};
+      detail::futex_wait(&header_->read_wakeups, wakeups, /*shared=*/true, &timeout);
+      if (!still_alive()) return false;
+    }
+  }
+
+  // Drepper's three-state futex mutex ("Futexes Are Tricky", mutex #2), with a short spin.
+  // Only threads of this process contend, so the futex can be process-private.
+  void lock() {
+    uint32_t c = 0;
+    if (header_->lock.compare_exchange_strong(c, 1, std::memory_order_acquire)) return;
+    for (int spin = 0; spin < 100; ++spin) {
+      c = 0;
+      if (header_->lock.compare_exchange_weak(c, 1, std::memory_order_acquire)) return;
+      __builtin_ia32_pause();
+    }
+    if (c != 2) c = header_->lock.exchange(2, std::memory_order_acquire);
+    while (c != 0) {
+      detail::futex_wait(&header_->lock, 2, /*shared=*/false, nullptr);
+      c = header_->lock.exchange(2, std::memory_order_acquire);
+    }
+  }
+  void unlock() {
+    if (header_->lock.fetch_sub(1, std::memory_order_release) != 1) {
+      header_->lock.store(0, std::memory_order_release);
+      detail::futex_wake(&header_->lock, /*shared=*/false, 1);
+    }
+  }
+
+  SharedHeader* header_ = nullptr;
+  unsigned char* data_ = nullptr;
+  uint64_t capacity_ = 0;
+};
+
+// The reading side, in the collector.
+class RingConsumer {
+ public:
+  enum class Status { kOk, kCorrupt };
+
+  // `mapping` and `mapped_bytes` are the collector's own view (the size from fstat, never
+  // from the header). Returns false, with *why set, when the header is not a valid ring.
+  bool attach(const void* mapping, uint64_t mapped_bytes, const char** why) {
+    auto* header = static_cast<const SharedHeader*>(mapping);
+    if (mapped_bytes < kHeaderBytes + kMinCapacity) return fail(why, "ring too small");
+    if (header->magic != kMagic) return fail(why, "bad ring magic");
+    if (header->version != kVersion) return fail(why, "unsupported ring version");
+    uint64_t capacity = mapped_bytes - kHeaderBytes;
+    if (header->capacity != capacity || (capacity & (capacity - 1)) != 0)
+      return fail(why, "ring capacity does not match its mapping");
+    header_ = const_cast<SharedHeader*>(header);
+    data_ = static_cast<const unsigned char*>(mapping) + kHeaderBytes;
+    capacity_ = capacity;
+    read_pos_ = header->read_pos.load(std::memory_order_acquire);
+    return true;
+  }
+
+  // Hands each complete record to fn(const RecordHeader&, const unsigned char* payload),
+  // at most max_records of them, then frees their space. The payload pointer points into
+  // the shared mapping and is valid only during the call. Returns kCorrupt at the first
+  // record that cannot be valid; the records before it were delivered.
+  template <class Fn>
+  Status drain(Fn&& fn, size_t max_records, size_t* delivered) {
+    *delivered = 0;
+    const uint64_t write = header_->write_pos.load(std::memory_order_acquire);
+    if (write < read_pos_ || write - read_pos_ > capacity_) return Status::kCorrupt;
+    Status status = Status::kOk;
+    while (read_pos_ != write && *delivered < max_records) {
+      const uint64_t offset = read_pos_ & (capacity_ - 1);
+      const uint64_t tail = capacity_ - offset;
+      if (tail < sizeof(RecordHeader)) {  // the writer skipped this sliver without a marker
+        if (write - read_pos_ < tail) return finish(Status::kCorrupt);
+        read_pos_ += tail;
+        continue;
+      }
+      RecordHeader rec;
+      std::memcpy(&rec, data_ + offset, sizeof rec);
+      if (rec.payload_bytes == kPaddingMarker) {
+        if (write - read_pos_ < tail) return finish(Status::kCorrupt);
+        read_pos_ += tail;
+        continue;
+      }
+      const uint64_t bytes = record_bytes(rec.payload_bytes);
+      if (rec.payload_bytes > capacity_ / 2 || bytes > tail || bytes > write - read_pos_) {
+        status = Status::kCorrupt;
+        break;
+      }
+      fn(static_cast<const RecordHeader&>(rec), data_ + offset + sizeof rec);
+      read_pos_ += bytes;
+      ++*delivered;
+    }
+    return finish(status);
+  }
+
+  bool closed() const { return header_->closed.load(std::memory_order_acquire) != 0; }
+  uint64_t pending_bytes() const {
+    uint64_t write = header_->write_pos.load(std::memory_order_acquire);
+    return write >= read_pos_ ? write - read_pos_ : 0;
+  }
+
+ private:
+  Status finish(Status status) {
+    header_->read_pos.store(read_pos_, std::memory_order_seq_cst);
+    if (header_->writer_waiting.load(std::memory_order_seq_cst) != 0) {
+      header_->writer_waiting.store(0, std::memory_order_relaxed);
+      header_->read_wakeups.fetch_add(1, std::memory_order_release);
+      detail::futex_wake(&header_->read_wakeups, /*shared=*/true, INT32_MAX);
+    }
+    return status;
+  }
+  static bool fail(const char** why, const char* reason) {
+    *why = reason;
+    return false;
+  }
+
+  SharedHeader* header_ = nullptr;
+  const unsigned char* data_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t read_pos_ = 0;
+};
+
+}  // namespace vramtrace::ring

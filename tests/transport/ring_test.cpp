@@ -1,0 +1,201 @@
+// The shared-memory ring between the shim and the collector (proto/shm_ring.h).
+#include "shm_ring.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace vramtrace::ring {
+namespace {
+
+class Mapping {
+ public:
+  explicit Mapping(uint64_t capacity) : bytes_(kHeaderBytes + capacity) {
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (base_ == MAP_FAILED) throw std::runtime_error("mmap");
+  }
+  ~Mapping() { munmap(base_, bytes_); }
+  void* base() const { return base_; }
+  uint64_t bytes() const { return bytes_; }
+  SharedHeader* header() const { return static_cast<SharedHeader*>(base_); }
+
+ private:
+  uint64_t bytes_;
+  void* base_;
+};
+
+struct Received {
+  uint64_t seq;
+  std::string payload;
+};
+
+std::vector<Received> drain_all(RingConsumer& consumer, RingConsumer::Status* status = nullptr) {
+  std::vector<Received> out;
+  size_t delivered = 0;
+  RingConsumer::Status s;
+  do {
+    s = consumer.drain(
+        [&](const RecordHeader& h, const unsigned char* p) {
+          out.push_back({h.seq, std::string(reinterpret_cast<const char*>(p), h.payload_bytes)});
+        },
+        1000, &delivered);
+  } while (s == RingConsumer::Status::kOk && delivered != 0);
+  if (status) *status = s;
+  return out;
+}
+
+constexpr auto kAlive = [] { return true; };
+
+TEST(Ring, RecordsWrapAroundTheEndIntact) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
+
+  // Sizes that are not multiples of 8 and do not divide the buffer: records must pad and
+  // wrap at every possible offset.
+  uint64_t expected_seq = 1;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<std::string> sent;
+    for (int i = 0; i < 7; ++i) {
+      std::string payload(static_cast<size_t>((round * 7 + i) % 997 + 1),
+                          static_cast<char>('a' + (round + i) % 26));
+      uint64_t seq = 0;
+      ASSERT_EQ(producer.write(payload.data(), static_cast<uint32_t>(payload.size()), &seq, kAlive),
+                RingProducer::WriteResult::kOk);
+      sent.push_back(payload);
+    }
+    std::vector<Received> got = drain_all(consumer);
+    ASSERT_EQ(got.size(), sent.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].seq, expected_seq++);
+      ASSERT_EQ(got[i].payload, sent[i]);
+    }
+  }
+  EXPECT_GT(m.header()->write_pos.load(), 3 * kMinCapacity);  // it really wrapped
+}
+
+TEST(Ring, ManyWritersOneReaderLoseNothingAndKeepOrder) {
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 50000;
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why));
+
+  std::vector<std::thread> writers;
+  for (int t = 0; t < kThreads; ++t) {
+    writers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int payload[2] = {t, i};
+        uint64_t seq;
+        // The ring is small: writers keep waiting for the reader.
+        if (producer.write(payload, sizeof payload, &seq, kAlive) != RingProducer::WriteResult::kOk)
+          std::abort();
+      }
+    });
+  }
+  std::vector<int> next(kThreads, 0);
+  uint64_t last_seq = 0;
+  int total = 0;
+  while (total < kThreads * kPerThread) {
+    size_t delivered = 0;
+    ASSERT_EQ(consumer.drain(
+                  [&](const RecordHeader& h, const unsigned char* p) {
+                    int payload[2];
+                    std::memcpy(payload, p, sizeof payload);
+                    EXPECT_EQ(h.seq, last_seq + 1);
+                    last_seq = h.seq;
+                    EXPECT_EQ(payload[1], next[static_cast<size_t>(payload[0])]++);
+                  },
+                  4096, &delivered),
+              RingConsumer::Status::kOk);
+    total += static_cast<int>(delivered);
+  }
+  for (auto& w : writers) w.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(next[static_cast<size_t>(t)], kPerThread);
+}
+
+TEST(Ring, FullRingWaitsThenGivesUpWhenTheReaderIsGone) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  std::string payload(1000, 'x');
+  uint64_t seq;
+  int written = 0;
+  int asked = 0;
+  RingProducer::WriteResult r;
+  while ((r = producer.write(payload.data(), 1000, &seq, [&] { return ++asked < 3; })) ==
+         RingProducer::WriteResult::kOk)
+    ++written;
+  EXPECT_EQ(r, RingProducer::WriteResult::kGaveUp);
+  EXPECT_EQ(asked, 3);  // it waited, asking each interval, and gave up when told
+  EXPECT_EQ(written, static_cast<int>(kMinCapacity / record_bytes(1000)));
+}
+
+TEST(Ring, OversizedRecordIsRefused) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  std::vector<char> big(kMinCapacity);
+  uint64_t seq;
+  EXPECT_EQ(producer.write(big.data(), static_cast<uint32_t>(big.size()), &seq, kAlive),
+            RingProducer::WriteResult::kTooLarge);
+}
+
+TEST(Ring, ReaderStopsAtACorruptRecordKeepingThoseBefore) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  uint64_t seq;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+  // Scribble on the third record's length, as a buggy target might.
+  auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
+  const uint32_t absurd = 1u << 30;
+  std::memcpy(data + 2 * record_bytes(4), &absurd, sizeof absurd);
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why));
+  RingConsumer::Status status;
+  std::vector<Received> got = drain_all(consumer, &status);
+  EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
+  EXPECT_EQ(got.size(), 2u);
+}
+
+TEST(Ring, ReaderRejectsAWritePositionBeyondTheBuffer) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why));
+  m.header()->write_pos.store(kMinCapacity * 5);
+  size_t delivered;
+  EXPECT_EQ(consumer.drain([](const RecordHeader&, const unsigned char*) {}, 10, &delivered),
+            RingConsumer::Status::kCorrupt);
+}
+
+TEST(Ring, AttachRejectsForeignOrMismatchedHeaders) {
+  Mapping m(kMinCapacity);
+  RingConsumer consumer;
+  const char* why = nullptr;
+  EXPECT_FALSE(consumer.attach(m.base(), m.bytes(), &why));  // never initialised
+  EXPECT_STREQ(why, "bad ring magic");
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  EXPECT_FALSE(consumer.attach(m.base(), m.bytes() - 4096, &why));  // header claims more than mapped
+  m.header()->capacity = kMinCapacity * 2;
+  EXPECT_FALSE(consumer.attach(m.base(), m.bytes(), &why));
+  EXPECT_FALSE(producer.init(m.base(), kMinCapacity + 8, 1));  // not a power of two
+}
+
+}  // namespace
+}  // namespace vramtrace::ring

@@ -1,0 +1,129 @@
+// The shim's nanopb encoders against libprotobuf's decoder: one schema, two implementations.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "vramtrace.pb.h"  // libprotobuf's (the test links vramtrace_wire_cpp)
+#include "wire_encoder.h"
+
+namespace vramtrace {
+namespace {
+
+wire::Envelope decode(const uint8_t* buf, size_t n) {
+  wire::Envelope env;
+  EXPECT_TRUE(env.ParseFromArray(buf, static_cast<int>(n)));
+  return env;
+}
+
+TEST(Wire, AllocationWithAFullStackRoundTrips) {
+  preload::AllocEvent e{};
+  e.tid = 4242;
+  e.device = 3;
+  e.stream = 0x7f0000001000;
+  e.kind = wire::KIND_ASYNC;
+  e.api = wire::API_CUDA_MALLOC_FROM_POOL_ASYNC;
+  e.address = 0x7f12345600;
+  e.size = 1 << 20;
+  e.requested_size = 1000000;
+  e.result = 0;
+  e.pool = 0xdeadbeef;
+  e.flags = 7;
+  std::vector<uintptr_t> ips(preload::kMaxStackDepth);
+  for (size_t i = 0; i < ips.size(); ++i) ips[i] = 0x7fff00000000 + i * 17;
+  uint8_t buf[preload::kMaxEventBytes];
+  size_t n = preload::encode_alloc(e, {ips.data(), static_cast<int>(ips.size()), true}, buf,
+                                   sizeof buf);
+  ASSERT_GT(n, 0u);
+  wire::Envelope env = decode(buf, n);
+  ASSERT_EQ(env.body_case(), wire::Envelope::kAlloc);
+  const wire::Alloc& a = env.alloc();
+  EXPECT_EQ(a.tid(), 4242u);
+  EXPECT_EQ(a.device(), 3);
+  EXPECT_EQ(a.stream(), 0x7f0000001000u);
+  EXPECT_EQ(a.kind(), wire::KIND_ASYNC);
+  EXPECT_EQ(a.api(), wire::API_CUDA_MALLOC_FROM_POOL_ASYNC);
+  EXPECT_EQ(a.address(), 0x7f12345600u);
+  EXPECT_EQ(a.size(), 1u << 20);
+  EXPECT_EQ(a.requested_size(), 1000000u);
+  EXPECT_EQ(a.pool(), 0xdeadbeefu);
+  EXPECT_EQ(a.flags(), 7u);
+  ASSERT_EQ(a.stack_size(), preload::kMaxStackDepth);
+  for (int i = 0; i < a.stack_size(); ++i) EXPECT_EQ(a.stack(i), ips[static_cast<size_t>(i)]);
+  EXPECT_TRUE(a.stack_truncated());
+}
+
+TEST(Wire, DeeperStackIsCutAndMarked) {
+  std::vector<uintptr_t> ips(preload::kMaxStackDepth + 10, 0x1000);
+  preload::FreeEvent e{};
+  e.address = 0x10;
+  uint8_t buf[preload::kMaxEventBytes];
+  size_t n = preload::encode_free(e, {ips.data(), static_cast<int>(ips.size()), false}, buf,
+                                  sizeof buf);
+  wire::Envelope env = decode(buf, n);
+  ASSERT_EQ(env.body_case(), wire::Envelope::kFree);
+  EXPECT_EQ(env.free().stack_size(), preload::kMaxStackDepth);
+  EXPECT_TRUE(env.free().stack_truncated());
+}
+
+TEST(Wire, FailedAllocationKeepsItsNegativeAndPositiveCodes) {
+  preload::AllocEvent e{};
+  e.result = 2;
+  e.device = -1;
+  uint8_t buf[256];
+  wire::Envelope env = decode(buf, preload::encode_alloc(e, {nullptr, 0, false}, buf, sizeof buf));
+  EXPECT_EQ(env.alloc().result(), 2);
+  EXPECT_EQ(env.alloc().device(), -1);
+  EXPECT_EQ(env.alloc().address(), 0u);
+}
+
+TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
+  uint8_t buf[8192];
+  const unsigned char id[20] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3};
+  preload::ModuleInfo m{0x400000, 0x500000, 0x3ff000, "/usr/lib/libfoo.so", id, 20};
+  wire::Envelope env = decode(buf, preload::encode_module(m, buf, sizeof buf));
+  ASSERT_EQ(env.body_case(), wire::Envelope::kModule);
+  EXPECT_EQ(env.module().start(), 0x400000u);
+  EXPECT_EQ(env.module().end(), 0x500000u);
+  EXPECT_EQ(env.module().load_bias(), 0x3ff000u);
+  EXPECT_EQ(env.module().path(), "/usr/lib/libfoo.so");
+  EXPECT_EQ(env.module().build_id(), std::string(reinterpret_cast<const char*>(id), 20));
+
+  const char argv[] = "python\0train.py\0--epochs=3";
+  preload::ProcessStartInfo p{7, 1, 1000, 123456789, "/usr/bin/python3.11", argv, sizeof argv,
+                              "node17", "libunwind"};
+  env = decode(buf, preload::encode_process_start(p, buf, sizeof buf));
+  ASSERT_EQ(env.body_case(), wire::Envelope::kProcessStart);
+  const auto& s = env.process_start();
+  EXPECT_EQ(s.pid(), 7u);
+  EXPECT_EQ(s.ppid(), 1u);
+  EXPECT_EQ(s.uid(), 1000u);
+  EXPECT_EQ(s.start_realtime_ns(), 123456789u);
+  EXPECT_EQ(s.exe(), "/usr/bin/python3.11");
+  ASSERT_EQ(s.argv_size(), 3);
+  EXPECT_EQ(s.argv(0), "python");
+  EXPECT_EQ(s.argv(1), "train.py");
+  EXPECT_EQ(s.argv(2), "--epochs=3");
+  EXPECT_EQ(s.hostname(), "node17");
+  EXPECT_EQ(s.unwinder(), "libunwind");
+
+  env = decode(buf, preload::encode_free_failed(99, 1, buf, sizeof buf));
+  EXPECT_EQ(env.free_failed().free_seq(), 99u);
+  EXPECT_EQ(env.free_failed().result(), 1);
+  env = decode(buf, preload::encode_process_exit(3, buf, sizeof buf));
+  EXPECT_EQ(env.process_exit().exit_status(), 3);
+  env = decode(buf, preload::encode_notice(1, "unwinder_missing", "no unwinder", buf, sizeof buf));
+  EXPECT_EQ(env.notice().severity(), wire::Notice::SEVERITY_DATA_LOSS);
+  EXPECT_EQ(env.notice().name(), "unwinder_missing");
+}
+
+TEST(Wire, TooSmallABufferIsReportedNotOverrun) {
+  std::vector<uintptr_t> ips(64, 0x7fff00001234);
+  preload::AllocEvent e{};
+  uint8_t buf[64 + 16];
+  std::memset(buf, 0xab, sizeof buf);
+  EXPECT_EQ(preload::encode_alloc(e, {ips.data(), 64, false}, buf, 64), 0u);
+  for (size_t i = 64; i < sizeof buf; ++i) EXPECT_EQ(buf[i], 0xab);
+}
+
+}  // namespace
+}  // namespace vramtrace
