@@ -1,0 +1,251 @@
+#include "collector/collector_server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "shm_ring.h"
+
+namespace vramtrace::collector {
+namespace {
+
+// The first bytes a shim sends (preload/collector_link.h's LinkHello; the layout is part of
+// the transport and versioned by its magic).
+struct LinkHello {
+  char magic[8];
+  uint32_t pid;
+  uint32_t ring_version;
+};
+
+constexpr size_t kRecordsPerTurn =
+    16384;  // per ring, so that one busy process cannot starve others
+
+std::string pick_runtime_dir(const std::string& requested) {
+  if (!requested.empty()) return requested;
+  for (const char* var : {"XDG_RUNTIME_DIR", "TMPDIR"}) {
+    const char* v = std::getenv(var);
+    if (v != nullptr && *v != '\0' && access(v, W_OK | X_OK) == 0) return v;
+  }
+  return "/tmp";
+}
+
+}  // namespace
+
+struct CollectorServer::Connection {
+  int fd = -1;
+  int64_t ring_id = -1;  // -1 until the handshake arrived
+  void* mapping = nullptr;
+  uint64_t mapped_bytes = 0;
+  ring::RingConsumer consumer;
+  bool corrupt = false;
+
+  ~Connection() {
+    if (mapping != nullptr) munmap(mapping, mapped_bytes);
+    if (fd >= 0) close(fd);
+  }
+};
+
+std::unique_ptr<CollectorServer> CollectorServer::create(TraceIngest& ingest,
+                                                         const std::string& runtime_dir,
+                                                         std::string* error) {
+  std::string base = pick_runtime_dir(runtime_dir);
+  std::string templ = base + "/vramtrace-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {  // mkdtemp makes it 0700
+    *error = "cannot create a private directory in " + base + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  std::string path = templ + "/collector.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    rmdir(templ.c_str());
+    *error = "socket path too long: " + path + " (set TMPDIR to a shorter directory)";
+    return nullptr;
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(fd, 128) != 0) {
+    *error = "cannot listen on " + path + ": " + std::strerror(errno);
+    if (fd >= 0) close(fd);
+    unlink(path.c_str());
+    rmdir(templ.c_str());
+    return nullptr;
+  }
+  chmod(path.c_str(), 0600);
+  return std::unique_ptr<CollectorServer>(new CollectorServer(ingest, fd, templ, path));
+}
+
+CollectorServer::CollectorServer(TraceIngest& ingest, int listen_fd, std::string dir,
+                                 std::string socket_path)
+    : ingest_(ingest),
+      listen_fd_(listen_fd),
+      dir_(std::move(dir)),
+      socket_path_(std::move(socket_path)) {}
+
+CollectorServer::~CollectorServer() {
+  close_all();
+  close(listen_fd_);
+  unlink(socket_path_.c_str());
+  rmdir(dir_.c_str());
+}
+
+void CollectorServer::accept_pending() {
+  for (;;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;  // EAGAIN: none left (or a transient error: next turn)
+    ucred peer{};
+    socklen_t len = sizeof peer;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) != 0 || peer.uid != getuid()) {
+      ++refused_;
+      close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Connection>();
+    c->fd = fd;
+    connections_.push_back(std::move(c));
+  }
+}
+
+// Reads the handshake of a connection that has not sent it yet.
+void CollectorServer::accept_one(size_t index) {
+  Connection& c = *connections_[index];
+  LinkHello hello{};
+  iovec iov{&hello, sizeof hello};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(c.fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+
+  int memfd = -1;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const size_t fds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < fds; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      if (memfd < 0)
+        memfd = fd;
+      else
+        close(fd);  // more than we asked for
+    }
+  }
+  auto refuse = [&] {
+    if (memfd >= 0) close(memfd);
+    ++refused_;
+    c.corrupt = true;  // retired on this turn, without a process
+  };
+  if (n != static_cast<ssize_t>(sizeof hello) || std::memcmp(hello.magic, "VRTLINK1", 8) != 0 ||
+      hello.ring_version != ring::kVersion || memfd < 0 || (msg.msg_flags & MSG_CTRUNC) != 0)
+    return refuse();
+
+  // The ring must be sealed against shrinking, or the target could make our reads fault.
+  const int seals = fcntl(memfd, F_GET_SEALS);
+  struct stat st {};
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0 || fstat(memfd, &st) != 0 ||
+      st.st_size < static_cast<off_t>(ring::kHeaderBytes + ring::kMinCapacity) ||
+      st.st_size > static_cast<off_t>(ring::kHeaderBytes + ring::kMaxCapacity))
+    return refuse();
+  const auto bytes = static_cast<uint64_t>(st.st_size);
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+  close(memfd);
+  memfd = -1;
+  if (mapping == MAP_FAILED) return refuse();
+  const char* why = nullptr;
+  if (!c.consumer.attach(mapping, bytes, &why)) {
+    munmap(mapping, bytes);
+    return refuse();
+  }
+  c.mapping = mapping;
+  c.mapped_bytes = bytes;
+  c.ring_id = ingest_.open_ring(hello.pid);
+}
+
+bool CollectorServer::drain(Connection& c, size_t max_records, size_t* delivered) {
+  auto status = c.consumer.drain(
+      [&](const ring::RecordHeader& h, const unsigned char* payload) {
+        ingest_.on_record(c.ring_id, h, payload);
+      },
+      max_records, delivered);
+  records_ += *delivered;
+  if (status == ring::RingConsumer::Status::kCorrupt) {
+    ingest_.ring_corrupt(c.ring_id);
+    c.corrupt = true;
+    return false;
+  }
+  return true;
+}
+
+void CollectorServer::retire(size_t index, bool hung_up) {
+  Connection& c = *connections_[index];
+  if (c.ring_id >= 0) {
+    // Everything the process published before it went is in our mapping: read it all.
+    size_t delivered = 0;
+    while (!c.corrupt && drain(c, kRecordsPerTurn, &delivered) && delivered != 0) {
+    }
+    const bool complete = !c.corrupt && hung_up;
+    ingest_.close_ring(c.ring_id, complete, ring::monotonic_ns());
+  }
+  connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+size_t CollectorServer::poll_once(int timeout_ms) {
+  std::vector<pollfd> fds;
+  fds.reserve(connections_.size() + 1);
+  fds.push_back({listen_fd_, POLLIN, 0});
+  for (auto& c : connections_) fds.push_back({c->fd, POLLIN, 0});
+  int ready = poll(fds.data(), fds.size(), timeout_ms);
+  if (ready < 0 && errno != EINTR) return 0;
+
+  const size_t before = records_;
+  // Drain first, then look at hang-ups: a process that published and exited within one
+  // turn is read to its end by retire().
+  std::vector<size_t> gone;
+  for (size_t i = 0; i < connections_.size(); ++i) {
+    Connection& c = *connections_[i];
+    const short revents = ready > 0 ? fds[i + 1].revents : 0;
+    if (c.ring_id < 0 && !c.corrupt && (revents & POLLIN) != 0) accept_one(i);
+    if (c.ring_id >= 0 && !c.corrupt) {
+      size_t delivered = 0;
+      drain(c, kRecordsPerTurn, &delivered);
+    }
+    bool hung_up = (revents & (POLLHUP | POLLERR)) != 0;
+    if (!hung_up && c.ring_id >= 0 && (revents & POLLIN) != 0) {
+      // The shim never writes after its handshake: readable now means end-of-file.
+      char byte;
+      ssize_t n = recv(c.fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
+      hung_up = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+      if (n > 0) c.corrupt = true;  // a protocol violation; retired below
+    }
+    if (hung_up || c.corrupt) gone.push_back(i);
+  }
+  for (size_t k = gone.size(); k-- > 0;) {
+    Connection& c = *connections_[gone[k]];
+    retire(gone[k], /*hung_up=*/!c.corrupt);
+  }
+  if (ready > 0 && (fds[0].revents & POLLIN) != 0) accept_pending();
+  return records_ - before;
+}
+
+void CollectorServer::close_all() {
+  accept_pending();
+  for (size_t i = connections_.size(); i-- > 0;) {
+    Connection& c = *connections_[i];
+    if (c.ring_id < 0 && !c.corrupt) accept_one(i);
+    retire(i, /*hung_up=*/false);
+  }
+}
+
+}  // namespace vramtrace::collector

@@ -1,0 +1,423 @@
+#include "collector/trace_ingest.h"
+
+#include <algorithm>
+
+namespace vramtrace::collector {
+namespace {
+
+// Frees kept for a possible FreeFailed. The shim sends FreeFailed right after the real free
+// returns, so only the records that other threads wrote in between can separate the two.
+constexpr size_t kRecentFreesKept = 4096;
+// A stack deeper than the wire allows cannot come from our shim.
+constexpr int kMaxStackDepth = 256;
+
+std::string hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+}  // namespace
+
+size_t TraceIngest::StackHash::operator()(std::span<const uint64_t> ips) const {
+  uint64_t h = ips.size();
+  for (uint64_t ip : ips) h = mix(h, ip * 0xff51afd7ed558ccdull);
+  return static_cast<size_t>(h);
+}
+
+size_t TraceIngest::PcKeyHash::operator()(const PcKey& k) const {
+  return static_cast<size_t>(
+      mix(static_cast<uint64_t>(k.module_id), k.rel_pc * 0xc4ceb9fe1a85ec53ull));
+}
+
+TraceIngest::TraceIngest(storage::TraceWriter& writer) : writer_(writer) {
+  callsites_.on_new = [this](int64_t id, std::optional<int64_t> parent, int64_t frame_id,
+                             int depth) { writer_.add_callsite(id, parent, frame_id, depth); };
+  // Module 0 stands for addresses outside every module the process reported.
+  writer_.add_module(0, "[unknown]", "");
+}
+
+TraceIngest::~TraceIngest() = default;
+
+int64_t TraceIngest::open_ring(uint32_t pid) {
+  const int64_t upid = next_upid_++;
+  Process& p = processes_[upid];
+  p.upid = upid;
+  p.pid = pid;
+  return upid;
+}
+
+TraceIngest::Process* TraceIngest::process_for(int64_t ring_id) {
+  auto it = processes_.find(ring_id);
+  return it == processes_.end() ? nullptr : &it->second;
+}
+
+void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
+                            const unsigned char* payload) {
+  Process* p = process_for(ring_id);
+  if (p == nullptr) return;
+  envelope_.Clear();
+  if (!envelope_.ParseFromArray(payload, static_cast<int>(header.payload_bytes))) {
+    count("record_undecodable", storage::Severity::kDataLoss,
+          "ring records that did not decode as a vramtrace.wire.Envelope");
+    return;
+  }
+  p->last_ns = std::max(p->last_ns, header.time_ns);
+  if (!p->started && envelope_.body_case() != wire::Envelope::kProcessStart) {
+    // The shim always starts with ProcessStart; make the row anyway so nothing is dropped.
+    wire::ProcessStart unknown;
+    unknown.set_pid(p->pid);
+    on_process_start(*p, header, unknown);
+    count("process_start_missing", storage::Severity::kDataLoss,
+          "rings whose first record was not the process's start");
+  }
+  switch (envelope_.body_case()) {
+    case wire::Envelope::kProcessStart:
+      if (p->started) {
+        count("process_start_repeated", storage::Severity::kError,
+              "rings that announced their process twice");
+        return;
+      }
+      on_process_start(*p, header, envelope_.process_start());
+      return;
+    case wire::Envelope::kModule:
+      on_module(*p, envelope_.module());
+      return;
+    case wire::Envelope::kAlloc:
+      on_alloc(*p, header, envelope_.alloc());
+      return;
+    case wire::Envelope::kFree:
+      on_free(*p, header, envelope_.free());
+      return;
+    case wire::Envelope::kFreeFailed:
+      on_free_failed(*p, envelope_.free_failed());
+      return;
+    case wire::Envelope::kNotice:
+      on_notice(*p, envelope_.notice());
+      return;
+    case wire::Envelope::kProcessExit:
+      p->said_exit = true;
+      p->exit_status = envelope_.process_exit().exit_status();
+      return;
+    case wire::Envelope::BODY_NOT_SET:
+      count("record_unknown_message", storage::Severity::kInfo,
+            "records of a message type this collector does not know (a newer shim)");
+      return;
+  }
+}
+
+void TraceIngest::on_process_start(Process& p, const ring::RecordHeader& h,
+                                   const wire::ProcessStart& m) {
+  p.started = true;
+  storage::ProcessRow row;
+  row.upid = p.upid;
+  row.pid = p.pid;  // from the socket handshake; the message's own pid must agree
+  if (m.pid() != 0 && m.pid() != p.pid)
+    count("process_pid_mismatch", storage::Severity::kError,
+          "rings whose process named another pid than the one that handed the ring over");
+  row.ppid = m.ppid();
+  row.uid = m.uid();
+  row.host = m.hostname();
+  row.exe = m.exe();
+  row.argv.assign(m.argv().begin(), m.argv().end());
+  row.start_ns = h.time_ns;
+  row.start_realtime_ns = static_cast<int64_t>(m.start_realtime_ns());
+  row.unwinder = m.unwinder();
+  writer_.add_process(row);
+  if (m.unwinder() == "none")
+    count("process_without_unwinder", storage::Severity::kDataLoss,
+          "processes whose shim found no stack unwinder: their events have no stacks");
+}
+
+int64_t TraceIngest::module_id_for(const std::string& path, const std::string& build_id) {
+  std::string key = path;
+  key.push_back('\0');
+  key += build_id;
+  auto [it, inserted] = module_ids_.try_emplace(std::move(key), 0);
+  if (inserted) {
+    it->second = static_cast<int64_t>(modules_.size()) + 1;
+    modules_.push_back({it->second, path, build_id});
+    writer_.add_module(it->second, path, hex(build_id));
+  }
+  return it->second;
+}
+
+void TraceIngest::on_module(Process& p, const wire::Module& m) {
+  if (m.end() <= m.start() || m.path().empty()) {
+    count("module_invalid", storage::Severity::kInfo, "module records with an empty range or path");
+    return;
+  }
+  const int64_t module_id = module_id_for(m.path(), m.build_id());
+  writer_.add_mapping(next_mapping_id_++, p.upid, module_id, m.start(), m.end(), m.load_bias());
+  // A new object can take the place of an unloaded one: drop mappings it overlaps.
+  std::erase_if(p.mappings,
+                [&](const Mapping& old) { return old.start < m.end() && m.start() < old.end; });
+  Mapping mapping{m.start(), m.end(), m.load_bias(), module_id};
+  p.mappings.insert(
+      std::upper_bound(p.mappings.begin(), p.mappings.end(), mapping,
+                       [](const Mapping& a, const Mapping& b) { return a.start < b.start; }),
+      mapping);
+  // Stacks cached before this module arrived may have resolved into [unknown].
+  p.stack_cache.clear();
+}
+
+int64_t TraceIngest::utid_for(Process& p, uint32_t tid) {
+  auto [it, inserted] = p.threads.try_emplace(tid, 0);
+  if (inserted) {
+    it->second = next_utid_++;
+    writer_.add_thread(it->second, p.upid, tid);
+  }
+  return it->second;
+}
+
+const std::vector<int64_t>& TraceIngest::frames_for_pc(const Process& p, uint64_t pc) {
+  // Find the module holding pc: the last mapping starting at or below it.
+  auto it = std::upper_bound(p.mappings.begin(), p.mappings.end(), pc,
+                             [](uint64_t v, const Mapping& m) { return v < m.start; });
+  const Mapping* mapping = nullptr;
+  if (it != p.mappings.begin() && pc < std::prev(it)->end) mapping = &*std::prev(it);
+
+  const PcKey key = mapping ? PcKey{mapping->module_id, pc - mapping->load_bias} : PcKey{0, pc};
+  auto [slot, inserted] = frames_by_pc_.try_emplace(key);
+  if (!inserted) return slot->second;
+
+  if (mapping == nullptr) {
+    count("frame_outside_modules", storage::Severity::kInfo,
+          "distinct stack addresses outside every module the process reported (JIT code?)");
+    storage::FrameRow row;
+    row.id = next_frame_id_++;
+    row.module_id = 0;
+    row.rel_pc = pc;
+    writer_.add_frame(row);
+    slot->second.push_back(row.id);
+    return slot->second;
+  }
+  const ModuleInfo& module = modules_[static_cast<size_t>(mapping->module_id) - 1];
+  for (const SymbolizedFrame& f : symbolizer_.symbolize(module.path, module.build_id, key.rel_pc)) {
+    storage::FrameRow row;
+    row.id = next_frame_id_++;
+    row.module_id = mapping->module_id;
+    row.rel_pc = key.rel_pc;
+    if (!f.function.empty()) row.function = f.function;
+    if (!f.file.empty()) row.file = f.file;
+    if (f.line > 0) row.line = f.line;
+    row.inlined = f.inlined;
+    writer_.add_frame(row);
+    slot->second.push_back(row.id);
+  }
+  return slot->second;
+}
+
+std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uint64_t> ips) {
+  if (ips.empty()) return std::nullopt;
+  if (auto hit = p.stack_cache.find(ips); hit != p.stack_cache.end()) return hit->second;
+
+  // Walk from the outermost frame in; each return address is moved back by one byte so it
+  // points into its call instruction (and to the call's line, not the next one's).
+  std::optional<int64_t> leaf;
+  for (size_t i = ips.size(); i-- > 0;) {
+    const uint64_t pc = ips[i] > 0 ? ips[i] - 1 : 0;
+    const std::vector<int64_t>& frames = frames_for_pc(p, pc);
+    for (size_t j = frames.size(); j-- > 0;) leaf = callsites_.intern(leaf, frames[j]);
+  }
+  p.stack_cache.emplace(std::vector<uint64_t>(ips.begin(), ips.end()), leaf);
+  return leaf;
+}
+
+void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::Alloc& m) {
+  if (m.stack_size() > kMaxStackDepth) {
+    count("stack_too_deep", storage::Severity::kError,
+          "events whose stack was deeper than the wire allows");
+    return;
+  }
+  if (m.stack_truncated())
+    count("stack_truncated", storage::Severity::kInfo,
+          "events whose stack was cut at the wire's depth limit (256 frames)");
+  storage::AllocationRow row;
+  row.id = next_allocation_id_++;
+  row.upid = p.upid;
+  row.kind = m.kind();
+  row.api = m.api();
+  row.device = m.device();
+  row.stream = m.stream();
+  row.address = m.address();
+  row.size = m.size();
+  row.requested_size = m.requested_size();
+  row.flags = m.flags();
+  if (m.pool() != 0) row.pool = m.pool();
+  row.result = m.result();
+  row.alloc_seq = h.seq;
+  row.alloc_ns = h.time_ns;
+  row.alloc_utid = utid_for(p, m.tid());
+  row.alloc_callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
+  writer_.add_allocation(row);
+
+  if (m.result() != 0) return;  // a failed allocation holds nothing
+  auto [it, inserted] = p.live.try_emplace(m.address(), LiveAllocation{row.id, row.kind});
+  if (!inserted) {
+    // The address is live already: its free was not seen (made by a path the shim does not
+    // hook). The older allocation stays live in the trace; the new one takes the address.
+    count("alloc_over_live_address", storage::Severity::kDataLoss,
+          "allocations at an address still live in the trace (its free was not recorded)");
+    it->second = LiveAllocation{row.id, row.kind};
+  }
+}
+
+void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::Free& m) {
+  if (m.stack_size() > kMaxStackDepth) {
+    count("stack_too_deep", storage::Severity::kError,
+          "events whose stack was deeper than the wire allows");
+    return;
+  }
+  RecentFree recent{};
+  recent.seq = h.seq;
+  recent.address = m.address();
+  recent.ns = h.time_ns;
+  recent.utid = utid_for(p, m.tid());
+  recent.api = m.api();
+  recent.callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
+
+  auto it = p.live.find(m.address());
+  if (it != p.live.end()) {
+    storage::FreeRow row;
+    row.free_seq = h.seq;
+    row.free_ns = h.time_ns;
+    row.free_utid = recent.utid;
+    row.free_callsite_id = recent.callsite_id;
+    row.free_api = m.api();
+    writer_.set_free(it->second.id, row);
+    recent.allocation_id = it->second.id;
+    recent.restored = it->second;
+    p.live.erase(it);
+  } else {
+    storage::BadFreeRow row;
+    row.id = next_bad_free_id_++;
+    row.upid = p.upid;
+    row.seq = h.seq;
+    row.ns = h.time_ns;
+    row.utid = recent.utid;
+    row.api = m.api();
+    row.address = m.address();
+    row.callsite_id = recent.callsite_id;
+    row.reason = std::string(storage::kBadFreeUnknownAddress);
+    writer_.add_bad_free(row);
+  }
+  p.recent_frees.push_back(recent);
+  if (p.recent_frees.size() > kRecentFreesKept) p.recent_frees.pop_front();
+}
+
+void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
+  auto it = std::find_if(p.recent_frees.rbegin(), p.recent_frees.rend(),
+                         [&](const RecentFree& f) { return f.seq == m.free_seq(); });
+  if (it == p.recent_frees.rend()) {
+    count("free_failed_unmatched", storage::Severity::kInfo,
+          "failed frees whose free record was not found");
+    return;
+  }
+  // A free of an unknown address that also failed is already a bad_free row; only a free of a
+  // live allocation has to be undone.
+  if (!it->allocation_id) return;
+  writer_.clear_free(*it->allocation_id);
+  p.live.emplace(it->address, it->restored);
+  storage::BadFreeRow row;
+  row.id = next_bad_free_id_++;
+  row.upid = p.upid;
+  row.seq = it->seq;
+  row.ns = it->ns;
+  row.utid = it->utid;
+  row.api = it->api;
+  row.address = it->address;
+  row.result = m.result();
+  row.callsite_id = it->callsite_id;
+  row.reason = std::string(storage::kBadFreeCallFailed);
+  writer_.add_bad_free(row);
+  it->allocation_id.reset();
+}
+
+void TraceIngest::on_notice(Process&, const wire::Notice& m) {
+  const storage::Severity severity =
+      m.severity() == wire::Notice::SEVERITY_ERROR       ? storage::Severity::kError
+      : m.severity() == wire::Notice::SEVERITY_DATA_LOSS ? storage::Severity::kDataLoss
+                                                         : storage::Severity::kInfo;
+  std::string name = "shim_" + m.name();
+  count(name.c_str(), severity, m.text().c_str());
+}
+
+void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns) {
+  Process* p = process_for(ring_id);
+  if (p == nullptr) return;
+  if (!p->started) {
+    wire::ProcessStart unknown;
+    unknown.set_pid(p->pid);
+    on_process_start(*p, ring::RecordHeader{0, 0, 0, end_ns}, unknown);
+  }
+  storage::ProcessEndRow row;
+  row.upid = p->upid;
+  row.end_ns = std::max(p->last_ns, end_ns);
+  row.exit_status = p->exit_status;
+  row.signal = p->signal;
+  row.complete = complete;
+  writer_.end_process(row);
+  p->closed = true;
+  p->complete = complete;
+  // Keep the process's identity for set_wait_status; drop its bulky state.
+  p->live.clear();
+  p->recent_frees.clear();
+  p->stack_cache.clear();
+  p->mappings.clear();
+  p->threads.clear();
+}
+
+void TraceIngest::ring_corrupt(int64_t) {
+  count("ring_corrupt", storage::Severity::kDataLoss,
+        "rings that held a record that cannot be valid; the records after it are lost");
+}
+
+void TraceIngest::set_wait_status(uint32_t pid, std::optional<int> exit_status,
+                                  std::optional<int> signal) {
+  // The latest process with that pid is the command's final image (exec keeps the pid).
+  Process* latest = nullptr;
+  for (auto& [id, p] : processes_)
+    if (p.pid == pid && (latest == nullptr || p.upid > latest->upid)) latest = &p;
+  if (latest == nullptr) return;
+  latest->exit_status = exit_status;
+  latest->signal = signal;
+  if (!latest->closed) return;  // close_ring() will write them
+  storage::ProcessEndRow row;
+  row.upid = latest->upid;
+  row.end_ns = latest->last_ns;
+  row.exit_status = exit_status;
+  row.signal = signal;
+  row.complete = latest->complete;
+  writer_.end_process(row);
+}
+
+void TraceIngest::count(const char* name, storage::Severity severity, const char* description,
+                        int64_t by) {
+  auto [it, inserted] = counters_.try_emplace(name, Counter{severity, description, 0});
+  it->second.value += by;
+}
+
+void TraceIngest::write_stats() {
+  for (const auto& [name, c] : counters_)
+    writer_.set_stat(name, c.severity, c.value, c.description);
+  const Symbolizer::Stats& s = symbolizer_.stats();
+  writer_.set_stat("symbolizer_modules_missing", storage::Severity::kInfo, s.modules_missing,
+                   "modules whose file was not found or not readable: their frames have no names");
+  writer_.set_stat("symbolizer_build_id_mismatch", storage::Severity::kInfo, s.build_id_mismatch,
+                   "modules whose file on disk is another build than the one the process ran");
+  writer_.set_stat("symbolizer_unresolved", storage::Severity::kInfo, s.unresolved,
+                   "distinct addresses that got no function name");
+}
+
+}  // namespace vramtrace::collector

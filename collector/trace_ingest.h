@@ -1,0 +1,158 @@
+// TraceIngest: turns the records of the processes' rings into trace rows.
+//
+// It owns everything the collector learns as records arrive: which process each ring
+// belongs to, where each process loaded its modules, which allocations are live (to match a
+// free to its allocation), the interned frames and callsites. One instance serves every
+// ring of a recording, from one thread.
+//
+// Ring order is sequence order within a process (the shim stamps both under the ring's
+// lock), so a free always arrives before any allocation that reuses its address.
+//
+// The payloads are untrusted: a record that does not decode, or a message that makes no
+// sense (a free before its process started, an absurd stack), is counted in the trace's stats
+// and skipped. Nothing here throws on bad input.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/callsite_tree.h"
+#include "collector/symbolizer.h"
+#include "shm_ring.h"
+#include "storage/trace_writer.h"
+#include "vramtrace.pb.h"
+
+namespace vramtrace::collector {
+
+class TraceIngest {
+ public:
+  explicit TraceIngest(storage::TraceWriter& writer);
+  ~TraceIngest();
+
+  // A ring was handed over by the process with this pid. Returns the ring's id.
+  int64_t open_ring(uint32_t pid);
+  // One record of that ring.
+  void on_record(int64_t ring_id, const ring::RecordHeader& header, const unsigned char* payload);
+  // The ring's process is gone and its ring drained. `complete`: no record was lost or corrupt.
+  void close_ring(int64_t ring_id, bool complete, int64_t end_ns);
+  // A ring that could not be read on: counts the loss.
+  void ring_corrupt(int64_t ring_id);
+  // What waitpid said of a process the collector started itself (the traced command).
+  void set_wait_status(uint32_t pid, std::optional<int> exit_status, std::optional<int> signal);
+
+  // Writes the running counters to the stats table.
+  void write_stats();
+
+  int64_t allocations() const { return next_allocation_id_ - 1; }
+  int64_t processes() const { return static_cast<int64_t>(processes_.size()); }
+
+ private:
+  struct Mapping {
+    uint64_t start, end, load_bias;
+    int64_t module_id;
+  };
+  struct LiveAllocation {
+    int64_t id;
+    int kind;
+  };
+  // A free recently seen, kept until a FreeFailed could no longer refer to it.
+  struct RecentFree {
+    uint64_t seq;
+    uint64_t address;
+    std::optional<int64_t> allocation_id;  // empty: the address was not live
+    LiveAllocation restored;
+    int64_t ns, utid;
+    int api;
+    std::optional<int64_t> callsite_id;
+  };
+  struct StackHash {
+    using is_transparent = void;
+    size_t operator()(std::span<const uint64_t> ips) const;
+  };
+  struct StackEqual {
+    using is_transparent = void;
+    bool operator()(std::span<const uint64_t> a, std::span<const uint64_t> b) const {
+      return std::equal(a.begin(), a.end(), b.begin(), b.end());
+    }
+  };
+  struct PcKey {
+    int64_t module_id;
+    uint64_t rel_pc;
+    friend bool operator==(const PcKey&, const PcKey&) = default;
+  };
+  struct PcKeyHash {
+    size_t operator()(const PcKey& k) const;
+  };
+  struct Process {
+    int64_t upid;
+    uint32_t pid;
+    bool started = false;
+    bool said_exit = false;
+    bool closed = false;    // close_ring() ran
+    bool complete = false;  // as close_ring() was told
+    std::optional<int> exit_status, signal;
+    int64_t last_ns = 0;
+    std::vector<Mapping> mappings;  // sorted by start
+    std::unordered_map<uint32_t, int64_t> threads;
+    std::unordered_map<uint64_t, LiveAllocation> live;
+    std::deque<RecentFree> recent_frees;
+    // Raw stacks already interned: most events repeat a stack, and this skips the per-frame
+    // work for them. Addresses are per process, so the cache is too.
+    std::unordered_map<std::vector<uint64_t>, std::optional<int64_t>, StackHash, StackEqual>
+        stack_cache;
+  };
+
+  Process* process_for(int64_t ring_id);
+  void on_process_start(Process& p, const ring::RecordHeader& h, const wire::ProcessStart& m);
+  void on_module(Process& p, const wire::Module& m);
+  void on_alloc(Process& p, const ring::RecordHeader& h, const wire::Alloc& m);
+  void on_free(Process& p, const ring::RecordHeader& h, const wire::Free& m);
+  void on_free_failed(Process& p, const wire::FreeFailed& m);
+  void on_notice(Process& p, const wire::Notice& m);
+
+  int64_t utid_for(Process& p, uint32_t tid);
+  int64_t module_id_for(const std::string& path, const std::string& build_id);
+  std::optional<int64_t> intern_stack(Process& p, std::span<const uint64_t> ips);
+  const std::vector<int64_t>& frames_for_pc(const Process& p, uint64_t pc);
+  void count(const char* name, storage::Severity severity, const char* description, int64_t by = 1);
+
+  storage::TraceWriter& writer_;
+  Symbolizer symbolizer_;
+  CallsiteTree callsites_;
+
+  std::unordered_map<int64_t, Process> processes_;  // by ring id (== upid)
+  int64_t next_upid_ = 1;
+  int64_t next_utid_ = 1;
+  int64_t next_mapping_id_ = 1;
+  int64_t next_frame_id_ = 1;
+  int64_t next_allocation_id_ = 1;
+  int64_t next_bad_free_id_ = 1;
+
+  struct ModuleInfo {
+    int64_t id;
+    std::string path;
+    std::string build_id;  // raw bytes
+  };
+  std::unordered_map<std::string, int64_t> module_ids_;  // path + '\0' + build-id -> id
+  std::vector<ModuleInfo> modules_;                      // by id - 1
+  // (module id, rel_pc) -> frame ids, innermost first (more than one with inlining).
+  std::unordered_map<PcKey, std::vector<int64_t>, PcKeyHash> frames_by_pc_;
+
+  struct Counter {
+    storage::Severity severity;
+    std::string description;
+    int64_t value = 0;
+  };
+  std::unordered_map<std::string, Counter> counters_;
+
+  wire::Envelope envelope_;  // reused: parsing into a cleared message keeps its buffers
+};
+
+}  // namespace vramtrace::collector
