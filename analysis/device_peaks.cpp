@@ -1,0 +1,55 @@
+#include "analysis/device_peaks.h"
+
+#include <map>
+
+#include "storage/schema.h"
+
+namespace vramtrace::analysis {
+
+bool occupies_device_memory(int kind) {
+  namespace kinds = storage::allocation_kind;
+  return kind == kinds::kDevice || kind == kinds::kManaged || kind == kinds::kAsync;
+}
+
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace) {
+  std::map<std::int64_t, std::uint32_t> pid_of_upid;
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    pid_of_upid[process.start.upid] = process.start.pid;
+  }
+
+  struct DeviceSweep {
+    // Signed: a damaged trace could free before it allocates; never let that wrap around.
+    std::int64_t live = 0;
+    DevicePeak peak;
+  };
+  std::map<std::pair<std::int64_t, int>, DeviceSweep> sweeps;  // by (upid, device)
+
+  trace.for_each_allocation_event([&](const storage::AllocationEvent& event) {
+    if (!occupies_device_memory(event.kind)) return;
+    DeviceSweep& sweep = sweeps[{event.upid, event.device}];
+    const auto size = static_cast<std::int64_t>(event.size);
+    if (event.type == storage::AllocationEvent::Type::kFree) {
+      sweep.live -= size;
+      return;
+    }
+    sweep.live += size;
+    if (sweep.live > static_cast<std::int64_t>(sweep.peak.bytes)) {
+      sweep.peak.bytes = static_cast<std::uint64_t>(sweep.live);
+      sweep.peak.at_ns = event.ns;
+      sweep.peak.at_seq = event.seq;
+    }
+  });
+
+  std::vector<DevicePeak> peaks;
+  for (auto& [key, sweep] : sweeps) {
+    if (sweep.peak.bytes == 0) continue;
+    DevicePeak& peak = peaks.emplace_back(sweep.peak);
+    peak.upid = key.first;
+    peak.device = key.second;
+    const auto pid = pid_of_upid.find(key.first);
+    peak.pid = pid != pid_of_upid.end() ? pid->second : 0;
+  }
+  return peaks;
+}
+
+}  // namespace vramtrace::analysis

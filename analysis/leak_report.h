@@ -1,0 +1,42 @@
+// Leaks: allocations that succeeded and were never freed, grouped by where they were made.
+//
+// A group is one (allocation stack, kind): its allocations' bytes and count, and the stack
+// resolved innermost frame first. Failed allocations are never leaks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct LeakGroup {
+  std::optional<std::int64_t> callsite_id;  // empty: allocated with no stack recorded
+  int kind = 0;
+  std::string kind_name;
+  std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
+  std::uint64_t count = 0;
+  std::vector<storage::StackFrame> stack;  // innermost first
+};
+
+struct LeakReport {
+  bool trace_complete = true;
+  std::vector<std::string> warnings;  // see trace_warnings()
+  std::uint64_t total_bytes = 0;
+  std::uint64_t total_count = 0;
+  // Largest first: bytes, then count, both descending; then callsite id (no stack last) and
+  // kind, ascending, so that equal groups always come out in the same order.
+  std::vector<LeakGroup> groups;
+};
+
+struct LeakReportOptions {
+  std::optional<std::int64_t> upid;  // only this process's leaks
+};
+
+LeakReport build_leak_report(const storage::TraceReader& trace,
+                             const LeakReportOptions& options = {});
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,89 @@
+#include "analysis/summary.h"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/trace_warnings.h"
+
+namespace vramtrace::analysis {
+namespace {
+
+// The span of time the trace covers, widened by each timestamp seen.
+class TimeSpan {
+ public:
+  void include(std::int64_t ns) {
+    start_ = seen_ ? std::min(start_, ns) : ns;
+    end_ = seen_ ? std::max(end_, ns) : ns;
+    seen_ = true;
+  }
+  std::int64_t start() const { return start_; }
+  std::int64_t end() const { return end_; }
+
+ private:
+  bool seen_ = false;
+  std::int64_t start_ = 0, end_ = 0;
+};
+
+}  // namespace
+
+Summary build_summary(const storage::TraceReader& trace) {
+  Summary summary;
+  summary.trace_complete = trace.complete();
+  summary.warnings = trace_warnings(trace);
+  summary.vramtrace_version = trace.meta_value("vramtrace_version");
+  summary.command = trace.recorded_command();
+  summary.processes = trace.processes();
+  summary.stats = trace.stats();
+
+  TimeSpan span;
+  for (const storage::ProcessRecord& process : summary.processes) {
+    span.include(process.start.start_ns);
+    if (process.end.end_ns) span.include(*process.end.end_ns);
+  }
+
+  std::map<int, KindTotals> kinds;
+  std::map<int, std::map<int, std::uint64_t>> failures_by_kind;  // kind -> result -> count
+  trace.for_each_allocation({}, [&](const storage::AllocationRecord& record) {
+    const storage::AllocationRow& allocation = record.allocation;
+    span.include(allocation.alloc_ns);
+    KindTotals& totals = kinds[allocation.kind];
+    if (record.failed()) {
+      totals.failed_allocations += 1;
+      failures_by_kind[allocation.kind][allocation.result] += 1;
+      return;
+    }
+    totals.allocations += 1;
+    totals.bytes_allocated += allocation.size;
+    if (record.free) {
+      span.include(record.free->free_ns);
+      totals.frees += 1;
+      totals.bytes_freed += allocation.size;
+    } else {
+      totals.live_count += 1;
+      totals.live_bytes += allocation.size;
+    }
+  });
+  for (auto& [kind, totals] : kinds) {
+    totals.kind = kind;
+    totals.name = trace.kind_name(kind);
+    for (const auto& [result, count] : failures_by_kind[kind]) {
+      totals.failures.push_back({result, count});
+    }
+    summary.kinds.push_back(std::move(totals));
+  }
+
+  std::map<std::string, std::uint64_t> bad_free_counts;
+  for (const storage::BadFreeRow& bad_free : trace.bad_frees()) {
+    span.include(bad_free.ns);
+    bad_free_counts[bad_free.reason] += 1;
+  }
+  for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
+
+  summary.peaks = find_device_peaks(trace);
+  summary.start_ns = span.start();
+  summary.end_ns = span.end();
+  summary.duration_ns = span.end() - span.start();
+  return summary;
+}
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,58 @@
+// The summary of a trace: who ran, for how long, what each kind of memory did, the peaks, and
+// what went wrong on the way (failed allocations, bad frees, import problems).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/device_peaks.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct FailureCount {
+  int result = 0;  // cudaError_t
+  std::uint64_t count = 0;
+};
+
+// Totals for one allocation kind. Failed allocations count only in failed_allocations and
+// failures, never in allocations or bytes.
+struct KindTotals {
+  int kind = 0;
+  std::string name;
+  std::uint64_t allocations = 0;  // successful allocations
+  std::uint64_t bytes_allocated = 0;
+  std::uint64_t frees = 0;
+  std::uint64_t bytes_freed = 0;
+  std::uint64_t failed_allocations = 0;
+  std::vector<FailureCount> failures;  // by result code
+  std::uint64_t live_count = 0;        // succeeded and never freed
+  std::uint64_t live_bytes = 0;
+};
+
+struct BadFreeCount {
+  std::string reason;  // 'unknown_address', 'call_failed'
+  std::uint64_t count = 0;
+};
+
+struct Summary {
+  bool trace_complete = true;
+  std::vector<std::string> warnings;             // see trace_warnings()
+  std::optional<std::string> vramtrace_version;  // of the collector that wrote the trace
+  std::vector<std::string> command;              // the recorded command's argv
+  // From the first process start or event to the last process end or event; 0 when empty.
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::vector<storage::ProcessRecord> processes;  // by upid
+  std::vector<KindTotals> kinds;                  // kinds with at least one call, by kind id
+  std::vector<DevicePeak> peaks;                  // by upid, then device
+  std::vector<BadFreeCount> bad_frees;            // by reason
+  std::vector<storage::StatRecord> stats;         // by name
+};
+
+Summary build_summary(const storage::TraceReader& trace);
+
+}  // namespace vramtrace::analysis

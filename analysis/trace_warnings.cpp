@@ -1,0 +1,26 @@
+#include "analysis/trace_warnings.h"
+
+namespace vramtrace::analysis {
+
+std::vector<std::string> trace_warnings(const storage::TraceReader& trace) {
+  std::vector<std::string> warnings;
+  if (!trace.complete()) {
+    warnings.push_back(
+        "the trace is incomplete: the collector has not finished (still running, or stopped "
+        "early); memory freed after the last recorded event shows as live");
+  }
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    if (!process.end.complete) {
+      warnings.push_back("process " + std::to_string(process.start.pid) + " (" + process.start.exe +
+                         ") was not recorded to its end; its last events may be missing");
+    }
+  }
+  for (const storage::StatRecord& stat : trace.stats()) {
+    if (stat.severity == storage::Severity::kInfo || stat.value == 0) continue;
+    warnings.push_back(std::string(storage::severity_name(stat.severity)) + ": " + stat.name +
+                       " = " + std::to_string(stat.value) + " (" + stat.description + ")");
+  }
+  return warnings;
+}
+
+}  // namespace vramtrace::analysis

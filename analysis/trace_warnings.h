@@ -1,0 +1,16 @@
+// Why a report over this trace might not tell the whole truth: the collector did not finish, a
+// process's ring was not drained, events were lost. Every report shows these first.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+// One sentence each, in this order: the trace as a whole, then processes by upid, then stats
+// of severity data_loss or error by name.
+std::vector<std::string> trace_warnings(const storage::TraceReader& trace);
+
+}  // namespace vramtrace::analysis

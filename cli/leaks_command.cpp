@@ -1,0 +1,102 @@
+#include "cli/leaks_command.h"
+
+#include <fmt/core.h>
+
+#include <memory>
+
+#include "cli/exit_status.h"
+#include "cli/output_format.h"
+#include "cli/text_style.h"
+#include "cli/trace_command.h"
+
+namespace vramtrace::cli {
+
+// Keys come out in the order written, the order docs/cli.md lists them.
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+Json frame_json(const storage::StackFrame& frame) {
+  return {
+      {"function", frame.function.value_or("??")},
+      {"file", frame.file ? Json(*frame.file) : Json(nullptr)},
+      {"line", frame.line ? Json(*frame.line) : Json(nullptr)},
+      {"module", frame.module},
+  };
+}
+
+}  // namespace
+
+Json leak_report_json(const std::string& trace_path, const analysis::LeakReport& report) {
+  Json leaks = Json::array();
+  for (const analysis::LeakGroup& group : report.groups) {
+    Json stack = Json::array();
+    for (const storage::StackFrame& frame : group.stack) stack.push_back(frame_json(frame));
+    leaks.push_back({
+        {"kind", group.kind_name},
+        {"bytes", group.bytes},
+        {"count", group.count},
+        {"stack", std::move(stack)},
+    });
+  }
+  return {
+      {"trace", trace_path},
+      {"total_bytes", report.total_bytes},
+      {"total_count", report.total_count},
+      {"leaks", std::move(leaks)},
+      {"incomplete", !report.trace_complete},
+      {"warnings", report.warnings},
+  };
+}
+
+std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report) {
+  std::string text;
+  for (const std::string& warning : report.warnings) text += fmt::format("warning: {}\n", warning);
+  if (report.groups.empty()) {
+    return text + fmt::format("vramtrace: no leaks in {}: every successful allocation was freed\n",
+                              trace_path);
+  }
+  text += fmt::format("vramtrace: {} leaked in {} from {} in {}\n",
+                      format_bytes_exact(report.total_bytes),
+                      count_of(report.total_count, "allocation", "allocations"),
+                      count_of(report.groups.size(), "stack", "stacks"), trace_path);
+  for (const analysis::LeakGroup& group : report.groups) {
+    text += fmt::format(
+        "\n{} in {}", format_bytes_exact(group.bytes),
+        count_of(group.count, group.kind_name + " allocation", group.kind_name + " allocations"));
+    text += group.stack.empty() ? " (no stack recorded)\n" : " from:\n";
+    for (std::size_t i = 0; i < group.stack.size(); ++i) {
+      text += fmt::format("    {}\n", format_frame(i, group.stack[i]));
+    }
+  }
+  return text;
+}
+
+void register_leaks_command(CLI::App& app, int* exit_status) {
+  struct Options {
+    std::string trace;
+    OutputFormat format = OutputFormat::kText;
+  };
+  auto options = std::make_shared<Options>();
+
+  CLI::App* leaks = app.add_subcommand(
+      "leaks", "Report memory never freed, grouped by allocation stack and kind, largest first");
+  leaks->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
+      ->required();
+  add_format_option(leaks, &options->format);
+  leaks->footer(std::string(kReportExitStatusHelp));
+  leaks->callback([options, exit_status] {
+    *exit_status = run_on_trace("leaks", options->trace, [&](const storage::TraceReader& trace) {
+      const analysis::LeakReport report = analysis::build_leak_report(trace);
+      if (options->format == OutputFormat::kJson) {
+        // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
+        fmt::print("{}\n", leak_report_json(options->trace, report)
+                               .dump(2, ' ', false, Json::error_handler_t::replace));
+      } else {
+        fmt::print("{}", leak_report_text(options->trace, report));
+      }
+    });
+  });
+}
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,21 @@
+// `vramtrace leaks FILE [--format text|json]`: what was never freed, and where.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/leak_report.h"
+
+namespace vramtrace::cli {
+
+// Adds the `leaks` subcommand to `app`; when it runs, its exit status goes to *exit_status.
+void register_leaks_command(CLI::App& app, int* exit_status);
+
+// The JSON document of docs/cli.md, for the trace named `trace_path`.
+nlohmann::ordered_json leak_report_json(const std::string& trace_path,
+                                        const analysis::LeakReport& report);
+// The LeakSanitizer-style text report.
+std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report);
+
+}  // namespace vramtrace::cli

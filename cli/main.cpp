@@ -1,0 +1,55 @@
+// `vramtrace`: record a program's GPU allocations (`run`) and report on the trace (`summary`,
+// `leaks`). Each subcommand lives in its own file; this one only wires them up and maps every
+// parse failure to exit status 2 with one line on stderr.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/exit_status.h"
+#include "cli/leaks_command.h"
+#include "cli/run_command.h"
+#include "cli/summary_command.h"
+
+namespace {
+
+// "vramtrace leaks: FILE is required (see 'vramtrace leaks --help')": one line, pointing at the
+// help of the subcommand that was being parsed, if any.
+std::string one_line_failure(const CLI::App* app, const CLI::Error& error) {
+  std::string command = "vramtrace";
+  const std::vector<CLI::App*> chosen = app->get_subcommands();
+  if (!chosen.empty()) command += " " + chosen.front()->get_name();
+  return fmt::format("{}: {} (see '{} --help')\n", command, error.what(), command);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using vramtrace::cli::kExitUsageOrTraceError;
+  CLI::App app{"vramtrace: a GPU memory profiler and leak detector", "vramtrace"};
+  app.set_version_flag("--version", "vramtrace " VRAMTRACE_VERSION);
+  app.require_subcommand(1);
+  app.failure_message(one_line_failure);
+  app.footer(
+      "Exit status: 'summary' and 'leaks' exit 0 when the report was written (also when it "
+      "finds leaks), 2 for a usage error or a trace that cannot be read; 'run' exits with the "
+      "recorded program's status, or 2 when it could not record.");
+
+  int exit_status = vramtrace::cli::kExitOk;
+  vramtrace::cli::register_run_command(app, &exit_status);
+  vramtrace::cli::register_summary_command(app, &exit_status);
+  vramtrace::cli::register_leaks_command(app, &exit_status);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int status = app.exit(error);
+    return status == 0 ? 0 : kExitUsageOrTraceError;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "vramtrace: internal error: {}\n", error.what());
+    return kExitUsageOrTraceError;
+  }
+  return exit_status;
+}

@@ -1,0 +1,252 @@
+// `vramtrace run`: starts the command with the shim preloaded, collects every traced
+// process's events into a trace, and exits with the command's own status.
+#include "run_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/collector_server.h"
+#include "collector/trace_ingest.h"
+#include "install_layout.h"
+#include "storage/trace_writer.h"
+
+namespace vramtrace::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kUsageError = 2;
+// After the command exits, how long processes it left behind may keep their rings open.
+constexpr auto kLinger = std::chrono::seconds(2);
+
+struct RunOptions {
+  std::string output;
+  bool force = false;
+  std::string ring_size;
+  std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child_pid = 0;
+
+void forward_signal(int sig) {
+  if (g_child_pid > 0) kill(g_child_pid, sig);
+}
+
+// vramtrace.<program>.<pid>.db in the current directory, with a counter added if taken:
+// the default name never replaces an existing trace.
+std::string default_output(const std::string& program) {
+  std::string base = fs::path(program).filename().string();
+  if (base.empty()) base = "trace";
+  std::string stem = "vramtrace." + base + "." + std::to_string(getpid());
+  std::string name = stem + ".db";
+  for (int n = 1; fs::exists(name); ++n) name = stem + "." + std::to_string(n) + ".db";
+  return name;
+}
+
+std::vector<std::string> child_environment(const std::string& shim, const std::string& socket,
+                                           const std::string& ring_size) {
+  std::vector<std::string> env;
+  std::string preload = shim;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view var(*e);
+    if (var.starts_with("LD_PRELOAD=")) {
+      // Ours first, so that our hooks win; the user's own preloads follow.
+      std::string_view rest = var.substr(11);
+      if (!rest.empty()) preload += ":" + std::string(rest);
+      continue;
+    }
+    if (var.starts_with("VRAMTRACE_SOCKET=") || var.starts_with("VRAMTRACE_RING_BYTES=")) continue;
+    env.emplace_back(var);
+  }
+  env.push_back("LD_PRELOAD=" + preload);
+  env.push_back("VRAMTRACE_SOCKET=" + socket);
+  if (!ring_size.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_size);
+  return env;
+}
+
+std::vector<char*> as_argv(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// The exit status vramtrace reports for the command, as a shell would.
+int status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
+}
+
+int run(RunOptions& options) {
+  if (options.command.empty()) {
+    std::fprintf(stderr, "vramtrace run: no command given (usage: vramtrace run [-o FILE] -- CMD ARGS...)\n");
+    return kUsageError;
+  }
+  const std::optional<std::string> shim = find_preload_library();
+  if (!shim) {
+    std::fprintf(stderr,
+                 "vramtrace run: cannot find %s next to the vramtrace executable; reinstall "
+                 "vramtrace\n",
+                 kPreloadLibraryName);
+    return kUsageError;
+  }
+  if (shim->find_first_of(": ") != std::string::npos) {
+    std::fprintf(stderr,
+                 "vramtrace run: the shim's path '%s' contains a space or a colon, which "
+                 "LD_PRELOAD cannot carry; install vramtrace elsewhere\n",
+                 shim->c_str());
+    return kUsageError;
+  }
+
+  const bool chosen = !options.output.empty();
+  const std::string output = chosen ? options.output : default_output(options.command[0]);
+  if (chosen && options.force && fs::exists(output)) {
+    std::error_code ec;
+    fs::remove(output, ec);
+    fs::remove(output + "-wal", ec);
+    fs::remove(output + "-shm", ec);
+  }
+  std::string error;
+  std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(output, &error);
+  if (!writer) {
+    std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
+                 chosen && fs::exists(output) ? " (use --force to replace it)" : "");
+    return kUsageError;
+  }
+  writer->set_command(options.command);
+
+  collector::TraceIngest ingest(*writer);
+  std::unique_ptr<collector::CollectorServer> server =
+      collector::CollectorServer::create(ingest, "", &error);
+  if (!server) {
+    std::fprintf(stderr, "vramtrace run: %s\n", error.c_str());
+    return kUsageError;
+  }
+
+  std::vector<std::string> env = child_environment(*shim, server->socket_path(), options.ring_size);
+  std::vector<char*> envp = as_argv(env);
+  std::vector<char*> argv = as_argv(options.command);
+
+  // The terminal sends ^C and ^\ to the whole process group: the command decides what they
+  // do, and vramtrace stays to save what was recorded. Termination requests to vramtrace
+  // itself are passed on to the command.
+  struct sigaction ignore{}, forward{}, old_int{}, old_quit{};
+  ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = &forward_signal;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGTERM, &forward, nullptr);
+  sigaction(SIGHUP, &forward, nullptr);
+
+  const pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "vramtrace run: fork failed: %s\n", std::strerror(errno));
+    return kUsageError;
+  }
+  if (child == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    execvpe(argv[0], argv.data(), envp.data());
+    const int err = errno;
+    std::fprintf(stderr, "vramtrace run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  g_child_pid = child;
+
+  std::optional<int> wait_status;
+  auto last_flush = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> linger_until;
+  int idle_turns = 0;
+  for (;;) {
+    const size_t got = server->poll_once(idle_turns > 8 ? 10 : 1);
+    idle_turns = got == 0 ? idle_turns + 1 : 0;
+    if (!wait_status) {
+      int status = 0;
+      pid_t r = waitpid(child, &status, WNOHANG);
+      if (r == child) {
+        wait_status = status;
+        linger_until = std::chrono::steady_clock::now() + kLinger;
+        g_child_pid = 0;
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_flush > std::chrono::milliseconds(200)) {
+      writer->flush();
+      last_flush = now;
+    }
+    if (wait_status && server->open_connections() == 0) {
+      // One more turn takes connections still waiting in the listen queue.
+      if (server->poll_once(0) == 0 && server->open_connections() == 0) break;
+    }
+    if (linger_until && now > *linger_until) {
+      std::fprintf(stderr,
+                   "vramtrace: %zu process(es) started by the command still run; their events "
+                   "so far are kept\n",
+                   server->open_connections());
+      break;
+    }
+  }
+  server->close_all();
+
+  const int status = *wait_status;
+  ingest.set_wait_status(static_cast<uint32_t>(child),
+                         WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt,
+                         WIFSIGNALED(status) ? std::optional<int>(WTERMSIG(status)) : std::nullopt);
+  ingest.write_stats();
+  if (server->refused() > 0)
+    writer->set_stat("connections_refused", storage::Severity::kError,
+                     static_cast<int64_t>(server->refused()),
+                     "connections to the collector refused: another user, or a bad handshake");
+  server.reset();
+  if (!writer->finish(&error)) {
+    std::fprintf(stderr, "vramtrace run: the trace %s is incomplete: %s\n", output.c_str(),
+                 error.c_str());
+    // The command's status still wins: it is what a wrapper must pass through.
+    return status_of(status) != 0 ? status_of(status) : kUsageError;
+  }
+  std::fprintf(stderr, "vramtrace: %lld allocation(s) from %lld process(es) recorded in %s\n",
+               static_cast<long long>(ingest.allocations()),
+               static_cast<long long>(ingest.processes()), output.c_str());
+  return status_of(status);
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app, int* exit_status) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a command and record its GPU allocations into a trace");
+  run->add_option("-o,--output", options->output,
+                  "Trace file to write (default: vramtrace.<program>.<pid>.db; never replaced "
+                  "unless --force)");
+  run->add_flag("-f,--force", options->force, "Replace the output file if it exists");
+  run->add_option("--ring-size", options->ring_size,
+                  "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
+  run->add_option("command", options->command, "The command to run, after --")
+      ->required()
+      ->take_all();
+  run->footer(
+      "Example: vramtrace run -o train.db -- python train.py\n\n"
+      "Exit status: the command's own (128+N if it was killed by signal N; 127 if it could "
+      "not be found); 2 if vramtrace could not record (a bad option, an output file that "
+      "exists, no shim).");
+  run->callback([options, exit_status] { *exit_status = vramtrace::cli::run(*options); });
+}
+
+}  // namespace vramtrace::cli

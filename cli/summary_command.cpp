@@ -1,0 +1,231 @@
+#include "cli/summary_command.h"
+
+#include <fmt/core.h>
+
+#include <cstring>
+#include <memory>
+
+#include "analysis/cuda_errors.h"
+#include "cli/exit_status.h"
+#include "cli/output_format.h"
+#include "cli/text_style.h"
+#include "cli/trace_command.h"
+
+namespace vramtrace::cli {
+
+// Keys come out in the order written, the order docs/cli.md lists them.
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+template <typename T>
+Json optional_json(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string joined;
+  for (const std::string& word : words) {
+    if (!joined.empty()) joined += ' ';
+    joined += word;
+  }
+  return joined;
+}
+
+std::string error_label(int result) {
+  const auto name = analysis::cuda_error_name(result);
+  return name ? fmt::format("{} ({})", *name, result) : fmt::format("error {}", result);
+}
+
+std::string how_it_ended(const storage::ProcessRecord& process) {
+  std::string ending;
+  if (process.end.signal) {
+    const char* abbreviation = sigabbrev_np(*process.end.signal);
+    ending = abbreviation != nullptr
+                 ? fmt::format("killed by signal {} (SIG{})", *process.end.signal, abbreviation)
+                 : fmt::format("killed by signal {}", *process.end.signal);
+  } else if (process.end.exit_status) {
+    ending = fmt::format("exited with status {}", *process.end.exit_status);
+  } else {
+    ending = "end not recorded";
+  }
+  if (!process.end.complete) ending += "; not recorded to its end";
+  return ending;
+}
+
+Json process_json(const storage::ProcessRecord& process) {
+  return {
+      {"upid", process.start.upid},
+      {"pid", process.start.pid},
+      {"ppid", process.start.ppid},
+      {"uid", process.start.uid},
+      {"host", process.start.host},
+      {"exe", process.start.exe},
+      {"argv", process.start.argv},
+      {"start_ns", process.start.start_ns},
+      {"start_realtime_ns", process.start.start_realtime_ns},
+      {"end_ns", optional_json(process.end.end_ns)},
+      {"exit_status", optional_json(process.end.exit_status)},
+      {"signal", optional_json(process.end.signal)},
+      {"complete", process.end.complete},
+      {"unwinder", process.start.unwinder},
+  };
+}
+
+Json kind_json(const analysis::KindTotals& kind) {
+  Json failures = Json::array();
+  for (const analysis::FailureCount& failure : kind.failures) {
+    const auto name = analysis::cuda_error_name(failure.result);
+    failures.push_back({{"result", failure.result},
+                        {"error", name ? Json(std::string(*name)) : Json()},
+                        {"count", failure.count}});
+  }
+  return {
+      {"kind", kind.name},
+      {"kind_id", kind.kind},
+      {"allocations", kind.allocations},
+      {"bytes_allocated", kind.bytes_allocated},
+      {"frees", kind.frees},
+      {"bytes_freed", kind.bytes_freed},
+      {"failed_allocations", kind.failed_allocations},
+      {"failures", std::move(failures)},
+      {"live_count", kind.live_count},
+      {"live_bytes", kind.live_bytes},
+  };
+}
+
+}  // namespace
+
+Json summary_json(const std::string& trace_path, const analysis::Summary& summary) {
+  Json processes = Json::array();
+  for (const auto& process : summary.processes) processes.push_back(process_json(process));
+  Json kinds = Json::array();
+  for (const auto& kind : summary.kinds) kinds.push_back(kind_json(kind));
+  Json peaks = Json::array();
+  for (const analysis::DevicePeak& peak : summary.peaks) {
+    peaks.push_back({{"upid", peak.upid},
+                     {"pid", peak.pid},
+                     {"device", peak.device},
+                     {"bytes", peak.bytes},
+                     {"at_ns", peak.at_ns},
+                     {"at_seq", peak.at_seq}});
+  }
+  Json bad_frees = Json::array();
+  for (const auto& bad_free : summary.bad_frees) {
+    bad_frees.push_back({{"reason", bad_free.reason}, {"count", bad_free.count}});
+  }
+  Json stats = Json::array();
+  for (const storage::StatRecord& stat : summary.stats) {
+    stats.push_back({{"name", stat.name},
+                     {"severity", storage::severity_name(stat.severity)},
+                     {"value", stat.value},
+                     {"description", stat.description}});
+  }
+  return {
+      {"trace", trace_path},
+      {"incomplete", !summary.trace_complete},
+      {"warnings", summary.warnings},
+      {"vramtrace_version", optional_json(summary.vramtrace_version)},
+      {"command", summary.command},
+      {"start_ns", summary.start_ns},
+      {"end_ns", summary.end_ns},
+      {"duration_ns", summary.duration_ns},
+      {"processes", std::move(processes)},
+      {"kinds", std::move(kinds)},
+      {"peaks", std::move(peaks)},
+      {"bad_frees", std::move(bad_frees)},
+      {"stats", std::move(stats)},
+  };
+}
+
+std::string summary_text(const std::string& trace_path, const analysis::Summary& summary) {
+  std::string text = fmt::format("trace: {}", trace_path);
+  if (summary.vramtrace_version) {
+    text += fmt::format(" (written by vramtrace {})", *summary.vramtrace_version);
+  }
+  text += '\n';
+  if (!summary.command.empty()) text += fmt::format("command: {}\n", join(summary.command));
+  text += fmt::format("duration: {}\n", format_seconds(summary.duration_ns));
+  for (const std::string& warning : summary.warnings) text += fmt::format("warning: {}\n", warning);
+
+  text += fmt::format("\nprocesses ({}):\n", summary.processes.size());
+  for (const storage::ProcessRecord& process : summary.processes) {
+    text += fmt::format("  pid {}: {}: {}\n", process.start.pid,
+                        process.start.argv.empty() ? process.start.exe : join(process.start.argv),
+                        how_it_ended(process));
+  }
+
+  text += "\nmemory by kind:\n";
+  if (summary.kinds.empty()) text += "  no allocations recorded\n";
+  if (!summary.kinds.empty()) {
+    text +=
+        fmt::format("  {:<12} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", "kind",
+                    "allocations", "allocated", "frees", "freed", "live", "live bytes", "failed");
+  }
+  for (const analysis::KindTotals& kind : summary.kinds) {
+    text += fmt::format("  {:<12} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", kind.name,
+                        kind.allocations, format_bytes(kind.bytes_allocated), kind.frees,
+                        format_bytes(kind.bytes_freed), kind.live_count,
+                        format_bytes(kind.live_bytes), kind.failed_allocations);
+  }
+  for (const analysis::KindTotals& kind : summary.kinds) {
+    for (const analysis::FailureCount& failure : kind.failures) {
+      text += fmt::format("  failed {}: {} returned {}\n", kind.name,
+                          count_of(failure.count, "allocation", "allocations"),
+                          error_label(failure.result));
+    }
+  }
+
+  text += "\npeak live device memory (device, managed and async, per process):\n";
+  if (summary.peaks.empty()) text += "  none\n";
+  for (const analysis::DevicePeak& peak : summary.peaks) {
+    text +=
+        fmt::format("  pid {}, device {}: {} at +{}\n", peak.pid, peak.device,
+                    format_bytes_exact(peak.bytes), format_seconds(peak.at_ns - summary.start_ns));
+  }
+
+  if (!summary.bad_frees.empty()) {
+    text += "\nbad frees:\n";
+    for (const analysis::BadFreeCount& bad_free : summary.bad_frees) {
+      text += fmt::format("  {}: {}\n", bad_free.reason, bad_free.count);
+    }
+  }
+  // Stats that stayed at zero say nothing here; --format json lists them all.
+  std::string stats;
+  for (const storage::StatRecord& stat : summary.stats) {
+    if (stat.value == 0) continue;
+    stats += fmt::format("  {:<9} {} = {}: {}\n", storage::severity_name(stat.severity), stat.name,
+                         stat.value, stat.description);
+  }
+  if (!stats.empty()) text += "\nimport stats:\n" + stats;
+  return text;
+}
+
+void register_summary_command(CLI::App& app, int* exit_status) {
+  struct Options {
+    std::string trace;
+    OutputFormat format = OutputFormat::kText;
+  };
+  auto options = std::make_shared<Options>();
+
+  CLI::App* summary = app.add_subcommand(
+      "summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems");
+  summary->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
+      ->required();
+  add_format_option(summary, &options->format);
+  summary->footer(std::string(kReportExitStatusHelp));
+  summary->callback([options, exit_status] {
+    *exit_status = run_on_trace("summary", options->trace, [&](const storage::TraceReader& trace) {
+      const analysis::Summary result = analysis::build_summary(trace);
+      if (options->format == OutputFormat::kJson) {
+        // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
+        fmt::print("{}\n", summary_json(options->trace, result)
+                               .dump(2, ' ', false, Json::error_handler_t::replace));
+      } else {
+        fmt::print("{}", summary_text(options->trace, result));
+      }
+    });
+  });
+}
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,21 @@
+// `vramtrace summary FILE [--format text|json]`: who ran, for how long, and what each kind of
+// memory did.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/summary.h"
+
+namespace vramtrace::cli {
+
+// Adds the `summary` subcommand to `app`; when it runs, its exit status goes to *exit_status.
+void register_summary_command(CLI::App& app, int* exit_status);
+
+// The JSON document of docs/cli.md, for the trace named `trace_path`.
+nlohmann::ordered_json summary_json(const std::string& trace_path,
+                                    const analysis::Summary& summary);
+std::string summary_text(const std::string& trace_path, const analysis::Summary& summary);
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,24 @@
+// How numbers, times and stack frames look in the text reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "storage/trace_rows.h"
+
+namespace vramtrace::cli {
+
+// 512 B, 1.5 KiB, 12.0 MiB, 3.2 GiB: binary units, one decimal.
+std::string format_bytes(std::uint64_t bytes);
+// "12.0 MiB (12582912 bytes)"
+std::string format_bytes_exact(std::uint64_t bytes);
+// 12.345 s, 800.000 ms, 12.500 us: three decimals of the largest unit that fits.
+std::string format_seconds(std::int64_t ns);
+// "1 allocation", "3 allocations"
+std::string count_of(std::uint64_t count, std::string_view singular, std::string_view plural);
+// "#3 function at file:line (module)", as LeakSanitizer and heaptrack_print write a frame.
+// An unknown function is "??" and is followed by the module offset, as in (libfoo.so+0x12a0).
+std::string format_frame(std::size_t index, const storage::StackFrame& frame);
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,180 @@
+#include "storage/schema.h"
+
+#include <array>
+
+namespace vramtrace::storage {
+namespace {
+
+constexpr std::array<NamedId, 5> kAllocationKindRows{{
+    {allocation_kind::kUnknown, "unknown"},
+    {allocation_kind::kDevice, "device"},
+    {allocation_kind::kManaged, "managed"},
+    {allocation_kind::kHostPinned, "host_pinned"},
+    {allocation_kind::kAsync, "async"},
+}};
+
+constexpr std::array<NamedId, 12> kApiRows{{
+    {api::kUnknown, "unknown"},
+    {api::kCudaMalloc, "cudaMalloc"},
+    {api::kCudaFree, "cudaFree"},
+    {api::kCudaMallocManaged, "cudaMallocManaged"},
+    {api::kCudaMallocHost, "cudaMallocHost"},
+    {api::kCudaHostAlloc, "cudaHostAlloc"},
+    {api::kCudaFreeHost, "cudaFreeHost"},
+    {api::kCudaMallocPitch, "cudaMallocPitch"},
+    {api::kCudaMalloc3D, "cudaMalloc3D"},
+    {api::kCudaMallocAsync, "cudaMallocAsync"},
+    {api::kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync"},
+    {api::kCudaFreeAsync, "cudaFreeAsync"},
+}};
+
+// Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
+// other unsigned 64-bit values are stored as the int64 with the same bit pattern. The tables
+// are not STRICT so that sqlite3 builds older than 3.37 can still open a trace.
+constexpr std::string_view kTablesSql = R"sql(
+CREATE TABLE meta(
+  key TEXT PRIMARY KEY,
+  value TEXT
+);
+CREATE TABLE process(
+  upid INTEGER PRIMARY KEY,        -- unique process id within the trace (pids get reused)
+  pid INTEGER NOT NULL,
+  ppid INTEGER NOT NULL,
+  uid INTEGER NOT NULL,
+  host TEXT NOT NULL,
+  exe TEXT NOT NULL,
+  argv TEXT NOT NULL,              -- JSON array of strings
+  start_ns INTEGER NOT NULL,
+  start_realtime_ns INTEGER NOT NULL,
+  end_ns INTEGER,                  -- NULL: the end was never seen
+  exit_status INTEGER,             -- NULL: did not exit normally, or not known
+  signal INTEGER,                  -- NULL: not killed by a signal, or not known
+  complete INTEGER NOT NULL DEFAULT 0,  -- 1: said goodbye, or its ring was fully drained
+  unwinder TEXT NOT NULL
+);
+CREATE TABLE thread(
+  utid INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  tid INTEGER NOT NULL,
+  name TEXT                        -- NULL: not known
+);
+CREATE TABLE module(
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL,
+  build_id TEXT                    -- lower-case hex of NT_GNU_BUILD_ID; NULL: none
+);
+CREATE TABLE mapping(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  module_id INTEGER NOT NULL REFERENCES module(id),
+  start INTEGER NOT NULL,
+  "end" INTEGER NOT NULL,
+  load_bias INTEGER NOT NULL
+);
+CREATE TABLE frame(
+  id INTEGER PRIMARY KEY,
+  module_id INTEGER NOT NULL REFERENCES module(id),
+  rel_pc INTEGER NOT NULL,         -- ELF virtual address of the instruction
+  function TEXT,                   -- NULL: not symbolized
+  file TEXT,                       -- NULL: no line information
+  line INTEGER,                    -- NULL: no line information
+  inlined INTEGER NOT NULL DEFAULT 0  -- 1: inlined into the next outer frame
+);
+CREATE TABLE callsite(
+  id INTEGER PRIMARY KEY,
+  parent_id INTEGER REFERENCES callsite(id),  -- NULL: outermost frame
+  frame_id INTEGER NOT NULL REFERENCES frame(id),
+  depth INTEGER NOT NULL           -- 0 for the outermost frame
+);
+CREATE TABLE allocation_kind(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE api(
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE
+);
+CREATE TABLE allocation(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  kind INTEGER NOT NULL REFERENCES allocation_kind(id),
+  api INTEGER NOT NULL REFERENCES api(id),
+  device INTEGER NOT NULL,         -- device ordinal; -1: not known
+  stream INTEGER NOT NULL,         -- cudaStream_t; 0: the legacy default stream
+  address INTEGER NOT NULL,        -- 0 when the call failed
+  size INTEGER NOT NULL,           -- bytes reserved
+  requested_size INTEGER NOT NULL, -- bytes asked for
+  flags INTEGER NOT NULL,
+  pool INTEGER,                    -- cudaMemPool_t; NULL: none given
+  result INTEGER NOT NULL,         -- cudaError_t; non-zero: a failed allocation
+  alloc_seq INTEGER NOT NULL,      -- per-process sequence number
+  alloc_ns INTEGER NOT NULL,
+  alloc_utid INTEGER NOT NULL REFERENCES thread(utid),
+  alloc_callsite_id INTEGER REFERENCES callsite(id),  -- NULL: no stack
+  free_seq INTEGER,                -- NULL: never freed (live at the end)
+  free_ns INTEGER,
+  free_utid INTEGER REFERENCES thread(utid),
+  free_callsite_id INTEGER REFERENCES callsite(id),
+  free_api INTEGER REFERENCES api(id)
+);
+CREATE TABLE bad_free(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  seq INTEGER NOT NULL,
+  ns INTEGER NOT NULL,
+  utid INTEGER NOT NULL REFERENCES thread(utid),
+  api INTEGER NOT NULL REFERENCES api(id),
+  address INTEGER NOT NULL,
+  result INTEGER NOT NULL,         -- cudaError_t the free returned
+  callsite_id INTEGER REFERENCES callsite(id),
+  reason TEXT NOT NULL             -- 'unknown_address' or 'call_failed'
+);
+CREATE TABLE stats(
+  name TEXT PRIMARY KEY,
+  severity TEXT NOT NULL,          -- 'info', 'data_loss' or 'error'
+  value INTEGER NOT NULL,
+  description TEXT NOT NULL
+);
+CREATE VIEW allocation_view AS
+  SELECT allocation.*,
+         allocation_kind.name AS kind_name,
+         alloc_api.name AS api_name,
+         free_api.name AS free_api_name
+  FROM allocation
+  LEFT JOIN allocation_kind ON allocation_kind.id = allocation.kind
+  LEFT JOIN api AS alloc_api ON alloc_api.id = allocation.api
+  LEFT JOIN api AS free_api ON free_api.id = allocation.free_api;
+)sql";
+
+constexpr std::string_view kIndexesSql = R"sql(
+CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
+CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
+CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
+CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
+CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
+)sql";
+
+constexpr std::array<std::string_view, 12> kRequiredTables{
+    "meta",     "process",         "thread", "module",     "mapping",  "frame",
+    "callsite", "allocation_kind", "api",    "allocation", "bad_free", "stats",
+};
+
+}  // namespace
+
+std::span<const NamedId> allocation_kind_rows() {
+  return kAllocationKindRows;
+}
+std::span<const NamedId> api_rows() {
+  return kApiRows;
+}
+std::string_view schema_tables_sql() {
+  return kTablesSql;
+}
+std::string_view schema_indexes_sql() {
+  return kIndexesSql;
+}
+std::span<const std::string_view> required_tables() {
+  return kRequiredTables;
+}
+
+}  // namespace vramtrace::storage

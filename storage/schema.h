@@ -1,0 +1,58 @@
+// Schema v1 of a vramtrace trace file: its identity (application_id, user_version), the
+// fixed rows of the enumeration tables, and the SQL that creates it. docs/schema.md is the
+// user-facing description of every table and column; keep the two in step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace vramtrace::storage {
+
+// PRAGMA application_id: 'VRMT'. Tells a trace from any other SQLite file.
+inline constexpr std::int32_t kApplicationId = 0x56524D54;
+// PRAGMA user_version: bumped whenever a reader of the previous version would misread a file.
+inline constexpr int kSchemaVersion = 1;
+
+// Ids of `allocation_kind` rows. Later kinds (VMM handles, allocator blocks) are new rows.
+namespace allocation_kind {
+inline constexpr int kUnknown = 0;
+inline constexpr int kDevice = 1;
+inline constexpr int kManaged = 2;
+inline constexpr int kHostPinned = 3;
+inline constexpr int kAsync = 4;
+}  // namespace allocation_kind
+
+// Ids of `api` rows: the function that made an event. Same numbers as the wire's `Api`.
+namespace api {
+inline constexpr int kUnknown = 0;
+inline constexpr int kCudaMalloc = 1;
+inline constexpr int kCudaFree = 2;
+inline constexpr int kCudaMallocManaged = 3;
+inline constexpr int kCudaMallocHost = 4;
+inline constexpr int kCudaHostAlloc = 5;
+inline constexpr int kCudaFreeHost = 6;
+inline constexpr int kCudaMallocPitch = 7;
+inline constexpr int kCudaMalloc3D = 8;
+inline constexpr int kCudaMallocAsync = 9;
+inline constexpr int kCudaMallocFromPoolAsync = 10;
+inline constexpr int kCudaFreeAsync = 11;
+}  // namespace api
+
+struct NamedId {
+  int id;
+  std::string_view name;
+};
+
+// The rows a new trace's `allocation_kind` and `api` tables are filled with.
+std::span<const NamedId> allocation_kind_rows();
+std::span<const NamedId> api_rows();
+
+// Creates every table and view of schema v1 (no indexes, no pragmas, no rows).
+std::string_view schema_tables_sql();
+// Indexes, created once ingest is over: maintaining them row by row would slow the writer.
+std::string_view schema_indexes_sql();
+// Tables a reader requires before it accepts a file as a trace.
+std::span<const std::string_view> required_tables();
+
+}  // namespace vramtrace::storage

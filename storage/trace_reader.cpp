@@ -1,0 +1,461 @@
+#include "storage/trace_reader.h"
+
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "storage/schema.h"
+#include "storage/sqlite_statement.h"
+#include "storage/trace_file_header.h"
+
+namespace vramtrace::storage {
+namespace {
+
+using sqlite::Statement;
+
+// How long a query waits when the collector's checkpoint or WAL recovery briefly locks a live
+// trace.
+constexpr int kBusyTimeoutMs = 5000;
+// A callsite chain longer than this is a cycle in a damaged trace, not a stack.
+constexpr int kMaxStackDepth = 100000;
+
+constexpr std::string_view kRecordHint = "record one with 'vramtrace run -o FILE -- PROGRAM'";
+
+std::string hex(std::int64_t value) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  auto bits = static_cast<std::uint64_t>(value);
+  std::string out;
+  do {
+    out.insert(out.begin(), kDigits[bits & 0xf]);
+    bits >>= 4;
+  } while (bits != 0);
+  return "0x" + out;
+}
+
+// file: URI for `path` with ?immutable=1. Percent-encodes what a URI path cannot hold as is.
+std::string immutable_uri(const std::filesystem::path& path) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) absolute = path;
+  std::string uri = "file:";
+  for (const char c : absolute.string()) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f || c == '%' || c == '?' || c == '#') {
+      uri += '%';
+      uri += kDigits[byte >> 4];
+      uri += kDigits[byte & 0xf];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + "?immutable=1";
+}
+
+AllocationRecord read_allocation(const Statement& row) {
+  AllocationRecord record;
+  AllocationRow& a = record.allocation;
+  a.id = row.int64(0);
+  a.upid = row.int64(1);
+  a.kind = row.int32(2);
+  a.api = row.int32(3);
+  a.device = row.int32(4);
+  a.stream = row.uint64(5);
+  a.address = row.uint64(6);
+  a.size = row.uint64(7);
+  a.requested_size = row.uint64(8);
+  a.flags = static_cast<std::uint32_t>(row.int64(9));
+  if (!row.is_null(10)) a.pool = row.uint64(10);
+  a.result = row.int32(11);
+  a.alloc_seq = row.uint64(12);
+  a.alloc_ns = row.int64(13);
+  a.alloc_utid = row.int64(14);
+  a.alloc_callsite_id = row.optional_int64(15);
+  if (!row.is_null(16)) {
+    FreeRow& f = record.free.emplace();
+    f.free_seq = row.uint64(16);
+    f.free_ns = row.int64(17);
+    f.free_utid = row.int64(18);
+    f.free_callsite_id = row.optional_int64(19);
+    f.free_api = row.int32(20);
+  }
+  return record;
+}
+
+std::string allocation_query(const AllocationFilter& filter) {
+  std::string sql =
+      "SELECT id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, "
+      "result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
+      "free_callsite_id, free_api FROM allocation "
+      "WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
+  switch (filter.outcome) {
+    case AllocationFilter::Outcome::kAny:
+      break;
+    case AllocationFilter::Outcome::kSucceeded:
+      sql += " AND result = 0";
+      break;
+    case AllocationFilter::Outcome::kFailed:
+      sql += " AND result != 0";
+      break;
+  }
+  switch (filter.lifetime) {
+    case AllocationFilter::Lifetime::kAny:
+      break;
+    case AllocationFilter::Lifetime::kLiveAtEnd:
+      sql += " AND result = 0 AND free_seq IS NULL";
+      break;
+    case AllocationFilter::Lifetime::kFreed:
+      sql += " AND result = 0 AND free_seq IS NOT NULL";
+      break;
+  }
+  return sql + " ORDER BY upid, alloc_seq, id";
+}
+
+}  // namespace
+
+struct TraceReader::Impl {
+  std::filesystem::path path;
+  sqlite::Database db;
+  int schema_version = 0;
+  bool complete = false;
+  std::map<std::string, std::string, std::less<>> meta;
+  std::map<int, std::string> kind_names;
+  std::map<int, std::string> api_names;
+  int last_error_code = SQLITE_OK;
+
+  [[noreturn]] void fail(int rc) {
+    last_error_code = rc;
+    const std::string reason = sqlite3_errmsg(db.get());
+    if (sqlite::is_corruption(rc)) {
+      throw TraceError(path.string() + ": the trace is truncated or corrupt (" + reason +
+                       "); record it again");
+    }
+    throw TraceError(path.string() + ": cannot read the trace (" + reason + ")");
+  }
+
+  Statement prepare(std::string_view sql) {
+    Statement statement;
+    if (const int rc = Statement::prepare(db.get(), sql, &statement); rc != SQLITE_OK) fail(rc);
+    return statement;
+  }
+
+  // Steps through every row, calling visit(row) for each.
+  template <typename Visit>
+  void each_row(Statement& statement, Visit&& visit) {
+    for (;;) {
+      const int rc = statement.step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) fail(rc);
+      visit(statement);
+    }
+    statement.reset();
+  }
+
+  std::int64_t pragma_int(std::string_view pragma) {
+    Statement statement = prepare(pragma);
+    std::int64_t value = 0;
+    each_row(statement, [&](const Statement& row) { value = row.int64(0); });
+    return value;
+  }
+
+  std::map<int, std::string> names_of(std::string_view table) {
+    Statement statement = prepare("SELECT id, name FROM " + std::string(table));
+    std::map<int, std::string> names;
+    each_row(statement, [&](const Statement& row) { names[row.int32(0)] = row.text(1); });
+    return names;
+  }
+
+  std::vector<std::string> decode_string_array(const std::string& json) {
+    Statement statement = prepare("SELECT value FROM json_each(?1)");
+    statement.bind_text(1, json);
+    std::vector<std::string> strings;
+    each_row(statement, [&](const Statement& row) { strings.push_back(row.text(0)); });
+    return strings;
+  }
+
+  // Checks identity and version, then loads the small tables. Returns the failure, if any.
+  std::optional<OpenFailure> validate_and_load() {
+    using Reason = OpenFailure::Reason;
+    const std::string name = path.string();
+    const std::int64_t application_id = pragma_int("PRAGMA application_id");
+    if (application_id != kApplicationId) {
+      return OpenFailure{Reason::kNotATrace,
+                         name + ": an SQLite database but not a vramtrace trace (application_id " +
+                             hex(application_id) + "); " + std::string(kRecordHint)};
+    }
+    schema_version = static_cast<int>(pragma_int("PRAGMA user_version"));
+    if (schema_version > kSchemaVersion) {
+      return OpenFailure{Reason::kNewerSchema,
+                         name + ": written by a newer vramtrace (trace schema " +
+                             std::to_string(schema_version) + ", this build reads up to " +
+                             std::to_string(kSchemaVersion) + "); upgrade vramtrace to read it"};
+    }
+    if (schema_version < 1) {
+      return OpenFailure{
+          Reason::kNotATrace,
+          name + ": not a vramtrace trace (no schema version); " + std::string(kRecordHint)};
+    }
+    std::set<std::string, std::less<>> tables;
+    Statement list = prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    each_row(list, [&](const Statement& row) { tables.insert(row.text(0)); });
+    for (const std::string_view table : required_tables()) {
+      if (!tables.contains(table)) {
+        return OpenFailure{Reason::kNotATrace, name + ": not a vramtrace trace (no '" +
+                                                   std::string(table) + "' table); " +
+                                                   std::string(kRecordHint)};
+      }
+    }
+    Statement meta_rows = prepare("SELECT key, value FROM meta");
+    each_row(meta_rows, [&](const Statement& row) { meta[row.text(0)] = row.text(1); });
+    const auto flag = meta.find("complete");
+    complete = flag != meta.end() && flag->second == "1";
+    kind_names = names_of("allocation_kind");
+    api_names = names_of("api");
+    return std::nullopt;
+  }
+};
+
+TraceReader::TraceReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TraceReader::~TraceReader() = default;
+
+std::unique_ptr<TraceReader> TraceReader::open(const std::filesystem::path& path,
+                                               OpenFailure* failure) {
+  using Reason = OpenFailure::Reason;
+  OpenFailure ignored;
+  OpenFailure& out = failure != nullptr ? *failure : ignored;
+  const std::string name = path.string();
+  const auto refuse = [&](Reason reason, std::string message) {
+    out = OpenFailure{reason, std::move(message)};
+    return nullptr;
+  };
+
+  const FileInspection inspection = inspect_trace_file(path);
+  switch (inspection.verdict) {
+    case FileVerdict::kMissing:
+      return refuse(Reason::kMissing,
+                    name + ": no such file; check the path, or " + std::string(kRecordHint));
+    case FileVerdict::kUnreadable:
+      return refuse(Reason::kUnreadable,
+                    name + ": cannot read the file (" + inspection.detail + ")");
+    case FileVerdict::kEmpty:
+      return refuse(Reason::kNotATrace, name + ": the file is empty, not a vramtrace trace; " +
+                                            std::string(kRecordHint));
+    case FileVerdict::kNotSqlite:
+      return refuse(Reason::kNotATrace, name + ": not a vramtrace trace (not an SQLite file); " +
+                                            std::string(kRecordHint));
+    case FileVerdict::kTruncated:
+      return refuse(Reason::kCorrupt,
+                    name + ": the trace is truncated (" + inspection.detail + "); record it again");
+    case FileVerdict::kLooksSound:
+      break;
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  // Only a collector that is writing (or died writing) leaves a -wal file: without one, no
+  // writer can be at work (TraceWriter never reopens a file), and the trace is opened
+  // immutable. SQLite then creates no -wal or -shm next to it, and a trace in a read-only
+  // directory can still be read.
+  std::error_code ec;
+  const bool writer_may_be_active = std::filesystem::exists(name + "-wal", ec) || ec;
+  const std::string location = writer_may_be_active ? name : immutable_uri(path);
+  sqlite3* raw_db = nullptr;
+  const int flags = SQLITE_OPEN_READONLY | (writer_may_be_active ? 0 : SQLITE_OPEN_URI);
+  const int rc = sqlite3_open_v2(location.c_str(), &raw_db, flags, nullptr);
+  impl->db.reset(raw_db);
+  if (rc != SQLITE_OK) {
+    const std::string reason = raw_db != nullptr ? sqlite3_errmsg(raw_db) : sqlite3_errstr(rc);
+    return refuse(sqlite::is_corruption(rc) ? Reason::kCorrupt : Reason::kUnreadable,
+                  name + ": cannot open the trace (" + reason + ")");
+  }
+  sqlite3_busy_timeout(raw_db, kBusyTimeoutMs);
+
+  try {
+    if (auto refusal = impl->validate_and_load()) return refuse(refusal->reason, refusal->message);
+  } catch (const TraceError& error) {
+    return refuse(
+        sqlite::is_corruption(impl->last_error_code) ? Reason::kCorrupt : Reason::kUnreadable,
+        error.what());
+  }
+  return std::unique_ptr<TraceReader>(new TraceReader(std::move(impl)));
+}
+
+const std::filesystem::path& TraceReader::path() const {
+  return impl_->path;
+}
+int TraceReader::schema_version() const {
+  return impl_->schema_version;
+}
+bool TraceReader::complete() const {
+  return impl_->complete;
+}
+
+const std::map<std::string, std::string, std::less<>>& TraceReader::meta() const {
+  return impl_->meta;
+}
+
+std::optional<std::string> TraceReader::meta_value(std::string_view key) const {
+  const auto it = impl_->meta.find(key);
+  if (it == impl_->meta.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> TraceReader::recorded_command() const {
+  const auto command = meta_value("command");
+  if (!command) return {};
+  return impl_->decode_string_array(*command);
+}
+
+std::string TraceReader::kind_name(int kind) const {
+  const auto it = impl_->kind_names.find(kind);
+  return it != impl_->kind_names.end() ? it->second : "kind_" + std::to_string(kind);
+}
+
+std::string TraceReader::api_name(int api) const {
+  const auto it = impl_->api_names.find(api);
+  return it != impl_->api_names.end() ? it->second : "api_" + std::to_string(api);
+}
+
+std::vector<ProcessRecord> TraceReader::processes() const {
+  Statement statement = impl_->prepare(
+      "SELECT upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, unwinder, "
+      "end_ns, exit_status, signal, complete FROM process ORDER BY upid");
+  std::vector<ProcessRecord> processes;
+  impl_->each_row(statement, [&](const Statement& row) {
+    ProcessRecord& record = processes.emplace_back();
+    ProcessRow& start = record.start;
+    start.upid = row.int64(0);
+    start.pid = static_cast<std::uint32_t>(row.int64(1));
+    start.ppid = static_cast<std::uint32_t>(row.int64(2));
+    start.uid = static_cast<std::uint32_t>(row.int64(3));
+    start.host = row.text(4);
+    start.exe = row.text(5);
+    start.argv = impl_->decode_string_array(row.text(6));
+    start.start_ns = row.int64(7);
+    start.start_realtime_ns = row.int64(8);
+    start.unwinder = row.text(9);
+    ProcessEndRow& end = record.end;
+    end.upid = start.upid;
+    end.end_ns = row.optional_int64(10);
+    if (!row.is_null(11)) end.exit_status = row.int32(11);
+    if (!row.is_null(12)) end.signal = row.int32(12);
+    end.complete = row.int64(13) != 0;
+  });
+  return processes;
+}
+
+std::vector<ThreadRecord> TraceReader::threads() const {
+  Statement statement = impl_->prepare("SELECT utid, upid, tid, name FROM thread ORDER BY utid");
+  std::vector<ThreadRecord> threads;
+  impl_->each_row(statement, [&](const Statement& row) {
+    threads.push_back({row.int64(0), row.int64(1), static_cast<std::uint32_t>(row.int64(2)),
+                       row.optional_text(3)});
+  });
+  return threads;
+}
+
+void TraceReader::for_each_allocation(
+    const AllocationFilter& filter,
+    const std::function<void(const AllocationRecord&)>& visit) const {
+  Statement statement = impl_->prepare(allocation_query(filter));
+  statement.bind_optional_int64(1, filter.upid);
+  statement.bind_optional_int64(2, filter.kind);
+  impl_->each_row(statement, [&](const Statement& row) { visit(read_allocation(row)); });
+}
+
+std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& filter) const {
+  std::vector<AllocationRecord> records;
+  for_each_allocation(filter, [&](const AllocationRecord& record) { records.push_back(record); });
+  return records;
+}
+
+void TraceReader::for_each_allocation_event(
+    const std::function<void(const AllocationEvent&)>& visit) const {
+  // Were a damaged trace to give an alloc and a free the same seq, the free sorts first, so
+  // that a peak is never overstated.
+  Statement statement = impl_->prepare(
+      "SELECT 0 AS type, id, upid, alloc_seq AS seq, alloc_ns, device, kind, size "
+      "FROM allocation WHERE result = 0 "
+      "UNION ALL "
+      "SELECT 1, id, upid, free_seq, free_ns, device, kind, size "
+      "FROM allocation WHERE result = 0 AND free_seq IS NOT NULL "
+      "ORDER BY upid, seq, type DESC");
+  impl_->each_row(statement, [&](const Statement& row) {
+    AllocationEvent event;
+    event.type = row.int64(0) == 0 ? AllocationEvent::Type::kAlloc : AllocationEvent::Type::kFree;
+    event.allocation_id = row.int64(1);
+    event.upid = row.int64(2);
+    event.seq = row.uint64(3);
+    event.ns = row.int64(4);
+    event.device = row.int32(5);
+    event.kind = row.int32(6);
+    event.size = row.uint64(7);
+    visit(event);
+  });
+}
+
+std::vector<BadFreeRow> TraceReader::bad_frees() const {
+  Statement statement = impl_->prepare(
+      "SELECT id, upid, seq, ns, utid, api, address, result, callsite_id, reason FROM bad_free "
+      "ORDER BY upid, seq, id");
+  std::vector<BadFreeRow> rows;
+  impl_->each_row(statement, [&](const Statement& row) {
+    BadFreeRow& bad_free = rows.emplace_back();
+    bad_free.id = row.int64(0);
+    bad_free.upid = row.int64(1);
+    bad_free.seq = row.uint64(2);
+    bad_free.ns = row.int64(3);
+    bad_free.utid = row.int64(4);
+    bad_free.api = row.int32(5);
+    bad_free.address = row.uint64(6);
+    bad_free.result = row.int32(7);
+    bad_free.callsite_id = row.optional_int64(8);
+    bad_free.reason = row.text(9);
+  });
+  return rows;
+}
+
+std::vector<StatRecord> TraceReader::stats() const {
+  Statement statement =
+      impl_->prepare("SELECT name, severity, value, description FROM stats ORDER BY name");
+  std::vector<StatRecord> stats;
+  impl_->each_row(statement, [&](const Statement& row) {
+    // A severity this build does not know is shown as the most serious one.
+    stats.push_back({row.text(0), parse_severity(row.text(1)).value_or(Severity::kError),
+                     row.int64(2), row.text(3)});
+  });
+  return stats;
+}
+
+std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_id) const {
+  if (!callsite_id) return {};
+  Statement statement = impl_->prepare(
+      "WITH RECURSIVE chain(id, parent_id, frame_id, hops) AS ("
+      "  SELECT id, parent_id, frame_id, 0 FROM callsite WHERE id = ?1"
+      "  UNION ALL"
+      "  SELECT callsite.id, callsite.parent_id, callsite.frame_id, chain.hops + 1"
+      "  FROM callsite JOIN chain ON callsite.id = chain.parent_id"
+      "  WHERE chain.hops < ?2) "
+      "SELECT chain.id, chain.frame_id, frame.function, frame.file, frame.line, frame.inlined, "
+      "  frame.rel_pc, module.path "
+      "FROM chain LEFT JOIN frame ON frame.id = chain.frame_id "
+      "  LEFT JOIN module ON module.id = frame.module_id "
+      "ORDER BY chain.hops");
+  statement.bind_int64(1, *callsite_id);
+  statement.bind_int64(2, kMaxStackDepth);
+  std::vector<StackFrame> frames;
+  impl_->each_row(statement, [&](const Statement& row) {
+    StackFrame& frame = frames.emplace_back();
+    frame.callsite_id = row.int64(0);
+    frame.frame_id = row.int64(1);
+    frame.function = row.optional_text(2);
+    frame.file = row.optional_text(3);
+    if (!row.is_null(4)) frame.line = row.int32(4);
+    frame.inlined = row.int64(5) != 0;
+    frame.rel_pc = row.uint64(6);
+    frame.module = row.optional_text(7).value_or("");
+  });
+  return frames;
+}
+
+}  // namespace vramtrace::storage

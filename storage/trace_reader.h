@@ -1,0 +1,102 @@
+// TraceReader: reads a trace for analysis/, the CLI and the viewer.
+//
+// Contract:
+// - Opens read-only, also while a collector is still writing (WAL mode): every query sees
+//   what the collector had committed when the query started.
+// - open() tells apart the ways a file can fail to be a readable trace, each with a one-line
+//   message naming the file and what to do. An incomplete trace (the collector did not finish)
+//   is not a failure: complete() is false and the reports say so.
+// - A query that fails later (the file is damaged past its first pages, or vanished) throws
+//   TraceError, whose what() is again one line naming the file.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/trace_rows.h"
+
+namespace vramtrace::storage {
+
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OpenFailure {
+  enum class Reason {
+    kMissing,      // no such file
+    kUnreadable,   // a directory, no permission, an I/O error
+    kNotATrace,    // not SQLite, or SQLite without vramtrace's application_id and tables
+    kNewerSchema,  // written by a newer vramtrace (user_version above kSchemaVersion)
+    kCorrupt,      // truncated or otherwise damaged
+  };
+  Reason reason = Reason::kNotATrace;
+  std::string message;  // one line, naming the file and what to do
+};
+
+// Which allocations to visit. Unset fields do not filter.
+struct AllocationFilter {
+  enum class Outcome { kAny, kSucceeded, kFailed };
+  enum class Lifetime { kAny, kLiveAtEnd, kFreed };
+  std::optional<std::int64_t> upid;
+  std::optional<int> kind;
+  Outcome outcome = Outcome::kAny;
+  Lifetime lifetime = Lifetime::kAny;  // kLiveAtEnd and kFreed imply succeeded allocations
+};
+
+class TraceReader {
+ public:
+  static std::unique_ptr<TraceReader> open(const std::filesystem::path& path, OpenFailure* failure);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const std::filesystem::path& path() const;
+  int schema_version() const;
+  // meta complete = '1': the collector finished cleanly. Read once, at open().
+  bool complete() const;
+  // The meta table as it was at open().
+  const std::map<std::string, std::string, std::less<>>& meta() const;
+  std::optional<std::string> meta_value(std::string_view key) const;
+  // meta 'command' (the recorded command's argv); empty when the collector did not set it.
+  std::vector<std::string> recorded_command() const;
+
+  // Names from the trace's own allocation_kind and api tables; "kind_<id>" or "api_<id>" for
+  // an id the trace does not name.
+  std::string kind_name(int kind) const;
+  std::string api_name(int api) const;
+
+  std::vector<ProcessRecord> processes() const;  // by upid
+  std::vector<ThreadRecord> threads() const;     // by utid
+
+  // In (upid, alloc_seq) order. The callback must not call back into the reader.
+  void for_each_allocation(const AllocationFilter& filter,
+                           const std::function<void(const AllocationRecord&)>& visit) const;
+  std::vector<AllocationRecord> allocations(const AllocationFilter& filter) const;
+
+  // Every successful allocation and every free of one, in (upid, seq) order: the order in
+  // which each process saw its memory come and go.
+  void for_each_allocation_event(const std::function<void(const AllocationEvent&)>& visit) const;
+
+  std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
+  std::vector<StatRecord> stats() const;      // by name
+
+  // The stack whose leaf is callsite_id, innermost frame first; empty for no callsite. A chain
+  // that breaks off (a parent id without a row) ends where it breaks, as far as it is known.
+  std::vector<StackFrame> stack(std::optional<std::int64_t> callsite_id) const;
+
+ private:
+  struct Impl;
+  explicit TraceReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vramtrace::storage

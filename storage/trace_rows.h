@@ -1,0 +1,129 @@
+// The rows of a trace, as the writer takes them and the reader gives them back. Columns and
+// units are documented in docs/schema.md; the comments here say only what the types cannot.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramtrace::storage {
+
+// The start of a process, as its ring's first message tells it.
+struct ProcessRow {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0, ppid = 0, uid = 0;
+  std::string host, exe;
+  std::vector<std::string> argv;
+  std::int64_t start_ns = 0, start_realtime_ns = 0;
+  std::string unwinder;
+};
+
+// The end of a process. Unset fields stay NULL in the trace.
+struct ProcessEndRow {
+  std::int64_t upid = 0;
+  std::optional<std::int64_t> end_ns;
+  std::optional<int> exit_status, signal;
+  bool complete = false;  // it said goodbye, or its ring was drained to the last byte
+};
+
+struct FrameRow {
+  std::int64_t id = 0, module_id = 0;
+  std::uint64_t rel_pc = 0;
+  std::optional<std::string> function, file;
+  std::optional<int> line;
+  bool inlined = false;  // an inlined call inside the next outer frame
+};
+
+struct AllocationRow {
+  std::int64_t id = 0, upid = 0;
+  int kind = 0, api = 0, device = 0;
+  std::uint64_t stream = 0, address = 0, size = 0, requested_size = 0;
+  std::uint32_t flags = 0;
+  std::optional<std::uint64_t> pool;
+  int result = 0;  // cudaError_t; non-zero: the allocation failed and is never freed
+  std::uint64_t alloc_seq = 0;
+  std::int64_t alloc_ns = 0, alloc_utid = 0;
+  std::optional<std::int64_t> alloc_callsite_id;
+};
+
+struct FreeRow {
+  std::uint64_t free_seq = 0;
+  std::int64_t free_ns = 0, free_utid = 0;
+  std::optional<std::int64_t> free_callsite_id;
+  int free_api = 0;
+};
+
+struct BadFreeRow {
+  std::int64_t id = 0, upid = 0;
+  std::uint64_t seq = 0;
+  std::int64_t ns = 0, utid = 0;
+  int api = 0;
+  std::uint64_t address = 0;
+  int result = 0;
+  std::optional<std::int64_t> callsite_id;
+  std::string reason;  // kBadFreeUnknownAddress or kBadFreeCallFailed
+};
+
+inline constexpr std::string_view kBadFreeUnknownAddress = "unknown_address";
+inline constexpr std::string_view kBadFreeCallFailed = "call_failed";
+
+// How much a named import problem matters, as perfetto's stats grade them.
+enum class Severity { kInfo, kDataLoss, kError };
+
+// "info", "data_loss", "error": the strings stored in stats.severity.
+std::string_view severity_name(Severity severity);
+std::optional<Severity> parse_severity(std::string_view name);
+
+// ---- What the reader gives back ----
+
+struct ProcessRecord {
+  ProcessRow start;
+  ProcessEndRow end;  // end.complete is false and the optionals empty until the process ended
+};
+
+struct ThreadRecord {
+  std::int64_t utid = 0, upid = 0;
+  std::uint32_t tid = 0;
+  std::optional<std::string> name;
+};
+
+struct AllocationRecord {
+  AllocationRow allocation;
+  std::optional<FreeRow> free;  // empty: never freed
+
+  bool failed() const { return allocation.result != 0; }
+  // Succeeded and never freed: still held when the trace ends.
+  bool live_at_end() const { return !failed() && !free.has_value(); }
+};
+
+// An allocation starting or ending, in a process's sequence order.
+struct AllocationEvent {
+  enum class Type { kAlloc, kFree };
+  Type type = Type::kAlloc;
+  std::int64_t allocation_id = 0, upid = 0;
+  std::uint64_t seq = 0;
+  std::int64_t ns = 0;
+  int device = 0, kind = 0;
+  std::uint64_t size = 0;
+};
+
+// One frame of a resolved stack.
+struct StackFrame {
+  std::int64_t callsite_id = 0, frame_id = 0;
+  std::optional<std::string> function, file;
+  std::optional<int> line;
+  std::string module;  // the module's path
+  std::uint64_t rel_pc = 0;
+  bool inlined = false;
+};
+
+struct StatRecord {
+  std::string name;
+  Severity severity = Severity::kInfo;
+  std::int64_t value = 0;
+  std::string description;
+};
+
+}  // namespace vramtrace::storage

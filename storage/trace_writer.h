@@ -1,0 +1,81 @@
+// TraceWriter: creates a trace file and fills it. Used by the collector, from one thread.
+//
+// Contract:
+// - Ids are the caller's (the collector interns them); the writer never invents one.
+// - Writes are batched into one transaction that flush() commits; readers (WAL mode) see
+//   everything up to the last flush, also while the collector still runs.
+// - The first failure (disk full, a duplicate id, ...) is sticky: ok() turns false, error()
+//   keeps the first message, and every later call is a no-op. Nothing throws.
+// - finish() makes the file stand alone: indexes, meta complete = '1', WAL checkpointed and
+//   journal_mode = DELETE (which SQLite cannot do while a reader has the file open: the trace
+//   then stays in WAL mode, complete all the same). A writer destroyed without finish()
+//   commits what it has and leaves complete = '0', so the reports flag the trace incomplete.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/trace_rows.h"
+
+namespace vramtrace::storage {
+
+class TraceWriter {
+ public:
+  // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
+  // or cannot be created.
+  static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // meta rows; a later value for the same key replaces the earlier one. The writer itself sets
+  // vramtrace_version, created_realtime_ns and complete.
+  void set_meta(std::string_view key, std::string_view value);
+  // meta 'command': the recorded command's argv, as a JSON array.
+  void set_command(const std::vector<std::string>& argv);
+
+  void add_process(const ProcessRow& row);
+  void end_process(const ProcessEndRow& row);
+  void add_thread(std::int64_t utid, std::int64_t upid, std::uint32_t tid);
+  void set_thread_name(std::int64_t utid, std::string_view name);
+  // An empty build_id_hex is stored as NULL (the object has no build id).
+  void add_module(std::int64_t id, std::string_view path, std::string_view build_id_hex);
+  void add_mapping(std::int64_t id, std::int64_t upid, std::int64_t module_id, std::uint64_t start,
+                   std::uint64_t end, std::uint64_t load_bias);
+  void add_frame(const FrameRow& row);
+  void add_callsite(std::int64_t id, std::optional<std::int64_t> parent_id, std::int64_t frame_id,
+                    int depth);
+  void add_allocation(const AllocationRow& row);
+  // Marks an allocation freed. An unknown allocation id is counted in the stat
+  // `storage_free_of_unknown_allocation` (written by finish()), not treated as a failure.
+  void set_free(std::int64_t allocation_id, const FreeRow& row);
+  // The free failed after all: the allocation is live again.
+  void clear_free(std::int64_t allocation_id);
+  void add_bad_free(const BadFreeRow& row);
+  // The latest value for a name replaces the earlier one: pass running totals.
+  void set_stat(std::string_view name, Severity severity, std::int64_t value,
+                std::string_view description);
+
+  // Commits the open transaction.
+  void flush();
+  // Indexes, meta complete = '1', WAL checkpoint, journal_mode = DELETE, close. Returns false
+  // with *error (if given) set when anything failed, including an earlier sticky failure.
+  // Later calls are no-ops.
+  bool finish(std::string* error);
+
+  bool ok() const;
+  // The first failure's one-line message, naming the file; empty while ok().
+  const std::string& error() const;
+
+ private:
+  struct Impl;
+  explicit TraceWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vramtrace::storage

@@ -1,0 +1,125 @@
+// `vramtrace summary|leaks` on files that are not readable traces: exit status 2 and exactly
+// one line on stderr naming the file, never a crash. And --help/--version exit 0.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "run_vramtrace.h"
+#include "synthetic_trace.h"
+#include "temp_dir.h"
+
+namespace vramtrace::testing {
+namespace {
+
+class CliErrorsTest : public ::testing::Test {
+ protected:
+  // Runs both report commands in both formats on `path` and checks each fails cleanly.
+  void expect_clean_failure(const std::filesystem::path& path, const std::string& words) {
+    for (const std::string command : {"summary", "leaks"}) {
+      for (const std::string format : {"text", "json"}) {
+        SCOPED_TRACE(command + " --format " + format + " " + path.string());
+        const CommandResult result =
+            run_vramtrace({command, path.string(), "--format", format}, scratch_.path());
+        EXPECT_EQ(result.exit_status, 2);
+        EXPECT_EQ(line_count(result.err), 1u) << result.err;
+        EXPECT_NE(result.err.find(path.string()), std::string::npos) << result.err;
+        EXPECT_NE(result.err.find(words), std::string::npos) << result.err;
+        EXPECT_EQ(result.err.rfind("vramtrace " + command + ": ", 0), 0u) << result.err;
+        EXPECT_TRUE(result.out.empty()) << result.out;
+      }
+    }
+  }
+
+  void write(const std::filesystem::path& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+  }
+
+  TempDir dir_;
+  TempDir scratch_;
+};
+
+TEST_F(CliErrorsTest, AMissingFile) {
+  expect_clean_failure(dir_ / "absent.db", "no such file");
+}
+
+TEST_F(CliErrorsTest, ATextFile) {
+  write(dir_ / "notes.txt", "hello\nworld\n");
+  expect_clean_failure(dir_ / "notes.txt", "not a vramtrace trace");
+}
+
+TEST_F(CliErrorsTest, AnEmptyFile) {
+  write(dir_ / "empty.db", "");
+  expect_clean_failure(dir_ / "empty.db", "empty");
+}
+
+TEST_F(CliErrorsTest, AnSqliteDatabaseThatIsNotATrace) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "other.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE allocation(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_clean_failure(dir_ / "other.db", "not a vramtrace trace");
+}
+
+TEST_F(CliErrorsTest, ATraceFromANewerVramtrace) {
+  const auto path = dir_ / "future.db";
+  ASSERT_EQ(write_synthetic_trace(path), "");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  expect_clean_failure(path, "newer vramtrace");
+}
+
+TEST_F(CliErrorsTest, ARealTraceTruncatedAtSeveralOffsets) {
+  const auto whole = dir_ / "whole.db";
+  ASSERT_EQ(write_synthetic_trace(whole), "");
+  const std::string bytes = slurp(whole);
+  for (const std::size_t size :
+       {std::size_t{8}, std::size_t{100}, std::size_t{4096}, bytes.size() / 2, bytes.size() - 1}) {
+    const auto path = dir_ / ("cut-" + std::to_string(size) + ".db");
+    write(path, bytes.substr(0, size));
+    expect_clean_failure(path, "truncated");
+  }
+}
+
+TEST_F(CliErrorsTest, ATraceWithScribbledPages) {
+  const auto path = dir_ / "scribbled.db";
+  ASSERT_EQ(write_synthetic_trace(path), "");
+  std::string bytes = slurp(path);
+  std::fill(bytes.begin() + 4096, bytes.end(), '\x5a');
+  write(path, bytes);
+  expect_clean_failure(path, "corrupt");
+}
+
+TEST_F(CliErrorsTest, UsageErrorsExit2WithOneLine) {
+  const std::vector<std::vector<std::string>> usages{
+      {},
+      {"frobnicate"},
+      {"leaks"},
+      {"summary", "a.db", "--format", "xml"},
+      {"leaks", "a.db", "--no-such-option"},
+  };
+  for (const auto& args : usages) {
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
+  }
+}
+
+TEST_F(CliErrorsTest, HelpAndVersionExit0AndDocumentTheExitStatus) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"summary", "--help"}, {"leaks", "--help"}}) {
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 0) << ::testing::PrintToString(args);
+    EXPECT_NE(result.out.find("Exit status"), std::string::npos) << result.out;
+    EXPECT_TRUE(result.err.empty()) << result.err;
+  }
+  const CommandResult leaks_help = run_vramtrace({"leaks", "--help"}, scratch_.path());
+  EXPECT_NE(leaks_help.out.find("--format"), std::string::npos) << leaks_help.out;
+
+  const CommandResult version = run_vramtrace({"--version"}, scratch_.path());
+  EXPECT_EQ(version.exit_status, 0);
+  EXPECT_EQ(version.out, "vramtrace " VRAMTRACE_VERSION "\n");
+}
+
+}  // namespace
+}  // namespace vramtrace::testing

@@ -1,0 +1,167 @@
+// `vramtrace leaks|summary` on the synthetic trace of synthetic_trace.h: the JSON contract of
+// docs/cli.md, field by field, and the text report's shape.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_vramtrace.h"
+#include "synthetic_trace.h"
+#include "temp_dir.h"
+
+namespace vramtrace::testing {
+namespace {
+
+using nlohmann::json;
+
+class CliReportsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(write_synthetic_trace(trace_), ""); }
+
+  json run_json(const std::string& command) {
+    const CommandResult result =
+        run_vramtrace({command, trace_.string(), "--format", "json"}, scratch_.path());
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    EXPECT_TRUE(result.err.empty()) << result.err;
+    return json::parse(result.out);
+  }
+
+  TempDir dir_;
+  TempDir scratch_;
+  std::filesystem::path trace_ = dir_ / "synthetic.db";
+};
+
+json frame(const std::string& function, const json& file, const json& line,
+           const std::string& module) {
+  return {{"function", function}, {"file", file}, {"line", line}, {"module", module}};
+}
+
+TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
+  const json report = run_json("leaks");
+  EXPECT_EQ(report.at("trace"), trace_.string());
+  EXPECT_EQ(report.at("total_bytes"), 20 * kMiB + 512 * kKiB);
+  EXPECT_EQ(report.at("total_count"), 8);
+  EXPECT_EQ(report.at("incomplete"), false);
+  EXPECT_EQ(report.at("warnings").size(), 2u);
+
+  const json main_frame = frame("main", "leaky.cu", 40, kLeakyExe);
+  const json make_buffers = frame("make_buffers", "leaky.cu", 12, kLeakyExe);
+  const json make_pinned = frame("make_pinned", "leaky.cu", 20, kLeakyExe);
+  const json expected_leaks = json::array({
+      {{"kind", "host_pinned"},
+       {"bytes", 8 * kMiB},
+       {"count", 1},
+       {"stack", json::array({make_pinned, main_frame})}},
+      {{"kind", "device"},
+       {"bytes", 6 * kMiB},
+       {"count", 2},
+       {"stack", json::array({frame("inline_helper", "helpers.h", 7, kLeakyExe), make_buffers,
+                              main_frame})}},
+      {{"kind", "device"},
+       {"bytes", 3 * kMiB},
+       {"count", 3},
+       {"stack",
+        json::array({frame("child_work", "leaky.cu", 50, kLeakyExe), make_buffers, main_frame})}},
+      {{"kind", "async"},
+       {"bytes", 3 * kMiB},
+       {"count", 1},
+       {"stack",
+        json::array({frame("??", nullptr, nullptr, kTorchModule), make_pinned, main_frame})}},
+      {{"kind", "device"}, {"bytes", 512 * kKiB}, {"count", 1}, {"stack", json::array()}},
+  });
+  EXPECT_EQ(report.at("leaks"), expected_leaks) << report.at("leaks").dump(2);
+
+  // Nothing beyond the contract and its two optional additions.
+  for (const auto& [key, value] : report.items()) {
+    EXPECT_TRUE(key == "trace" || key == "total_bytes" || key == "total_count" || key == "leaks" ||
+                key == "incomplete" || key == "warnings")
+        << key;
+  }
+}
+
+TEST_F(CliReportsTest, SummaryJsonCarriesTheTotals) {
+  const json summary = run_json("summary");
+  EXPECT_EQ(summary.at("trace"), trace_.string());
+  EXPECT_EQ(summary.at("incomplete"), false);
+  EXPECT_EQ(summary.at("duration_ns"), kLastEndNs - kFirstStartNs);
+  EXPECT_EQ(summary.at("command"), json::array({"leaky", "--size", "1 MiB"}));
+
+  const json& processes = summary.at("processes");
+  ASSERT_EQ(processes.size(), 2u);
+  EXPECT_EQ(processes[0].at("pid"), 4242);
+  EXPECT_EQ(processes[0].at("exit_status"), 0);
+  EXPECT_EQ(processes[0].at("signal"), nullptr);
+  EXPECT_EQ(processes[0].at("argv"), json::array({"leaky", "--size", "1 MiB"}));
+  EXPECT_EQ(processes[1].at("signal"), 9);
+  EXPECT_EQ(processes[1].at("complete"), false);
+
+  const json& device = summary.at("kinds").at(0);
+  EXPECT_EQ(device.at("kind"), "device");
+  EXPECT_EQ(device.at("allocations"), 9);
+  EXPECT_EQ(device.at("bytes_allocated"), 28 * kMiB + 512 * kKiB);
+  EXPECT_EQ(device.at("frees"), 3);
+  EXPECT_EQ(device.at("failed_allocations"), 1);
+  EXPECT_EQ(device.at("failures"),
+            json::array({{{"result", 2}, {"error", "cudaErrorMemoryAllocation"}, {"count", 1}}}));
+  EXPECT_EQ(device.at("live_count"), 6);
+  EXPECT_EQ(device.at("live_bytes"), 9 * kMiB + 512 * kKiB);
+
+  const json& peak = summary.at("peaks").at(0);
+  EXPECT_EQ(peak.at("pid"), 4242);
+  EXPECT_EQ(peak.at("device"), 0);
+  EXPECT_EQ(peak.at("bytes"), 22 * kMiB);
+  EXPECT_EQ(summary.at("bad_frees"), json::array({{{"reason", "call_failed"}, {"count", 1}},
+                                                  {{"reason", "unknown_address"}, {"count", 1}}}));
+  EXPECT_EQ(summary.at("stats").at(0).at("severity"), "data_loss");
+}
+
+TEST_F(CliReportsTest, LeaksTextListsEachStackFrameByFrame) {
+  const CommandResult result = run_vramtrace({"leaks", trace_.string()}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const std::string& text = result.out;
+  EXPECT_NE(text.find("20.5 MiB (21495808 bytes) leaked in 8 allocations from 5 stacks"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("8.0 MiB (8388608 bytes) in 1 host_pinned allocation from:\n"
+                      "    #0 make_pinned at leaky.cu:20 (/usr/bin/leaky)\n"
+                      "    #1 main at leaky.cu:40 (/usr/bin/leaky)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    #0 ?? (/usr/lib/libtorch.so+0x5000)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("in 1 device allocation (no stack recorded)"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: process 4300"), std::string::npos) << text;
+  // Largest first.
+  EXPECT_LT(text.find("host_pinned"), text.find("2 device allocations")) << text;
+}
+
+TEST_F(CliReportsTest, SummaryTextShowsKindsPeaksAndFailures) {
+  const CommandResult result = run_vramtrace({"summary", trace_.string()}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const std::string& text = result.out;
+  EXPECT_NE(text.find("duration: 4.000 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("pid 4242: leaky --size 1 MiB: exited with status 0"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid 4300: leaky --child: killed by signal 9 (SIGKILL)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("returned cudaErrorMemoryAllocation (2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("data_loss ring_overflow = 3: events dropped while the ring was full"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid 4242, device 0: 22.0 MiB (23068672 bytes) at +800.000 ms"),
+            std::string::npos)
+      << text;
+}
+
+TEST_F(CliReportsTest, AnIncompleteTraceIsReportedWithAWarningAndExits0) {
+  const auto path = dir_ / "incomplete.db";
+  ASSERT_EQ(write_synthetic_trace(path, /*finish=*/false), "");
+  const CommandResult result =
+      run_vramtrace({"leaks", path.string(), "--format", "json"}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  const json report = json::parse(result.out);
+  EXPECT_EQ(report.at("incomplete"), true);
+  EXPECT_NE(report.at("warnings").at(0).get<std::string>().find("incomplete"), std::string::npos);
+  EXPECT_EQ(report.at("total_count"), 8);
+}
+
+}  // namespace
+}  // namespace vramtrace::testing

@@ -1,0 +1,65 @@
+// Runs the built `vramtrace` binary (VRAMTRACE_BINARY) with arguments and captures what it
+// says and how it exits.
+#pragma once
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace vramtrace::testing {
+
+struct CommandResult {
+  int exit_status = -1;  // -1: did not exit normally (a crash)
+  std::string out, err;
+};
+
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// Output goes through files in `scratch` rather than pipes, so a large report cannot block.
+inline CommandResult run_vramtrace(const std::vector<std::string>& args,
+                                   const std::filesystem::path& scratch) {
+  const auto out_path = scratch / "stdout.txt";
+  const auto err_path = scratch / "stderr.txt";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> argv_strings{VRAMTRACE_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : argv_strings) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  CommandResult result;
+  pid_t pid = 0;
+  if (posix_spawn(&pid, VRAMTRACE_BINARY, &actions, nullptr, argv.data(), environ) == 0) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+inline std::size_t line_count(const std::string& text) {
+  std::size_t lines = 0;
+  for (const char c : text) lines += c == '\n' ? 1 : 0;
+  if (!text.empty() && text.back() != '\n') ++lines;
+  return lines;
+}
+
+}  // namespace vramtrace::testing

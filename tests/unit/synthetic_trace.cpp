@@ -1,0 +1,158 @@
+#include "synthetic_trace.h"
+
+#include "storage/schema.h"
+#include "storage/trace_writer.h"
+
+namespace vramtrace::testing {
+namespace {
+
+namespace kind = storage::allocation_kind;
+namespace api = storage::api;
+
+constexpr std::int64_t kSecondStartNs = 2'000'000'000;
+constexpr std::int64_t kStepNs = 100'000'000;
+
+std::int64_t at(std::int64_t start_ns, std::uint64_t seq) {
+  return start_ns + static_cast<std::int64_t>(seq) * kStepNs;
+}
+
+storage::AllocationRow allocation(std::int64_t id, std::int64_t upid, int kind_id, int api_id,
+                                  std::uint64_t address, std::uint64_t size, std::uint64_t seq,
+                                  std::optional<std::int64_t> callsite) {
+  storage::AllocationRow row;
+  row.id = id;
+  row.upid = upid;
+  row.kind = kind_id;
+  row.api = api_id;
+  row.device = 0;
+  row.address = address;
+  row.size = size;
+  row.requested_size = size;
+  row.alloc_seq = seq;
+  row.alloc_ns = at(upid == 1 ? kFirstStartNs : kSecondStartNs, seq);
+  row.alloc_utid = upid == 1 ? 1 : 3;
+  row.alloc_callsite_id = callsite;
+  return row;
+}
+
+storage::FreeRow free_at(std::int64_t upid, std::uint64_t seq, int api_id,
+                         std::optional<std::int64_t> callsite) {
+  storage::FreeRow row;
+  row.free_seq = seq;
+  row.free_ns = at(upid == 1 ? kFirstStartNs : kSecondStartNs, seq);
+  row.free_utid = upid == 1 ? 2 : 3;
+  row.free_callsite_id = callsite;
+  row.free_api = api_id;
+  return row;
+}
+
+void write_stacks(storage::TraceWriter& writer) {
+  writer.add_module(1, kLeakyExe, "0123456789abcdef");
+  writer.add_module(2, kTorchModule, "");
+  writer.add_mapping(1, 1, 1, 0x555555554000, 0x555555560000, 0x555555554000);
+  writer.add_mapping(2, 1, 2, 0x7ffff0000000, 0x7ffff4000000, 0x7ffff0000000);
+  writer.add_frame({1, 1, 0x1000, "main", "leaky.cu", 40, false});
+  writer.add_frame({2, 1, 0x1100, "make_buffers", "leaky.cu", 12, false});
+  writer.add_frame({3, 1, 0x1200, "make_pinned", "leaky.cu", 20, false});
+  writer.add_frame({4, 2, 0x5000, std::nullopt, std::nullopt, std::nullopt, false});
+  writer.add_frame({5, 1, 0x1110, "inline_helper", "helpers.h", 7, true});
+  writer.add_frame({6, 1, 0x1400, "child_work", "leaky.cu", 50, false});
+  writer.add_callsite(1, std::nullopt, 1, 0);
+  writer.add_callsite(2, 1, 2, 1);
+  writer.add_callsite(3, 2, 5, 2);
+  writer.add_callsite(4, 1, 3, 1);
+  writer.add_callsite(5, 4, 4, 2);
+  writer.add_callsite(6, 2, 6, 2);
+}
+
+void write_first_process(storage::TraceWriter& writer) {
+  writer.add_process({1,
+                      4242,
+                      1,
+                      1000,
+                      "node1",
+                      kLeakyExe,
+                      {"leaky", "--size", "1 MiB"},
+                      kFirstStartNs,
+                      1'700'000'000'000'000'000,
+                      "libunwind"});
+  writer.add_thread(1, 1, 4242);
+  writer.add_thread(2, 1, 4243);
+
+  writer.add_allocation(
+      allocation(1, 1, kind::kDevice, api::kCudaMalloc, 0x7f0000000000, kMiB, 1, 3));
+  writer.add_allocation(
+      allocation(2, 1, kind::kDevice, api::kCudaMalloc, 0x7f0000100000, 4 * kMiB, 2, 3));
+  writer.set_free(1, free_at(1, 3, api::kCudaFree, 2));
+  writer.add_allocation(
+      allocation(3, 1, kind::kDevice, api::kCudaMalloc, 0x7f0000000000, 2 * kMiB, 4, 3));
+  writer.add_allocation(
+      allocation(4, 1, kind::kHostPinned, api::kCudaMallocHost, 0x7e0000000000, 8 * kMiB, 5, 4));
+  storage::AllocationRow failed =
+      allocation(5, 1, kind::kDevice, api::kCudaMalloc, 0, 64 * kGiB, 6, 3);
+  failed.result = 2;
+  writer.add_allocation(failed);
+  storage::AllocationRow async =
+      allocation(6, 1, kind::kAsync, api::kCudaMallocAsync, 0x7d0000000000, 3 * kMiB, 7, 5);
+  async.device = 1;
+  async.stream = 0x55;
+  writer.add_allocation(async);
+  writer.add_allocation(
+      allocation(7, 1, kind::kDevice, api::kCudaMalloc, 0x7f0001000000, 16 * kMiB, 8, 4));
+  writer.set_free(7, free_at(1, 9, api::kCudaFree, 4));
+  writer.add_allocation(
+      allocation(8, 1, kind::kDevice, api::kCudaMalloc, 0x7f0002000000, 512 * kKiB, 10, {}));
+  writer.set_free(8, free_at(1, 11, api::kCudaFree, std::nullopt));
+  writer.clear_free(8);
+  writer.add_bad_free({1, 1, 11, at(kFirstStartNs, 11), 2, api::kCudaFree, 0x7f0002000000, 1,
+                       std::nullopt, "call_failed"});
+  writer.add_bad_free(
+      {2, 1, 12, at(kFirstStartNs, 12), 1, api::kCudaFree, 0xdead, 17, 2, "unknown_address"});
+  writer.end_process({1, kLastEndNs, 0, std::nullopt, true});
+}
+
+void write_second_process(storage::TraceWriter& writer) {
+  writer.add_process({2,
+                      4300,
+                      4242,
+                      1000,
+                      "node1",
+                      kLeakyExe,
+                      {"leaky", "--child"},
+                      kSecondStartNs,
+                      1'700'000'001'000'000'000,
+                      "libunwind"});
+  writer.add_thread(3, 2, 4300);
+  writer.add_allocation(
+      allocation(11, 2, kind::kDevice, api::kCudaMalloc, 0x7f0000000000, 2 * kMiB, 1, 2));
+  writer.set_free(11, free_at(2, 2, api::kCudaFree, 2));
+  for (std::uint64_t seq = 3; seq <= 5; ++seq) {
+    writer.add_allocation(allocation(static_cast<std::int64_t>(9 + seq), 2, kind::kDevice,
+                                     api::kCudaMalloc, 0x7f0000000000 + seq * kMiB, kMiB, seq, 6));
+  }
+  writer.end_process({2, 3'000'000'000, std::nullopt, 9, false});
+}
+
+}  // namespace
+
+std::string write_synthetic_trace(const std::filesystem::path& path, bool finish) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  writer->set_command({"leaky", "--size", "1 MiB"});
+  writer->set_meta("host", "node1");
+  write_stacks(*writer);
+  write_first_process(*writer);
+  writer->flush();
+  write_second_process(*writer);
+  writer->set_stat("ring_overflow", storage::Severity::kDataLoss, 3,
+                   "events dropped while the ring was full");
+  writer->set_stat("symbolization_failed", storage::Severity::kInfo, 2, "frames without a symbol");
+  if (!finish) {
+    writer->flush();
+    return writer->error();
+  }
+  return writer->finish(&error) ? std::string() : error;
+}
+
+}  // namespace vramtrace::testing
