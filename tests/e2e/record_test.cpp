@@ -1,0 +1,289 @@
+// End-to-end: real programs recorded by `vramtrace run` on the simulated GPU, then read back
+// with `vramtrace leaks` and with plain SQL.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "process_runner.h"
+#include "trace_query.h"
+
+namespace vramtrace::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A scratch directory per test, removed afterwards.
+class RecordTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("vramtrace-e2e-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string trace(const std::string& name = "trace.db") const { return (dir_ / name).string(); }
+
+  ProcessResult record(const std::string& output, std::vector<std::string> command,
+                       std::vector<std::string> extra_env = {}) const {
+    ProcessOptions options;
+    options.argv = {VRAMTRACE_BIN, "run", "-o", output, "--"};
+    options.argv.insert(options.argv.end(), command.begin(), command.end());
+    options.extra_env = std::move(extra_env);
+    return run_process(options);
+  }
+
+  fs::path dir_;
+};
+
+struct PlantedLeak {
+  std::string kind;
+  int64_t count;
+  int64_t bytes;
+  int line;
+};
+
+// "0x7f00" as printed by %p -> "32512" as SQLite prints the integer.
+std::string as_decimal(const std::string& hex) { return std::to_string(std::stoull(hex, nullptr, 16)); }
+
+// The LEAK(kind, count, bytes) markers of the sample's source, with their line numbers.
+std::vector<PlantedLeak> planted_leaks() {
+  std::ifstream source(LEAKY_SOURCE);
+  std::regex marker(R"(LEAK\((\w+), (\d+), (\d+)\))");
+  std::vector<PlantedLeak> leaks;
+  std::string text;
+  for (int line = 1; std::getline(source, text); ++line) {
+    std::smatch m;
+    if (std::regex_search(text, m, marker))
+      leaks.push_back({m[1], std::stoll(m[2]), std::stoll(m[3]), line});
+  }
+  return leaks;
+}
+
+TEST_F(RecordTest, LeakReportListsExactlyThePlantedLeaksWithTheirLines) {
+  const std::vector<PlantedLeak> planted = planted_leaks();
+  ASSERT_EQ(planted.size(), 5u) << "the sample's LEAK markers changed; update this test";
+
+  ProcessResult run = record(trace(), {LEAKY_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+
+  ProcessOptions leaks;
+  leaks.argv = {VRAMTRACE_BIN, "leaks", trace(), "--format", "json"};
+  ProcessResult report = run_process(leaks);
+  ASSERT_EQ(report.exit_code(), 0) << report.err;
+  nlohmann::json json = nlohmann::json::parse(report.out);
+
+  int64_t total_bytes = 0, total_count = 0;
+  for (const auto& p : planted) {
+    total_bytes += p.bytes;
+    total_count += p.count;
+  }
+  EXPECT_EQ(json["trace"], trace());
+  EXPECT_EQ(json["total_bytes"], total_bytes);
+  EXPECT_EQ(json["total_count"], total_count);
+  ASSERT_EQ(json["leaks"].size(), planted.size()) << json.dump(2);
+
+  std::set<int> matched_lines;
+  for (const auto& leak : json["leaks"]) {
+    // The innermost frame is the sample's line that called the allocation function: the
+    // shim's own frames never appear.
+    const auto& top = leak["stack"].at(0);
+    ASSERT_TRUE(top["file"].is_string()) << leak.dump(2);
+    EXPECT_EQ(fs::path(top["file"].get<std::string>()).filename(), "leaky.cpp") << leak.dump(2);
+    const int line = top["line"].get<int>();
+    auto it = std::find_if(planted.begin(), planted.end(),
+                           [&](const PlantedLeak& p) { return p.line == line; });
+    ASSERT_NE(it, planted.end()) << "a leak at an unplanted line: " << leak.dump(2);
+    EXPECT_EQ(leak["kind"], it->kind) << "line " << line;
+    EXPECT_EQ(leak["count"], it->count) << "line " << line;
+    EXPECT_EQ(leak["bytes"], it->bytes) << "line " << line;
+    matched_lines.insert(line);
+    for (const auto& frame : leak["stack"]) {
+      if (frame["module"].is_string())
+        EXPECT_EQ(frame["module"].get<std::string>().find("libvramtrace_preload"),
+                  std::string::npos)
+            << "a shim frame in " << leak.dump(2);
+    }
+  }
+  EXPECT_EQ(matched_lines.size(), planted.size());
+  // Every leak's function is the sample's; the stacks are bottomed by main.
+  for (const auto& leak : json["leaks"]) {
+    bool saw_main = false;
+    for (const auto& frame : leak["stack"])
+      saw_main |= frame["function"].is_string() && frame["function"] == "main";
+    EXPECT_TRUE(saw_main || leak["kind"] == "managed") << leak.dump(2);  // workers start in std::thread
+  }
+}
+
+TEST_F(RecordTest, FailedAllocationIsInTheTraceWithItsErrorAndIsNoLeak) {
+  ProcessResult run = record(trace(), {LEAKY_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  auto failed = q.rows(
+      "SELECT a.result, a.address, a.size, a.free_seq FROM allocation a "
+      "JOIN api ON api.id = a.api WHERE a.result != 0");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0][0], "2");  // cudaErrorMemoryAllocation
+  EXPECT_EQ(failed[0][1], "0");
+  EXPECT_EQ(failed[0][2], std::to_string(int64_t{1} << 50));
+  EXPECT_EQ(failed[0][3], "NULL");
+  // The program saw the same error.
+  EXPECT_NE(run.out.find("returned 2 (cudaErrorMemoryAllocation)"), std::string::npos) << run.out;
+}
+
+TEST_F(RecordTest, EveryEventCarriesItsIdentity) {
+  ProcessResult run = record(trace(), {LEAKY_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  EXPECT_EQ(q.integer("SELECT count(*) FROM process"), 1);
+  EXPECT_EQ(q.integer("SELECT complete FROM process"), 1);
+  EXPECT_EQ(q.integer("SELECT exit_status FROM process"), 0);
+  // Main thread plus four workers.
+  EXPECT_EQ(q.integer("SELECT count(DISTINCT alloc_utid) FROM allocation"), 5);
+  // Sequence numbers are distinct within the process, and frees come after their allocation.
+  EXPECT_EQ(q.integer("SELECT count(*) - count(DISTINCT alloc_seq) FROM allocation"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq <= alloc_seq"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_ns < alloc_ns"), 0);
+  // Successful allocations know their device; every one has a stack.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE result = 0 AND device != 0"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE alloc_callsite_id IS NULL"), 0);
+  // Async allocations carry their stream; pitched ones their requested and reserved sizes.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE kind = 4 AND stream = 0"), 0);
+  EXPECT_EQ(q.integer("SELECT requested_size FROM allocation WHERE api = 7"), 4096 * 64);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE severity != 'info' AND value > 0"), 0);
+}
+
+TEST_F(RecordTest, ExitStatusIsTheCommandsOwn) {
+  EXPECT_EQ(record(trace("a.db"), {EXIT_WITH_BIN, "exit", "3"}).exit_code(), 3);
+  ProcessResult killed = record(trace("b.db"), {EXIT_WITH_BIN, "signal", "15"});
+  EXPECT_EQ(killed.exit_code(), 128 + SIGTERM);
+  TraceQuery q(trace("b.db"));
+  EXPECT_EQ(q.integer("SELECT signal FROM process"), SIGTERM);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), 1);
+  ProcessResult missing = record(trace("c.db"), {"/nonexistent/program"});
+  EXPECT_EQ(missing.exit_code(), 127);
+  EXPECT_NE(missing.err.find("/nonexistent/program"), std::string::npos);
+}
+
+TEST_F(RecordTest, DefaultOutputNameNeverReplacesATrace) {
+  // The default name holds vramtrace's pid; a shell that execs vramtrace lends it its own
+  // pid, so the shell can take that name first.
+  const std::string program = fs::path(EXIT_WITH_BIN).filename();
+  ProcessOptions o;
+  o.argv = {"/bin/sh", "-c",
+            "cd '" + dir_.string() + "' && echo precious > vramtrace." + program +
+                ".$$.db && echo $$ && exec '" + VRAMTRACE_BIN + "' run -- '" + EXIT_WITH_BIN + "'"};
+  ProcessResult run = run_process(o);
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  const std::string pid = run.out.substr(0, run.out.find('\n'));
+  std::ifstream taken(dir_ / ("vramtrace." + program + "." + pid + ".db"));
+  std::string content;
+  taken >> content;
+  EXPECT_EQ(content, "precious");
+  EXPECT_TRUE(fs::exists(dir_ / ("vramtrace." + program + "." + pid + ".1.db")));
+
+  // A chosen name that exists is refused, and left as it was.
+  const std::string existing = trace("existing.db");
+  std::ofstream(existing) << "precious";
+  ProcessResult clash = record(existing, {EXIT_WITH_BIN});
+  EXPECT_EQ(clash.exit_code(), 2);
+  EXPECT_NE(clash.err.find("--force"), std::string::npos) << clash.err;
+  std::ifstream in(existing);
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  // --force replaces it.
+  ProcessOptions forced;
+  forced.argv = {VRAMTRACE_BIN, "run", "--force", "-o", existing, "--", EXIT_WITH_BIN};
+  EXPECT_EQ(run_process(forced).exit_code(), 0);
+  TraceQuery q(existing);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), 1);
+}
+
+TEST_F(RecordTest, EightThreadsOfFiftyThousandPairsLoseNothing) {
+  // A small ring, so that the threads also wait on a full ring many times.
+  ProcessOptions o;
+  o.argv = {VRAMTRACE_BIN, "run", "--ring-size", "256K", "-o", trace(), "--", THREAD_STORM_BIN,
+            "8", "50000"};
+  ProcessResult run = run_process(o);
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), 400000);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
+  EXPECT_EQ(q.integer("SELECT count(DISTINCT alloc_utid) FROM allocation"), 8);
+}
+
+TEST_F(RecordTest, SigkillLosesNoAnnouncedAllocation) {
+  std::mt19937 random(12345);
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const std::string output = trace("kill" + std::to_string(trial) + ".db");
+    const int kill_after = std::uniform_int_distribution<int>(1, 4000)(random);
+    std::vector<std::pair<std::string, bool>> events;
+    std::string pending;
+    pid_t target = 0;
+    int seen = 0;
+    bool killed = false;
+    ProcessOptions o;
+    o.argv = {VRAMTRACE_BIN, "run", "-o", output, "--", ANNOUNCE_ALLOCS_BIN};
+    o.on_stdout = [&](const std::string& chunk, pid_t) {
+      pending += chunk;
+      size_t nl;
+      while ((nl = pending.find('\n')) != std::string::npos) {
+        std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        if (line.rfind("pid ", 0) == 0) target = std::stoi(line.substr(4));
+        if (killed) continue;
+        if (line.rfind("alloc ", 0) == 0) {
+          events.emplace_back(as_decimal(line.substr(6)), false);
+          ++seen;
+        }
+        if (line.rfind("free ", 0) == 0) events.emplace_back(as_decimal(line.substr(5)), true);
+        if (line == "reset") events.emplace_back("reset", true);
+        if (seen >= kill_after && target > 0) {
+          kill(target, SIGKILL);
+          killed = true;
+        }
+      }
+    };
+    ProcessResult run = run_process(o);
+    ASSERT_TRUE(killed);
+    EXPECT_EQ(run.exit_code(), 128 + SIGKILL) << run.err;
+
+    TraceQuery q(output);
+    EXPECT_EQ(q.integer("SELECT signal FROM process"), SIGKILL);
+    // Each announced allocation, in order, must be the next allocation in the trace (by
+    // sequence) at that address; each announced free must have ended it.
+    auto rows = q.rows(
+        "SELECT address, free_seq IS NOT NULL FROM allocation ORDER BY alloc_seq");
+    size_t allocs_announced = 0;
+    for (const auto& e : events)
+      if (!e.second) ++allocs_announced;
+    ASSERT_GE(rows.size(), allocs_announced);
+    size_t next = 0;
+    std::map<std::string, size_t> row_of;  // address -> index of its latest announced row
+    for (const auto& [address, is_free] : events) {
+      if (address == "reset") continue;
+      if (!is_free) {
+        ASSERT_EQ(rows[next][0], address) << "allocation #" << next;
+        row_of[address] = next++;
+      } else {
+        EXPECT_EQ(rows[row_of.at(address)][1], "1") << "announced free of " << address;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vramtrace::test
