@@ -16,13 +16,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string encode(const vramtrace::wire::Envelope& env) { return env.SerializeAsString(); }
+std::string encode(const vramtrace::wire::Envelope& env) {
+  return env.SerializeAsString();
+}
 
 __attribute__((noinline)) void anchor() {}
 
 void BM_CollectorIngest(benchmark::State& state) {
   const int depth = static_cast<int>(state.range(0));
-  const fs::path path = fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
+  const fs::path path =
+      fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
   fs::remove(path);
   std::string error;
   auto writer = vramtrace::storage::TraceWriter::create(path, &error);
@@ -66,7 +69,8 @@ void BM_CollectorIngest(benchmark::State& state) {
     alloc->set_address(0x7f0000000000 + static_cast<uint64_t>(s) * 4096);
     alloc->set_size(4096);
     for (int d = 0; d < depth; ++d)
-      alloc->add_stack(reinterpret_cast<uint64_t>(&anchor) + 1 + static_cast<uint64_t>((s * 7 + d) % 16));
+      alloc->add_stack(reinterpret_cast<uint64_t>(&anchor) + 1 +
+                       static_cast<uint64_t>((s * 7 + d) % 16));
     allocs.push_back(encode(a));
     vramtrace::wire::Envelope f;
     f.mutable_free()->set_tid(1);

@@ -9,9 +9,9 @@
 #include <chrono>
 #include <thread>
 
+#include "nanopb/vramtrace.pb.h"
 #include "recorder.h"
 #include "shm_ring.h"
-#include "nanopb/vramtrace.pb.h"
 
 namespace {
 

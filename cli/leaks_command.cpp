@@ -73,30 +73,15 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
 }
 
 void register_leaks_command(CLI::App& app, int* exit_status) {
-  struct Options {
-    std::string trace;
-    OutputFormat format = OutputFormat::kText;
-  };
-  auto options = std::make_shared<Options>();
-
-  CLI::App* leaks = app.add_subcommand(
-      "leaks", "Report memory never freed, grouped by allocation stack and kind, largest first");
-  leaks->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
-      ->required();
-  add_format_option(leaks, &options->format);
-  leaks->footer(std::string(kReportExitStatusHelp));
-  leaks->callback([options, exit_status] {
-    *exit_status = run_on_trace("leaks", options->trace, [&](const storage::TraceReader& trace) {
-      const analysis::LeakReport report = analysis::build_leak_report(trace);
-      if (options->format == OutputFormat::kJson) {
-        // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
-        fmt::print("{}\n", leak_report_json(options->trace, report)
-                               .dump(2, ' ', false, Json::error_handler_t::replace));
-      } else {
-        fmt::print("{}", leak_report_text(options->trace, report));
-      }
-    });
-  });
+  register_report_command(
+      app, exit_status,
+      {"leaks", "Report memory never freed, grouped by allocation stack and kind, largest first",
+       [](const std::string& path, const storage::TraceReader& trace) {
+         return leak_report_json(path, analysis::build_leak_report(trace));
+       },
+       [](const std::string& path, const storage::TraceReader& trace) {
+         return leak_report_text(path, analysis::build_leak_report(trace));
+       }});
 }
 
 }  // namespace vramtrace::cli

@@ -93,7 +93,9 @@ int status_of(int wait_status) {
 
 int run(RunOptions& options) {
   if (options.command.empty()) {
-    std::fprintf(stderr, "vramtrace run: no command given (usage: vramtrace run [-o FILE] -- CMD ARGS...)\n");
+    std::fprintf(
+        stderr,
+        "vramtrace run: no command given (usage: vramtrace run [-o FILE] -- CMD ARGS...)\n");
     return kUsageError;
   }
   const std::optional<std::string> shim = find_preload_library();
@@ -144,7 +146,8 @@ int run(RunOptions& options) {
   // The terminal sends ^C and ^\ to the whole process group: the command decides what they
   // do, and vramtrace stays to save what was recorded. Termination requests to vramtrace
   // itself are passed on to the command.
-  struct sigaction ignore{}, forward{}, old_int{}, old_quit{};
+  struct sigaction ignore {
+  }, forward{}, old_int{}, old_quit{};
   ignore.sa_handler = SIG_IGN;
   forward.sa_handler = &forward_signal;
   sigaction(SIGINT, &ignore, &old_int);
@@ -230,8 +233,8 @@ int run(RunOptions& options) {
 
 void register_run_command(CLI::App& app, int* exit_status) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* run = app.add_subcommand(
-      "run", "Run a command and record its GPU allocations into a trace");
+  CLI::App* run =
+      app.add_subcommand("run", "Run a command and record its GPU allocations into a trace");
   run->add_option("-o,--output", options->output,
                   "Trace file to write (default: vramtrace.<program>.<pid>.db; never replaced "
                   "unless --force)");

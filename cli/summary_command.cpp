@@ -202,30 +202,15 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
 }
 
 void register_summary_command(CLI::App& app, int* exit_status) {
-  struct Options {
-    std::string trace;
-    OutputFormat format = OutputFormat::kText;
-  };
-  auto options = std::make_shared<Options>();
-
-  CLI::App* summary = app.add_subcommand(
-      "summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems");
-  summary->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
-      ->required();
-  add_format_option(summary, &options->format);
-  summary->footer(std::string(kReportExitStatusHelp));
-  summary->callback([options, exit_status] {
-    *exit_status = run_on_trace("summary", options->trace, [&](const storage::TraceReader& trace) {
-      const analysis::Summary result = analysis::build_summary(trace);
-      if (options->format == OutputFormat::kJson) {
-        // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
-        fmt::print("{}\n", summary_json(options->trace, result)
-                               .dump(2, ' ', false, Json::error_handler_t::replace));
-      } else {
-        fmt::print("{}", summary_text(options->trace, result));
-      }
-    });
-  });
+  register_report_command(
+      app, exit_status,
+      {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems",
+       [](const std::string& path, const storage::TraceReader& trace) {
+         return summary_json(path, analysis::build_summary(trace));
+       },
+       [](const std::string& path, const storage::TraceReader& trace) {
+         return summary_text(path, analysis::build_summary(trace));
+       }});
 }
 
 }  // namespace vramtrace::cli

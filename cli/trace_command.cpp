@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "cli/exit_status.h"
+#include "cli/output_format.h"
 
 namespace vramtrace::cli {
 namespace {
@@ -40,6 +41,32 @@ int run_on_trace(std::string_view command, const std::string& path,
   } catch (const std::exception& error) {
     return report_error(command, fmt::format("{}: {}", path, error.what()));
   }
+}
+
+void register_report_command(CLI::App& app, int* exit_status, ReportCommand command) {
+  struct Options {
+    std::string trace;
+    OutputFormat format = OutputFormat::kText;
+  };
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(command.name, command.description);
+  sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
+      ->required();
+  add_format_option(sub, &options->format);
+  sub->footer(std::string(kReportExitStatusHelp));
+  sub->callback([options, exit_status, command] {
+    *exit_status =
+        run_on_trace(command.name, options->trace, [&](const storage::TraceReader& trace) {
+          if (options->format == OutputFormat::kJson) {
+            // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
+            fmt::print("{}\n",
+                       command.json(options->trace, trace)
+                           .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+          } else {
+            fmt::print("{}", command.text(options->trace, trace));
+          }
+        });
+  });
 }
 
 }  // namespace vramtrace::cli

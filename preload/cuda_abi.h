@@ -35,23 +35,22 @@ struct vt_cudaPitchedPtr {
 // One X-macro row per hooked runtime function: its name, the real function whose signature
 // it shares (itself, or the default-stream twin of a _ptsz variant), and its parameters. The
 // hook definitions and the ABI check are both generated from this one list.
-#define VRAMTRACE_CUDA_RUNTIME_HOOKS(X)                                                        \
-  X(cudaMalloc, cudaMalloc, (void** devPtr, size_t size))                                      \
-  X(cudaFree, cudaFree, (void* devPtr))                                                        \
-  X(cudaMallocManaged, cudaMallocManaged, (void** devPtr, size_t size, unsigned int flags))    \
-  X(cudaMallocHost, cudaMallocHost, (void** ptr, size_t size))                                 \
-  X(cudaHostAlloc, cudaHostAlloc, (void** pHost, size_t size, unsigned int flags))             \
-  X(cudaFreeHost, cudaFreeHost, (void* ptr))                                                   \
+#define VRAMTRACE_CUDA_RUNTIME_HOOKS(X)                                                            \
+  X(cudaMalloc, cudaMalloc, (void** devPtr, size_t size))                                          \
+  X(cudaFree, cudaFree, (void* devPtr))                                                            \
+  X(cudaMallocManaged, cudaMallocManaged, (void** devPtr, size_t size, unsigned int flags))        \
+  X(cudaMallocHost, cudaMallocHost, (void** ptr, size_t size))                                     \
+  X(cudaHostAlloc, cudaHostAlloc, (void** pHost, size_t size, unsigned int flags))                 \
+  X(cudaFreeHost, cudaFreeHost, (void* ptr))                                                       \
   X(cudaMallocPitch, cudaMallocPitch, (void** devPtr, size_t* pitch, size_t width, size_t height)) \
-  X(cudaMalloc3D, cudaMalloc3D, (vt_cudaPitchedPtr * pitchedDevPtr, vt_cudaExtent extent))     \
-  X(cudaMallocAsync, cudaMallocAsync, (void** devPtr, size_t size, vt_cudaStream_t hStream))   \
-  X(cudaMallocAsync_ptsz, cudaMallocAsync,                                                     \
-    (void** devPtr, size_t size, vt_cudaStream_t hStream))                                     \
-  X(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync,                                          \
-    (void** ptr, size_t size, vt_cudaMemPool_t memPool, vt_cudaStream_t stream))               \
-  X(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync,                                     \
-    (void** ptr, size_t size, vt_cudaMemPool_t memPool, vt_cudaStream_t stream))               \
-  X(cudaFreeAsync, cudaFreeAsync, (void* devPtr, vt_cudaStream_t hStream))                     \
+  X(cudaMalloc3D, cudaMalloc3D, (vt_cudaPitchedPtr * pitchedDevPtr, vt_cudaExtent extent))         \
+  X(cudaMallocAsync, cudaMallocAsync, (void** devPtr, size_t size, vt_cudaStream_t hStream))       \
+  X(cudaMallocAsync_ptsz, cudaMallocAsync, (void** devPtr, size_t size, vt_cudaStream_t hStream))  \
+  X(cudaMallocFromPoolAsync, cudaMallocFromPoolAsync,                                              \
+    (void** ptr, size_t size, vt_cudaMemPool_t memPool, vt_cudaStream_t stream))                   \
+  X(cudaMallocFromPoolAsync_ptsz, cudaMallocFromPoolAsync,                                         \
+    (void** ptr, size_t size, vt_cudaMemPool_t memPool, vt_cudaStream_t stream))                   \
+  X(cudaFreeAsync, cudaFreeAsync, (void* devPtr, vt_cudaStream_t hStream))                         \
   X(cudaFreeAsync_ptsz, cudaFreeAsync, (void* devPtr, vt_cudaStream_t hStream))
 
 // Functions the shim calls but does not hook, in the same form.

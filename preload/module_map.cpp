@@ -59,7 +59,8 @@ void find_build_id(const dl_phdr_info* info, const unsigned char** id, uint32_t*
 
 uint64_t module_key(uint64_t start, const char* path) {
   uint64_t h = 1469598103934665603ull ^ start;  // FNV-1a over the path, seeded by the address
-  for (const char* c = path; *c != '\0'; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  for (const char* c = path; *c != '\0'; ++c)
+    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
   return h | 1;  // never 0, which marks an empty slot
 }
 

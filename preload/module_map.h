@@ -29,8 +29,8 @@ class ModuleMap {
   // loader's counters. The caller serialises calls. Returns false if emit failed.
   template <class Emit>
   bool scan(Emit&& emit) {
-    return scan_impl(
-        [](const ModuleInfo& m, void* ctx) { return (*static_cast<Emit*>(ctx))(m); }, &emit);
+    return scan_impl([](const ModuleInfo& m, void* ctx) { return (*static_cast<Emit*>(ctx))(m); },
+                     &emit);
   }
 
   // Forget what was sent: after fork, the child's collector has seen nothing.

@@ -13,12 +13,12 @@
 #include "collector_link.h"
 #include "cuda_abi.h"
 #include "module_map.h"
+#include "nanopb/vramtrace.pb.h"
 #include "real_functions.h"
 #include "reentry_guard.h"
 #include "shim_log.h"
 #include "shm_ring.h"
 #include "unwinder.h"
-#include "nanopb/vramtrace.pb.h"
 
 namespace vramtrace::preload {
 
@@ -159,8 +159,12 @@ void on_process_exit(int status, void*) {
   // Recording goes on: libraries' destructors run after this and may still free memory.
 }
 
-void before_fork() { pthread_mutex_lock(&g_modules_mutex); }
-void after_fork_in_parent() { pthread_mutex_unlock(&g_modules_mutex); }
+void before_fork() {
+  pthread_mutex_lock(&g_modules_mutex);
+}
+void after_fork_in_parent() {
+  pthread_mutex_unlock(&g_modules_mutex);
+}
 void after_fork_in_child() {
   pthread_mutex_unlock(&g_modules_mutex);
   t_tid = 0;
@@ -201,26 +205,28 @@ bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
   return true;
 }
 
-void record_alloc(AllocEvent e) {
+namespace {
+// The record path: stack first (before any lock), then the encoding, then the modules the
+// stack may point into, then the event itself.
+template <class Event>
+uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   uintptr_t ips[kMaxStackDepth];
   bool truncated = false;
   const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
   e.tid = current_tid();
   uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode_alloc(e, Stack{ips, depth, truncated}, buf, sizeof buf);
+  const size_t bytes = encode(e, Stack{ips, depth, truncated}, buf, sizeof buf);
   send_new_modules();
-  write_record(buf, bytes);
+  return write_record(buf, bytes);
+}
+}  // namespace
+
+void record_alloc(AllocEvent e) {
+  record_event(e, &encode_alloc);
 }
 
 uint64_t record_free(FreeEvent e) {
-  uintptr_t ips[kMaxStackDepth];
-  bool truncated = false;
-  const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
-  e.tid = current_tid();
-  uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode_free(e, Stack{ips, depth, truncated}, buf, sizeof buf);
-  send_new_modules();
-  return write_record(buf, bytes);
+  return record_event(e, &encode_free);
 }
 
 void record_free_failed(uint64_t free_seq, int32_t result) {
@@ -241,7 +247,9 @@ int32_t current_device() {
 namespace {
 // Start as soon as the shim is loaded, so that a process that allocates nothing still
 // appears in the trace with its command line.
-__attribute__((constructor)) void start_at_load() { shim_start(); }
+__attribute__((constructor)) void start_at_load() {
+  shim_start();
+}
 }  // namespace
 
 }  // namespace vramtrace::preload

@@ -8,11 +8,11 @@
 #include <atomic>
 
 #include "cuda_abi.h"
+#include "nanopb/vramtrace.pb.h"
 #include "real_functions.h"
 #include "recorder.h"
 #include "reentry_guard.h"
 #include "shim_log.h"
-#include "nanopb/vramtrace.pb.h"
 
 using namespace vramtrace::cuda;
 using vramtrace::preload::AllocEvent;
@@ -22,7 +22,7 @@ using vramtrace::preload::ReentryGuard;
 namespace {
 
 #define VRAMTRACE_DECLARE_REAL(name, same_as, params) \
-  std::atomic<void*> g_real_##name{nullptr};  \
+  std::atomic<void*> g_real_##name{nullptr};          \
   using name##_fn = vt_cudaError_t(*) params;
 VRAMTRACE_CUDA_RUNTIME_HOOKS(VRAMTRACE_DECLARE_REAL)
 #undef VRAMTRACE_DECLARE_REAL
@@ -33,11 +33,14 @@ VRAMTRACE_CUDA_RUNTIME_HOOKS(VRAMTRACE_DECLARE_REAL)
 // the runtime can get here. Report what a runtime without a driver would.
 vt_cudaError_t no_runtime(const char* name) {
   static std::atomic<bool> said{false};
-  if (!said.exchange(true)) vramtrace::preload::shim_log(name, " called, but no libcudart is loaded");
+  if (!said.exchange(true))
+    vramtrace::preload::shim_log(name, " called, but no libcudart is loaded");
   return kErrorInitializationError;
 }
 
-uint64_t as_int(const void* p) { return reinterpret_cast<uint64_t>(p); }
+uint64_t as_int(const void* p) {
+  return reinterpret_cast<uint64_t>(p);
+}
 
 // Records an allocation call's outcome. `address` is only read when the call succeeded.
 void record_alloc(vt_cudaError_t result, void* const* address, uint64_t size, uint64_t requested,
@@ -81,127 +84,132 @@ vt_cudaError_t traced_free(Real real, void* ptr, int api, vt_cudaStream_t stream
 
 }  // namespace
 
+namespace {
+
+// The shape of every allocation hook: forward to the real function and return its result
+// unchanged; when this is the outermost hook on the thread and recording is on, hand the
+// result to `record` first.
+template <class Real, class Record, class... Args>
+vt_cudaError_t traced_alloc(Real real, const char* name, Record&& record, Args... args) {
+  if (real == nullptr) return no_runtime(name);
+  ReentryGuard guard;
+  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(args...);
+  const vt_cudaError_t result = real(args...);
+  record(result);
+  return result;
+}
+
+}  // namespace
+
 #define VT_HOOK extern "C" __attribute__((visibility("default"))) vt_cudaError_t
 
 VT_HOOK cudaMalloc(void** devPtr, size_t size) {
-  auto real = REAL(cudaMalloc);
-  if (real == nullptr) return no_runtime("cudaMalloc");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(devPtr, size);
-  const vt_cudaError_t r = real(devPtr, size);
-  record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_DEVICE,
-               vramtrace_wire_Api_API_CUDA_MALLOC);
-  return r;
+  return traced_alloc(
+      REAL(cudaMalloc), "cudaMalloc",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_DEVICE,
+                     vramtrace_wire_Api_API_CUDA_MALLOC);
+      },
+      devPtr, size);
 }
 
 VT_HOOK cudaMallocManaged(void** devPtr, size_t size, unsigned int flags) {
-  auto real = REAL(cudaMallocManaged);
-  if (real == nullptr) return no_runtime("cudaMallocManaged");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(devPtr, size, flags);
-  const vt_cudaError_t r = real(devPtr, size, flags);
-  record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_MANAGED,
-               vramtrace_wire_Api_API_CUDA_MALLOC_MANAGED, nullptr, nullptr, flags);
-  return r;
+  return traced_alloc(
+      REAL(cudaMallocManaged), "cudaMallocManaged",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_MANAGED,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_MANAGED, nullptr, nullptr, flags);
+      },
+      devPtr, size, flags);
 }
 
 VT_HOOK cudaMallocHost(void** ptr, size_t size) {
-  auto real = REAL(cudaMallocHost);
-  if (real == nullptr) return no_runtime("cudaMallocHost");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(ptr, size);
-  const vt_cudaError_t r = real(ptr, size);
-  record_alloc(r, ptr, size, size, vramtrace_wire_Kind_KIND_HOST_PINNED,
-               vramtrace_wire_Api_API_CUDA_MALLOC_HOST);
-  return r;
+  return traced_alloc(
+      REAL(cudaMallocHost), "cudaMallocHost",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, ptr, size, size, vramtrace_wire_Kind_KIND_HOST_PINNED,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_HOST);
+      },
+      ptr, size);
 }
 
 VT_HOOK cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
-  auto real = REAL(cudaHostAlloc);
-  if (real == nullptr) return no_runtime("cudaHostAlloc");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(pHost, size, flags);
-  const vt_cudaError_t r = real(pHost, size, flags);
-  record_alloc(r, pHost, size, size, vramtrace_wire_Kind_KIND_HOST_PINNED,
-               vramtrace_wire_Api_API_CUDA_HOST_ALLOC, nullptr, nullptr, flags);
-  return r;
+  return traced_alloc(
+      REAL(cudaHostAlloc), "cudaHostAlloc",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, pHost, size, size, vramtrace_wire_Kind_KIND_HOST_PINNED,
+                     vramtrace_wire_Api_API_CUDA_HOST_ALLOC, nullptr, nullptr, flags);
+      },
+      pHost, size, flags);
 }
 
 VT_HOOK cudaMallocPitch(void** devPtr, size_t* pitch, size_t width, size_t height) {
-  auto real = REAL(cudaMallocPitch);
-  if (real == nullptr) return no_runtime("cudaMallocPitch");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording())
-    return real(devPtr, pitch, width, height);
-  const vt_cudaError_t r = real(devPtr, pitch, width, height);
-  const uint64_t reserved = (r == kSuccess && pitch != nullptr) ? *pitch * height : width * height;
-  record_alloc(r, devPtr, reserved, uint64_t{width} * height, vramtrace_wire_Kind_KIND_DEVICE,
-               vramtrace_wire_Api_API_CUDA_MALLOC_PITCH);
-  return r;
+  return traced_alloc(
+      REAL(cudaMallocPitch), "cudaMallocPitch",
+      [&](vt_cudaError_t r) {
+        const uint64_t requested = uint64_t{width} * height;
+        const uint64_t reserved = (r == kSuccess && pitch != nullptr) ? *pitch * height : requested;
+        record_alloc(r, devPtr, reserved, requested, vramtrace_wire_Kind_KIND_DEVICE,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_PITCH);
+      },
+      devPtr, pitch, width, height);
 }
 
 VT_HOOK cudaMalloc3D(vt_cudaPitchedPtr* pitchedDevPtr, vt_cudaExtent extent) {
-  auto real = REAL(cudaMalloc3D);
-  if (real == nullptr) return no_runtime("cudaMalloc3D");
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording())
-    return real(pitchedDevPtr, extent);
-  const vt_cudaError_t r = real(pitchedDevPtr, extent);
-  const uint64_t requested = uint64_t{extent.width} * extent.height * extent.depth;
-  const bool ok = r == kSuccess && pitchedDevPtr != nullptr;
-  const uint64_t reserved = ok ? pitchedDevPtr->pitch * extent.height * extent.depth : requested;
-  void* address = ok ? pitchedDevPtr->ptr : nullptr;
-  record_alloc(r, &address, reserved, requested, vramtrace_wire_Kind_KIND_DEVICE,
-               vramtrace_wire_Api_API_CUDA_MALLOC_3D);
-  return r;
+  return traced_alloc(
+      REAL(cudaMalloc3D), "cudaMalloc3D",
+      [&](vt_cudaError_t r) {
+        const uint64_t requested = uint64_t{extent.width} * extent.height * extent.depth;
+        const bool ok = r == kSuccess && pitchedDevPtr != nullptr;
+        const uint64_t reserved =
+            ok ? pitchedDevPtr->pitch * extent.height * extent.depth : requested;
+        void* address = ok ? pitchedDevPtr->ptr : nullptr;
+        record_alloc(r, &address, reserved, requested, vramtrace_wire_Kind_KIND_DEVICE,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_3D);
+      },
+      pitchedDevPtr, extent);
 }
-
-namespace {
-template <class Real>
-vt_cudaError_t traced_malloc_async(Real real, const char* name, void** devPtr, size_t size,
-                                   vt_cudaStream_t stream) {
-  if (real == nullptr) return no_runtime(name);
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording()) return real(devPtr, size, stream);
-  const vt_cudaError_t r = real(devPtr, size, stream);
-  record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
-               vramtrace_wire_Api_API_CUDA_MALLOC_ASYNC, stream);
-  return r;
-}
-
-template <class Real>
-vt_cudaError_t traced_malloc_from_pool(Real real, const char* name, void** ptr, size_t size,
-                                       vt_cudaMemPool_t pool, vt_cudaStream_t stream) {
-  if (real == nullptr) return no_runtime(name);
-  ReentryGuard guard;
-  if (!guard.outermost() || !vramtrace::preload::is_recording())
-    return real(ptr, size, pool, stream);
-  const vt_cudaError_t r = real(ptr, size, pool, stream);
-  record_alloc(r, ptr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
-               vramtrace_wire_Api_API_CUDA_MALLOC_FROM_POOL_ASYNC, stream, pool);
-  return r;
-}
-}  // namespace
 
 VT_HOOK cudaMallocAsync(void** devPtr, size_t size, vt_cudaStream_t hStream) {
-  return traced_malloc_async(REAL(cudaMallocAsync), "cudaMallocAsync", devPtr, size, hStream);
+  return traced_alloc(
+      REAL(cudaMallocAsync), "cudaMallocAsync",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_ASYNC, hStream);
+      },
+      devPtr, size, hStream);
 }
 
 VT_HOOK cudaMallocAsync_ptsz(void** devPtr, size_t size, vt_cudaStream_t hStream) {
-  return traced_malloc_async(REAL(cudaMallocAsync_ptsz), "cudaMallocAsync_ptsz", devPtr, size,
-                             hStream);
+  return traced_alloc(
+      REAL(cudaMallocAsync_ptsz), "cudaMallocAsync_ptsz",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, devPtr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_ASYNC, hStream);
+      },
+      devPtr, size, hStream);
 }
 
 VT_HOOK cudaMallocFromPoolAsync(void** ptr, size_t size, vt_cudaMemPool_t memPool,
                                 vt_cudaStream_t stream) {
-  return traced_malloc_from_pool(REAL(cudaMallocFromPoolAsync), "cudaMallocFromPoolAsync", ptr,
-                                 size, memPool, stream);
+  return traced_alloc(
+      REAL(cudaMallocFromPoolAsync), "cudaMallocFromPoolAsync",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, ptr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_FROM_POOL_ASYNC, stream, memPool);
+      },
+      ptr, size, memPool, stream);
 }
 
 VT_HOOK cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, vt_cudaMemPool_t memPool,
                                      vt_cudaStream_t stream) {
-  return traced_malloc_from_pool(REAL(cudaMallocFromPoolAsync_ptsz),
-                                 "cudaMallocFromPoolAsync_ptsz", ptr, size, memPool, stream);
+  return traced_alloc(
+      REAL(cudaMallocFromPoolAsync_ptsz), "cudaMallocFromPoolAsync_ptsz",
+      [&](vt_cudaError_t r) {
+        record_alloc(r, ptr, size, size, vramtrace_wire_Kind_KIND_ASYNC,
+                     vramtrace_wire_Api_API_CUDA_MALLOC_FROM_POOL_ASYNC, stream, memPool);
+      },
+      ptr, size, memPool, stream);
 }
 
 VT_HOOK cudaFree(void* devPtr) {

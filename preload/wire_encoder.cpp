@@ -62,8 +62,8 @@ class FieldWriter {
   FieldWriter(uint8_t* out, size_t capacity) : stream_(pb_ostream_from_buffer(out, capacity)) {}
 
   void varint(uint32_t tag, uint64_t value) {
-    if (value != 0) ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_VARINT, tag) &&
-                          pb_encode_varint(&stream_, value);
+    if (value != 0)
+      ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_VARINT, tag) && pb_encode_varint(&stream_, value);
   }
   // proto3 int32: negative values are sign-extended to 64 bits.
   void int32(uint32_t tag, int32_t value) {
@@ -72,8 +72,9 @@ class FieldWriter {
   void packed_fixed64(uint32_t tag, const uintptr_t* values, int count) {
     if (count <= 0) return;
     const size_t bytes = static_cast<size_t>(count) * sizeof(uint64_t);
-    static_assert(sizeof(uintptr_t) == sizeof(uint64_t) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-                  "fixed64 is little-endian on the wire: the array is copied as it is");
+    static_assert(
+        sizeof(uintptr_t) == sizeof(uint64_t) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+        "fixed64 is little-endian on the wire: the array is copied as it is");
     ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_STRING, tag) && pb_encode_varint(&stream_, bytes) &&
           pb_write(&stream_, reinterpret_cast<const pb_byte_t*>(values), bytes);
   }

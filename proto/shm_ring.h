@@ -54,7 +54,9 @@ struct RecordHeader {
 };
 static_assert(sizeof(RecordHeader) == 24);
 
-inline constexpr uint64_t align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+inline constexpr uint64_t align8(uint64_t n) {
+  return (n + 7) & ~uint64_t{7};
+}
 inline constexpr uint64_t record_bytes(uint64_t payload) {
   return align8(sizeof(RecordHeader) + payload);
 }

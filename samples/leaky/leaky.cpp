@@ -84,7 +84,10 @@ __attribute__((noinline)) void worker(int id) {
     check(cudaFree(p), "cudaFree");
   }
   void* leaked = nullptr;
-  check(cudaMallocManaged(&leaked, 32 * kKiB, cudaMemAttachGlobal), "cudaMallocManaged");  // LEAK(managed, 4, 131072)
+  const size_t bytes = 32 * kKiB;
+  cudaError_t r =
+      cudaMallocManaged(&leaked, bytes, cudaMemAttachGlobal);  // LEAK(managed, 4, 131072)
+  check(r, "cudaMallocManaged");
 }
 
 // A request no device can satisfy: the error must reach us unchanged.

@@ -40,10 +40,10 @@ struct ToRealFunction<vt::vt_cudaError_t (*)(Args...)> {
   using type = cudaError_t (*)(typename ToReal<Args>::type...);
 };
 
-#define VRAMTRACE_CHECK_SIGNATURE(name, same_as, params)                                    \
-  static_assert(std::is_same_v<ToRealFunction<vt::vt_cudaError_t(*) params>::type,          \
-                               decltype(&::same_as)>,                                       \
-                "preload/cuda_abi.h declares " #name " unlike the CUDA toolkit's " #same_as);
+#define VRAMTRACE_CHECK_SIGNATURE(name, same_as, params)                                        \
+  static_assert(                                                                                \
+      std::is_same_v<ToRealFunction<vt::vt_cudaError_t(*) params>::type, decltype(&::same_as)>, \
+      "preload/cuda_abi.h declares " #name " unlike the CUDA toolkit's " #same_as);
 namespace vramtrace::cuda {
 VRAMTRACE_CUDA_RUNTIME_HOOKS(VRAMTRACE_CHECK_SIGNATURE)
 VRAMTRACE_CUDA_RUNTIME_USED(VRAMTRACE_CHECK_SIGNATURE)
@@ -65,4 +65,6 @@ static_assert(offsetof(vt::vt_cudaPitchedPtr, pitch) == offsetof(cudaPitchedPtr,
 static_assert(offsetof(vt::vt_cudaPitchedPtr, xsize) == offsetof(cudaPitchedPtr, xsize));
 static_assert(offsetof(vt::vt_cudaPitchedPtr, ysize) == offsetof(cudaPitchedPtr, ysize));
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -14,9 +14,15 @@ extern char** environ;
 
 namespace vramtrace::test {
 
-bool ProcessResult::exited() const { return WIFEXITED(wait_status); }
-int ProcessResult::exit_code() const { return exited() ? WEXITSTATUS(wait_status) : -1; }
-int ProcessResult::signal() const { return WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0; }
+bool ProcessResult::exited() const {
+  return WIFEXITED(wait_status);
+}
+int ProcessResult::exit_code() const {
+  return exited() ? WEXITSTATUS(wait_status) : -1;
+}
+int ProcessResult::signal() const {
+  return WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : 0;
+}
 
 ProcessResult run_process(const ProcessOptions& options) {
   std::vector<std::string> env;

@@ -55,7 +55,9 @@ struct PlantedLeak {
 };
 
 // "0x7f00" as printed by %p -> "32512" as SQLite prints the integer.
-std::string as_decimal(const std::string& hex) { return std::to_string(std::stoull(hex, nullptr, 16)); }
+std::string as_decimal(const std::string& hex) {
+  return std::to_string(std::stoull(hex, nullptr, 16));
+}
 
 // The LEAK(kind, count, bytes) markers of the sample's source, with their line numbers.
 std::vector<PlantedLeak> planted_leaks() {
@@ -122,7 +124,8 @@ TEST_F(RecordTest, LeakReportListsExactlyThePlantedLeaksWithTheirLines) {
     bool saw_main = false;
     for (const auto& frame : leak["stack"])
       saw_main |= frame["function"].is_string() && frame["function"] == "main";
-    EXPECT_TRUE(saw_main || leak["kind"] == "managed") << leak.dump(2);  // workers start in std::thread
+    EXPECT_TRUE(saw_main || leak["kind"] == "managed")
+        << leak.dump(2);  // workers start in std::thread
   }
 }
 
@@ -213,8 +216,8 @@ TEST_F(RecordTest, DefaultOutputNameNeverReplacesATrace) {
 TEST_F(RecordTest, EightThreadsOfFiftyThousandPairsLoseNothing) {
   // A small ring, so that the threads also wait on a full ring many times.
   ProcessOptions o;
-  o.argv = {VRAMTRACE_BIN, "run", "--ring-size", "256K", "-o", trace(), "--", THREAD_STORM_BIN,
-            "8", "50000"};
+  o.argv = {VRAMTRACE_BIN, "run", "--ring-size",    "256K", "-o",
+            trace(),       "--",  THREAD_STORM_BIN, "8",    "50000"};
   ProcessResult run = run_process(o);
   ASSERT_EQ(run.exit_code(), 0) << run.err;
   TraceQuery q(trace());
@@ -265,8 +268,7 @@ TEST_F(RecordTest, SigkillLosesNoAnnouncedAllocation) {
     EXPECT_EQ(q.integer("SELECT signal FROM process"), SIGKILL);
     // Each announced allocation, in order, must be the next allocation in the trace (by
     // sequence) at that address; each announced free must have ended it.
-    auto rows = q.rows(
-        "SELECT address, free_seq IS NOT NULL FROM allocation ORDER BY alloc_seq");
+    auto rows = q.rows("SELECT address, free_seq IS NOT NULL FROM allocation ORDER BY alloc_seq");
     size_t allocs_announced = 0;
     for (const auto& e : events)
       if (!e.second) ++allocs_announced;

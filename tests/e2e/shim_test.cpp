@@ -2,8 +2,17 @@
 // it never changes what the program sees.
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include "process_runner.h"
 
@@ -21,7 +30,8 @@ std::vector<std::string> lines(const std::string& text) {
 TEST(Shim, LinksOnlyTheCLibraryAndTheLoader) {
   ProcessResult ldd = run_process({.argv = {"ldd", PRELOAD_LIB}});
   ASSERT_EQ(ldd.exit_code(), 0) << ldd.err;
-  const std::regex allowed(R"(^\s*(linux-vdso\.so\.1|libc\.so\.6 => \S+|/lib64/ld-linux-x86-64\.so\.2)\s)");
+  const std::regex allowed(
+      R"(^\s*(linux-vdso\.so\.1|libc\.so\.6 => \S+|/lib64/ld-linux-x86-64\.so\.2)\s)");
   std::vector<std::string> deps = lines(ldd.out);
   ASSERT_GE(deps.size(), 2u) << ldd.out;
   for (const auto& line : deps) EXPECT_TRUE(std::regex_search(line, allowed)) << line;
@@ -30,11 +40,20 @@ TEST(Shim, LinksOnlyTheCLibraryAndTheLoader) {
 TEST(Shim, ExportsOnlyHooksAndItsCApi) {
   ProcessResult nm = run_process({.argv = {"nm", "-D", "--defined-only", PRELOAD_LIB}});
   ASSERT_EQ(nm.exit_code(), 0) << nm.err;
-  const std::set<std::string> hooks = {
-      "cudaMalloc",      "cudaFree",        "cudaMallocManaged",       "cudaMallocHost",
-      "cudaHostAlloc",   "cudaFreeHost",    "cudaMallocPitch",         "cudaMalloc3D",
-      "cudaMallocAsync", "cudaMallocAsync_ptsz", "cudaMallocFromPoolAsync",
-      "cudaMallocFromPoolAsync_ptsz",       "cudaFreeAsync",           "cudaFreeAsync_ptsz"};
+  const std::set<std::string> hooks = {"cudaMalloc",
+                                       "cudaFree",
+                                       "cudaMallocManaged",
+                                       "cudaMallocHost",
+                                       "cudaHostAlloc",
+                                       "cudaFreeHost",
+                                       "cudaMallocPitch",
+                                       "cudaMalloc3D",
+                                       "cudaMallocAsync",
+                                       "cudaMallocAsync_ptsz",
+                                       "cudaMallocFromPoolAsync",
+                                       "cudaMallocFromPoolAsync_ptsz",
+                                       "cudaFreeAsync",
+                                       "cudaFreeAsync_ptsz"};
   std::set<std::string> exported;
   for (const auto& line : lines(nm.out)) {
     std::string address, type, name;
@@ -61,10 +80,10 @@ TEST(Shim, WithoutCollectorTheProgramRunsUnchanged) {
 // A collector that cannot be reached: one line on stderr, then the program runs untraced.
 TEST(Shim, UnreachableCollectorCostsOneLineAndNothingElse) {
   ProcessResult plain = run_process({.argv = {CUDART_CODES_SIM_BIN}});
-  ProcessResult orphan = run_process(
-      {.argv = {CUDART_CODES_SIM_BIN},
-       .extra_env = {std::string("LD_PRELOAD=") + PRELOAD_LIB,
-                     "VRAMTRACE_SOCKET=/nonexistent/vramtrace.sock"}});
+  ProcessResult orphan =
+      run_process({.argv = {CUDART_CODES_SIM_BIN},
+                   .extra_env = {std::string("LD_PRELOAD=") + PRELOAD_LIB,
+                                 "VRAMTRACE_SOCKET=/nonexistent/vramtrace.sock"}});
   EXPECT_EQ(orphan.exit_code(), 0);
   EXPECT_EQ(orphan.out, plain.out);
   std::vector<std::string> said = lines(orphan.err);
@@ -72,12 +91,52 @@ TEST(Shim, UnreachableCollectorCostsOneLineAndNothingElse) {
   EXPECT_EQ(said[0].rfind("vramtrace: ", 0), 0u) << said[0];
 }
 
+// A collector that takes the ring and then goes away without reading it: the program fills
+// its ring, waits, sees the collector gone, says so once, and finishes untraced.
+TEST(Shim, CollectorVanishingMidRunCostsOneLineAndNothingElse) {
+  const std::string dir = std::string(testing::TempDir()) + "/vanish-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/c.sock";
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, path.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  std::thread fake_collector([listener] {
+    int c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    char hello[64];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    iovec iov{hello, sizeof hello};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    recvmsg(c, &msg, MSG_CMSG_CLOEXEC);  // takes the ring, never reads it
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    close(c);
+  });
+  ProcessResult run =
+      run_process({.argv = {THREAD_STORM_BIN, "2", "20000"},
+                   .extra_env = {std::string("LD_PRELOAD=") + PRELOAD_LIB,
+                                 "VRAMTRACE_SOCKET=" + path, "VRAMTRACE_RING_BYTES=64K"}});
+  fake_collector.join();
+  close(listener);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(run.exit_code(), 0) << run.err;
+  EXPECT_NE(run.out.find("0 failures"), std::string::npos) << run.out;
+  std::vector<std::string> said = lines(run.err);
+  ASSERT_EQ(said.size(), 1u) << run.err;
+  EXPECT_NE(said[0].find("the collector went away"), std::string::npos) << said[0];
+}
+
 // Recording must not change a single return code or sticky error the program sees.
 void expect_same_codes_under_vramtrace(const char* program) {
   ProcessResult plain = run_process({.argv = {program}});
   ProcessResult traced = run_process(
-      {.argv = {VRAMTRACE_BIN, "run", "-o", std::string(testing::TempDir()) + "/codes-" +
-                                              std::to_string(getpid()) + ".db",
+      {.argv = {VRAMTRACE_BIN, "run", "-o",
+                std::string(testing::TempDir()) + "/codes-" + std::to_string(getpid()) + ".db",
                 "--force", "--", program}});
   EXPECT_EQ(traced.exit_code(), plain.exit_code()) << traced.err;
   EXPECT_EQ(traced.out, plain.out);

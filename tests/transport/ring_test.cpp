@@ -156,7 +156,8 @@ TEST(Ring, ReaderStopsAtACorruptRecordKeepingThoseBefore) {
   RingProducer producer;
   ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
   uint64_t seq;
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
   // Scribble on the third record's length, as a buggy target might.
   auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
   const uint32_t absurd = 1u << 30;
@@ -191,7 +192,8 @@ TEST(Ring, AttachRejectsForeignOrMismatchedHeaders) {
   EXPECT_STREQ(why, "bad ring magic");
   RingProducer producer;
   ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
-  EXPECT_FALSE(consumer.attach(m.base(), m.bytes() - 4096, &why));  // header claims more than mapped
+  EXPECT_FALSE(
+      consumer.attach(m.base(), m.bytes() - 4096, &why));  // header claims more than mapped
   m.header()->capacity = kMinCapacity * 2;
   EXPECT_FALSE(consumer.attach(m.base(), m.bytes(), &why));
   EXPECT_FALSE(producer.init(m.base(), kMinCapacity + 8, 1));  // not a power of two

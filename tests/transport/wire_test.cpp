@@ -31,8 +31,8 @@ TEST(Wire, AllocationWithAFullStackRoundTrips) {
   std::vector<uintptr_t> ips(preload::kMaxStackDepth);
   for (size_t i = 0; i < ips.size(); ++i) ips[i] = 0x7fff00000000 + i * 17;
   uint8_t buf[preload::kMaxEventBytes];
-  size_t n = preload::encode_alloc(e, {ips.data(), static_cast<int>(ips.size()), true}, buf,
-                                   sizeof buf);
+  size_t n =
+      preload::encode_alloc(e, {ips.data(), static_cast<int>(ips.size()), true}, buf, sizeof buf);
   ASSERT_GT(n, 0u);
   wire::Envelope env = decode(buf, n);
   ASSERT_EQ(env.body_case(), wire::Envelope::kAlloc);
@@ -57,8 +57,8 @@ TEST(Wire, DeeperStackIsCutAndMarked) {
   preload::FreeEvent e{};
   e.address = 0x10;
   uint8_t buf[preload::kMaxEventBytes];
-  size_t n = preload::encode_free(e, {ips.data(), static_cast<int>(ips.size()), false}, buf,
-                                  sizeof buf);
+  size_t n =
+      preload::encode_free(e, {ips.data(), static_cast<int>(ips.size()), false}, buf, sizeof buf);
   wire::Envelope env = decode(buf, n);
   ASSERT_EQ(env.body_case(), wire::Envelope::kFree);
   EXPECT_EQ(env.free().stack_size(), preload::kMaxStackDepth);
@@ -89,8 +89,8 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   EXPECT_EQ(env.module().build_id(), std::string(reinterpret_cast<const char*>(id), 20));
 
   const char argv[] = "python\0train.py\0--epochs=3";
-  preload::ProcessStartInfo p{7, 1, 1000, 123456789, "/usr/bin/python3.11", argv, sizeof argv,
-                              "node17", "libunwind"};
+  preload::ProcessStartInfo p{7,    1,           1000,     123456789,  "/usr/bin/python3.11",
+                              argv, sizeof argv, "node17", "libunwind"};
   env = decode(buf, preload::encode_process_start(p, buf, sizeof buf));
   ASSERT_EQ(env.body_case(), wire::Envelope::kProcessStart);
   const auto& s = env.process_start();

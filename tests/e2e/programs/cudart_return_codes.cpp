@@ -7,12 +7,12 @@
 
 #include <cstdio>
 
-#define SHOW(call)                                                                   \
-  do {                                                                               \
-    cudaError_t r = (call);                                                          \
-    cudaError_t sticky = cudaGetLastError();                                         \
-    std::printf("%-40s -> %d, last error %d\n", #call, static_cast<int>(r),          \
-                static_cast<int>(sticky));                                           \
+#define SHOW(call)                                                          \
+  do {                                                                      \
+    cudaError_t r = (call);                                                 \
+    cudaError_t sticky = cudaGetLastError();                                \
+    std::printf("%-40s -> %d, last error %d\n", #call, static_cast<int>(r), \
+                static_cast<int>(sticky));                                  \
   } while (0)
 
 int main() {
