@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite (the dev preset: warnings
-# are errors). This is what CI runs (.ci/run).
+# Installs what is missing, builds, and runs the whole test suite twice: with the dev preset
+# (warnings are errors), then with the asan preset (AddressSanitizer and UBSan on everything
+# but the code loaded into traced programs). This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
-cmake --preset dev
-cmake --build --preset dev
-ctest --preset dev --timeout 600
+for preset in dev asan; do
+  echo "== $preset =="
+  cmake --preset "$preset"
+  cmake --build --preset "$preset"
+  ctest --preset "$preset" --timeout 600
+done

@@ -227,6 +227,33 @@ TEST_F(RecordTest, EightThreadsOfFiftyThousandPairsLoseNothing) {
   EXPECT_EQ(q.integer("SELECT count(DISTINCT alloc_utid) FROM allocation"), 8);
 }
 
+TEST_F(RecordTest, ForkedAndExecedProcessesEachKeepTheirOwnAllocations) {
+  ProcessResult run = record(trace(), {FORK_AND_EXEC_BIN, EXIT_WITH_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  // parent, forked child, and the child's exec'd image (same pid as the child)
+  auto processes = q.rows("SELECT upid, pid, ppid, complete FROM process ORDER BY upid");
+  ASSERT_EQ(processes.size(), 3u);
+  const std::string parent_pid = processes[0][1];
+  EXPECT_EQ(processes[1][2], parent_pid);       // the child's parent
+  EXPECT_EQ(processes[2][1], processes[1][1]);  // exec keeps the pid
+  for (const auto& p : processes) EXPECT_EQ(p[3], "1");
+  // Per process: what it allocated and what it left live.
+  auto per_process = q.rows(
+      "SELECT p.upid, count(a.id), coalesce(sum(a.size) FILTER (WHERE a.free_seq IS NULL), 0) "
+      "FROM process p LEFT JOIN allocation a ON a.upid = p.upid GROUP BY p.upid ORDER BY p.upid");
+  ASSERT_EQ(per_process.size(), 3u);
+  EXPECT_EQ(per_process[0][1], "2");  // 1 MiB leaked, 3 MiB freed: nothing of the child's
+  EXPECT_EQ(per_process[0][2], std::to_string(1 << 20));
+  EXPECT_EQ(per_process[1][1], "2");  // 2 MiB leaked, 4 KiB freed
+  EXPECT_EQ(per_process[1][2], std::to_string(2 << 20));
+  EXPECT_EQ(per_process[2][1], "1");  // exit_with's 1 MiB
+  EXPECT_EQ(per_process[2][2], std::to_string(1 << 20));
+  // Each process's sequence numbers are its own: they start again at the fork.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE severity != 'info' AND value > 0"), 0);
+}
+
 TEST_F(RecordTest, SigkillLosesNoAnnouncedAllocation) {
   std::mt19937 random(12345);
   for (int trial = 0; trial < 20; ++trial) {
