@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The checks that need a real GPU, in one script (at most 8 minutes). Run it on a machine with
+# an NVIDIA GPU, from the repository root, after a release build (or with cmake and the
+# Debian packages present, it builds one):
+#
+#     samples/gpu/check.sh            # results in $OUT if set, else docs/measurements/DATE-HOST/
+#
+# What it checks, against the real CUDA runtime (found on the machine, never the simulated
+# one):
+#   1. the leaky sample runs the same with and without vramtrace;
+#   2. `vramtrace leaks` lists exactly the sample's planted leaks (kind, count, bytes, line);
+#   3. every allocation call's return code and sticky error are the same with and without the
+#      shim (tests/e2e/programs/cudart_return_codes.cpp);
+#   4. the cost of recording: 100,000 cudaMalloc/cudaFree pairs, untraced and traced.
+# Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+build=${BUILD:-build/release}
+out=${OUT:-docs/measurements/$(date +%F)-$(hostname -s)}
+mkdir -p "$out"
+results="$out/results.md"
+: >"$results"
+say() { echo "$*" | tee -a "$results"; }
+step() { say ""; say "## $*"; }
+
+say "# vramtrace GPU check, $(date -u +%FT%TZ)"
+say ""
+say "- host: $(hostname), $(uname -srm)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi -L 2>&1 | sed 's/^/- gpu: /' | tee -a "$results"
+  say "- driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n1)"
+else
+  say "- no nvidia-smi: this machine shows no NVIDIA GPU; the checks below still run and say so"
+fi
+
+# Build if needed and possible.
+if [ ! -x "$build/bin/vramtrace" ]; then
+  if command -v cmake >/dev/null 2>&1; then
+    cmake --preset release >"$out/build.log" 2>&1 &&
+      cmake --build --preset release --target vramtrace vramtrace_preload leaky \
+        e2e_cudart_codes_sim e2e_thread_storm >>"$out/build.log" 2>&1 ||
+      { say "FAIL build: see build.log"; exit 1; }
+  else
+    say "FAIL no build at $build and no cmake to make one"; exit 1
+  fi
+fi
+missing=$(ldd "$build/bin/vramtrace" "$build/lib/vramtrace/libvramtrace_preload.so" 2>/dev/null | grep 'not found' || true)
+if [ -n "$missing" ]; then
+  say "FAIL libraries missing on this machine: $(echo $missing | tr '\n' ' ')"; exit 1
+fi
+
+# The real runtime: the toolkit's, the system's, or a PyTorch wheel's.
+# CUDART_DIR overrides the search (pointing it at build/release/simcuda/lib dry-runs this
+# script on the simulated GPU).
+cudart_dir=${CUDART_DIR:-}
+for candidate in ${cudart_dir:+""} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu \
+    $(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(nvidia.cuda_runtime.__path__[0], "lib"))' 2>/dev/null); do
+  [ -n "$cudart_dir" ] && break
+  if ls "$candidate"/libcudart.so.1[23] >/dev/null 2>&1; then cudart_dir=$candidate; break; fi
+done
+if [ -z "$cudart_dir" ]; then say "FAIL no real libcudart.so.12/13 found"; exit 1; fi
+say "- runtime: $(ls "$cudart_dir"/libcudart.so.1[23] | sort -r | head -n1)"
+export LD_LIBRARY_PATH=$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+vt="$build/bin/vramtrace"
+
+step "1. the leaky sample, untraced and traced"
+timeout 60 "$build/bin/leaky" >"$out/leaky.plain.txt" 2>&1
+plain_rc=$?
+timeout 120 "$vt" run --force -o "$out/leaky.db" -- "$build/bin/leaky" >"$out/leaky.traced.txt" 2>"$out/leaky.run.stderr"
+traced_rc=$?
+if [ "$plain_rc" = "$traced_rc" ] && [ "$plain_rc" = 0 ]; then say "PASS exit status 0 both ways"
+else say "FAIL exit status: untraced $plain_rc, traced $traced_rc (see leaky.*.txt)"; fi
+grep -q "as it should" "$out/leaky.plain.txt" && grep -q "leaky: done" "$out/leaky.traced.txt" &&
+  say "PASS same output lines" || say "FAIL outputs differ: see leaky.plain.txt, leaky.traced.txt"
+
+step "2. the leak report lists exactly the planted leaks"
+"$vt" leaks --format json "$out/leaky.db" >"$out/leaks.json" 2>"$out/leaks.stderr"
+"$vt" leaks "$out/leaky.db" >"$out/leaks.txt" 2>&1
+"$vt" summary "$out/leaky.db" >"$out/summary.txt" 2>&1
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$root/samples/leaky/leaky.cpp" "$out/leaks.json" <<'PY' | tee -a "$results"
+import json, re, sys
+source, report = sys.argv[1], json.load(open(sys.argv[2]))
+planted = {}
+for number, text in enumerate(open(source), 1):
+    m = re.search(r"LEAK\((\w+), (\d+), (\d+)\)", text)
+    if m: planted[number] = (m[1], int(m[2]), int(m[3]))
+found = {}
+for leak in report["leaks"]:
+    top = leak["stack"][0] if leak["stack"] else {}
+    found[top.get("line")] = (leak["kind"], leak["count"], leak["bytes"])
+if found == planted:
+    print(f"PASS {len(planted)} leak groups, kinds, counts, bytes and lines as planted")
+else:
+    print(f"FAIL planted {planted} but reported {found}")
+PY
+else
+  say "SKIP no python3 to compare; leaks.json kept"
+fi
+
+step "3. return codes are the same with and without the shim"
+timeout 60 "$build/bin/e2e_cudart_codes_sim" >"$out/codes.plain.txt" 2>&1
+timeout 120 "$vt" run --force -o "$out/codes.db" -- "$build/bin/e2e_cudart_codes_sim" >"$out/codes.traced.txt" 2>/dev/null
+if diff -u "$out/codes.plain.txt" "$out/codes.traced.txt" >"$out/codes.diff"; then
+  say "PASS $(wc -l <"$out/codes.plain.txt") calls, identical codes and sticky errors"
+else say "FAIL codes differ: see codes.diff"; fi
+
+step "4. the cost of recording (100,000 cudaMalloc/cudaFree pairs, one thread)"
+t0=$(date +%s.%N)
+timeout 120 "$build/bin/e2e_thread_storm" 1 100000 >"$out/storm.plain.txt" 2>&1
+storm_plain=$?
+t1=$(date +%s.%N)
+timeout 300 "$vt" run --force -o "$out/storm.db" -- "$build/bin/e2e_thread_storm" 1 100000 \
+  >"$out/storm.traced.txt" 2>&1
+storm_traced=$?
+t2=$(date +%s.%N)
+if [ "$storm_plain" = 0 ] && [ "$storm_traced" = 0 ]; then
+  say "$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "untraced %.3f s, traced %.3f s: %.2f us per event more (200,000 events; wall time, start-up and the trace'"'"'s finish included)", b - a, c - b, ((c - b) - (b - a)) * 1e6 / 200000 }')"
+else
+  say "FAIL the workload failed (untraced $storm_plain, traced $storm_traced): see storm.*.txt"
+fi
+
+say ""
+say "Files: $(cd "$out" && ls | tr '\n' ' ')"
