@@ -119,6 +119,8 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
   w.packed_fixed64(vramtrace_wire_Alloc_stack_tag, stack.ips, clamp_depth(stack));
   w.varint(vramtrace_wire_Alloc_stack_truncated_tag,
            stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
+  w.varint(vramtrace_wire_Alloc_handle_tag, e.vmm_handle);
+  w.varint(vramtrace_wire_Alloc_offset_tag, e.vmm_offset);
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }
 
@@ -133,6 +135,7 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   w.packed_fixed64(vramtrace_wire_Free_stack_tag, stack.ips, clamp_depth(stack));
   w.varint(vramtrace_wire_Free_stack_truncated_tag,
            stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
+  w.varint(vramtrace_wire_Free_size_tag, e.size);
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 

@@ -24,6 +24,8 @@ struct AllocEvent {
   int32_t result;
   uint64_t pool;
   uint32_t flags;
+  uint64_t vmm_handle;  // KIND_VMM_MAPPING: the handle mapped
+  uint64_t vmm_offset;  // KIND_VMM_MAPPING: the offset into it
 };
 
 struct FreeEvent {
@@ -32,6 +34,7 @@ struct FreeEvent {
   uint64_t stream;
   int api;
   uint64_t address;
+  uint64_t size;  // cuMemUnmap: the range's length; 0 otherwise
 };
 
 struct Stack {

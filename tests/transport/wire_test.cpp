@@ -28,6 +28,8 @@ TEST(Wire, AllocationWithAFullStackRoundTrips) {
   e.result = 0;
   e.pool = 0xdeadbeef;
   e.flags = 7;
+  e.vmm_handle = 0x1234;
+  e.vmm_offset = 2 << 20;
   std::vector<uintptr_t> ips(preload::kMaxStackDepth);
   for (size_t i = 0; i < ips.size(); ++i) ips[i] = 0x7fff00000000 + i * 17;
   uint8_t buf[preload::kMaxEventBytes];
@@ -47,6 +49,8 @@ TEST(Wire, AllocationWithAFullStackRoundTrips) {
   EXPECT_EQ(a.requested_size(), 1000000u);
   EXPECT_EQ(a.pool(), 0xdeadbeefu);
   EXPECT_EQ(a.flags(), 7u);
+  EXPECT_EQ(a.handle(), 0x1234u);
+  EXPECT_EQ(a.offset(), 2u << 20);
   ASSERT_EQ(a.stack_size(), preload::kMaxStackDepth);
   for (int i = 0; i < a.stack_size(); ++i) EXPECT_EQ(a.stack(i), ips[static_cast<size_t>(i)]);
   EXPECT_TRUE(a.stack_truncated());
@@ -56,6 +60,7 @@ TEST(Wire, DeeperStackIsCutAndMarked) {
   std::vector<uintptr_t> ips(preload::kMaxStackDepth + 10, 0x1000);
   preload::FreeEvent e{};
   e.address = 0x10;
+  e.size = 4 << 20;
   uint8_t buf[preload::kMaxEventBytes];
   size_t n =
       preload::encode_free(e, {ips.data(), static_cast<int>(ips.size()), false}, buf, sizeof buf);
@@ -63,6 +68,8 @@ TEST(Wire, DeeperStackIsCutAndMarked) {
   ASSERT_EQ(env.body_case(), wire::Envelope::kFree);
   EXPECT_EQ(env.free().stack_size(), preload::kMaxStackDepth);
   EXPECT_TRUE(env.free().stack_truncated());
+  EXPECT_EQ(env.free().address(), 0x10u);
+  EXPECT_EQ(env.free().size(), 4u << 20);
 }
 
 TEST(Wire, FailedAllocationKeepsItsNegativeAndPositiveCodes) {
