@@ -8,10 +8,12 @@ namespace vramtrace::analysis {
 
 bool occupies_device_memory(int kind) {
   namespace kinds = storage::allocation_kind;
-  return kind == kinds::kDevice || kind == kinds::kManaged || kind == kinds::kAsync;
+  return kind == kinds::kDevice || kind == kinds::kManaged || kind == kinds::kAsync ||
+         kind == kinds::kVmmMapping;
 }
 
-std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace) {
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
+                                          const ProcessSelection& processes) {
   std::map<std::int64_t, std::uint32_t> pid_of_upid;
   for (const storage::ProcessRecord& process : trace.processes()) {
     pid_of_upid[process.start.upid] = process.start.pid;
@@ -25,7 +27,7 @@ std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace) {
   std::map<std::pair<std::int64_t, int>, DeviceSweep> sweeps;  // by (upid, device)
 
   trace.for_each_allocation_event([&](const storage::AllocationEvent& event) {
-    if (!occupies_device_memory(event.kind)) return;
+    if (!occupies_device_memory(event.kind) || !is_selected(processes, event.upid)) return;
     DeviceSweep& sweep = sweeps[{event.upid, event.device}];
     const auto size = static_cast<std::int64_t>(event.size);
     if (event.type == storage::AllocationEvent::Type::kFree) {

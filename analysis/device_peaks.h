@@ -8,12 +8,17 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
 
-// Kinds whose bytes live in a GPU's memory: device, managed (counted on the device it was
-// allocated from) and async. Pinned host memory is host RAM and does not count.
+// Kinds whose bytes are GPU memory in use: device, managed (counted on the device it was
+// allocated from), async, and VMM mappings. Pinned host memory is host RAM and does not count.
+// Of the virtual memory API's three layers only the mapping counts: a reservation is address
+// space without memory, and a handle's physical memory is counted when (and as often as) it is
+// mapped, so that a handle and its mapping are not counted twice. A handle created and never
+// mapped is therefore not in the peak; the summary reports it apart.
 bool occupies_device_memory(int kind);
 
 struct DevicePeak {
@@ -25,7 +30,9 @@ struct DevicePeak {
   std::uint64_t at_seq = 0;  // the allocation event that reached it
 };
 
-// One entry per (process, device) that held device memory, by upid then device.
-std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace);
+// One entry per (process, device) that held device memory, by upid then device; only the
+// selected processes.
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
+                                          const ProcessSelection& processes = std::nullopt);
 
 }  // namespace vramtrace::analysis

@@ -28,7 +28,7 @@ bool larger_first(const LeakGroup& a, const LeakGroup& b) {
 LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReportOptions& options) {
   LeakReport report;
   report.trace_complete = trace.complete();
-  report.warnings = trace_warnings(trace);
+  report.warnings = trace_warnings(trace, options.processes);
 
   storage::AllocationFilter live_at_end;
   live_at_end.upid = options.upid;
@@ -37,6 +37,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
+    if (!is_selected(options.processes, allocation.upid)) return;
     LeakGroup& group = groups[{allocation.alloc_callsite_id, allocation.kind}];
     group.bytes += allocation.size;
     group.count += 1;

@@ -1,7 +1,9 @@
 // Leaks: allocations that succeeded and were never freed, grouped by where they were made.
 //
 // A group is one (allocation stack, kind): its allocations' bytes and count, and the stack
-// resolved innermost frame first. Failed allocations are never leaks.
+// resolved innermost frame first. Failed allocations are never leaks. Each kind leaks apart,
+// the virtual memory API's three included: a reservation, a handle and a mapping left live are
+// three leaks (of address space, of physical memory, of a mapping), even from one stack.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -34,6 +37,7 @@ struct LeakReport {
 
 struct LeakReportOptions {
   std::optional<std::int64_t> upid;  // only this process's leaks
+  ProcessSelection processes;        // only these processes' leaks (and warnings)
 };
 
 LeakReport build_leak_report(const storage::TraceReader& trace,

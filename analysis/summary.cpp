@@ -4,6 +4,7 @@
 #include <map>
 
 #include "analysis/trace_warnings.h"
+#include "storage/schema.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -24,15 +25,26 @@ class TimeSpan {
   std::int64_t start_ = 0, end_ = 0;
 };
 
+bool has_calls(const KindTotals& totals) {
+  return totals.allocations != 0 || totals.failed_allocations != 0;
+}
+
 }  // namespace
 
-Summary build_summary(const storage::TraceReader& trace) {
+bool VirtualMemoryTotals::any() const {
+  return has_calls(reserved) || has_calls(created) || has_calls(mapped);
+}
+
+Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& options) {
+  const ProcessSelection& selected = options.processes;
   Summary summary;
   summary.trace_complete = trace.complete();
-  summary.warnings = trace_warnings(trace);
+  summary.warnings = trace_warnings(trace, selected);
   summary.vramtrace_version = trace.meta_value("vramtrace_version");
   summary.command = trace.recorded_command();
-  summary.processes = trace.processes();
+  for (storage::ProcessRecord& process : trace.processes()) {
+    if (is_selected(selected, process.start.upid)) summary.processes.push_back(std::move(process));
+  }
   summary.stats = trace.stats();
 
   TimeSpan span;
@@ -45,6 +57,7 @@ Summary build_summary(const storage::TraceReader& trace) {
   std::map<int, std::map<int, std::uint64_t>> failures_by_kind;  // kind -> result -> count
   trace.for_each_allocation({}, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
+    if (!is_selected(selected, allocation.upid)) return;
     span.include(allocation.alloc_ns);
     KindTotals& totals = kinds[allocation.kind];
     if (record.failed()) {
@@ -71,15 +84,28 @@ Summary build_summary(const storage::TraceReader& trace) {
     }
     summary.kinds.push_back(std::move(totals));
   }
+  namespace kind = storage::allocation_kind;
+  const auto totals_of = [&](int kind_id) {
+    for (const KindTotals& totals : summary.kinds) {
+      if (totals.kind == kind_id) return totals;
+    }
+    KindTotals none;
+    none.kind = kind_id;
+    none.name = trace.kind_name(kind_id);
+    return none;
+  };
+  summary.virtual_memory = {totals_of(kind::kVmmReservation), totals_of(kind::kVmmHandle),
+                            totals_of(kind::kVmmMapping)};
 
   std::map<std::string, std::uint64_t> bad_free_counts;
   for (const storage::BadFreeRow& bad_free : trace.bad_frees()) {
+    if (!is_selected(selected, bad_free.upid)) continue;
     span.include(bad_free.ns);
     bad_free_counts[bad_free.reason] += 1;
   }
   for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
 
-  summary.peaks = find_device_peaks(trace);
+  summary.peaks = find_device_peaks(trace, selected);
   summary.start_ns = span.start();
   summary.end_ns = span.end();
   summary.duration_ns = span.end() - span.start();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/device_peaks.h"
+#include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -32,6 +33,18 @@ struct KindTotals {
   std::uint64_t live_bytes = 0;
 };
 
+// The driver's virtual memory API (cuMem*), its three layers apart: they are not three amounts
+// of memory. A reservation is address space with no memory behind it, a handle is physical
+// memory, and a mapping makes (part of) a handle's memory usable at an address. Each is the
+// KindTotals of its kind, also listed among the summary's kinds.
+struct VirtualMemoryTotals {
+  KindTotals reserved;  // vmm_reservation: address space reserved
+  KindTotals created;   // vmm_handle: physical memory created
+  KindTotals mapped;    // vmm_mapping: memory mapped (what the device peaks count)
+  // Any call of the three kinds, failed ones included.
+  bool any() const;
+};
+
 struct BadFreeCount {
   std::string reason;  // 'unknown_address', 'call_failed'
   std::uint64_t count = 0;
@@ -48,11 +61,18 @@ struct Summary {
   std::int64_t duration_ns = 0;
   std::vector<storage::ProcessRecord> processes;  // by upid
   std::vector<KindTotals> kinds;                  // kinds with at least one call, by kind id
-  std::vector<DevicePeak> peaks;                  // by upid, then device
-  std::vector<BadFreeCount> bad_frees;            // by reason
-  std::vector<storage::StatRecord> stats;         // by name
+  VirtualMemoryTotals virtual_memory;
+  std::vector<DevicePeak> peaks;           // by upid, then device
+  std::vector<BadFreeCount> bad_frees;     // by reason
+  std::vector<storage::StatRecord> stats;  // by name, for the whole trace
 };
 
-Summary build_summary(const storage::TraceReader& trace);
+struct SummaryOptions {
+  // Only these processes: their rows, their allocations, peaks, bad frees and warnings, and
+  // the time they span. Stats and the recorded command stay the whole trace's.
+  ProcessSelection processes;
+};
+
+Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& options = {});
 
 }  // namespace vramtrace::analysis

@@ -2,7 +2,8 @@
 
 namespace vramtrace::analysis {
 
-std::vector<std::string> trace_warnings(const storage::TraceReader& trace) {
+std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
+                                        const ProcessSelection& processes) {
   std::vector<std::string> warnings;
   if (!trace.complete()) {
     warnings.push_back(
@@ -10,8 +11,12 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace) {
         "early); memory freed after the last recorded event shows as live");
   }
   for (const storage::ProcessRecord& process : trace.processes()) {
-    if (!process.end.complete) {
-      warnings.push_back("process " + std::to_string(process.start.pid) + " (" + process.start.exe +
+    if (!process.end.complete && is_selected(processes, process.start.upid)) {
+      // A merged trace holds several hosts, whose pids can be the same.
+      const std::string on_host =
+          process.start.host.empty() ? std::string() : " on " + process.start.host;
+      warnings.push_back("process " + std::to_string(process.start.pid) + on_host + " (" +
+                         process.start.exe +
                          ") was not recorded to its end; its last events may be missing");
     }
   }

@@ -5,12 +5,15 @@
 #include <string>
 #include <vector>
 
+#include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
 
-// One sentence each, in this order: the trace as a whole, then processes by upid, then stats
-// of severity data_loss or error by name.
-std::vector<std::string> trace_warnings(const storage::TraceReader& trace);
+// One sentence each, in this order: the trace as a whole, then the selected processes by upid,
+// then stats of severity data_loss or error by name (stats count for the whole trace: they
+// cannot be told apart by process).
+std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
+                                        const ProcessSelection& processes = std::nullopt);
 
 }  // namespace vramtrace::analysis

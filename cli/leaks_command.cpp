@@ -49,17 +49,19 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
   };
 }
 
-std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report) {
+std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
+                             const std::string& scope) {
   std::string text;
   for (const std::string& warning : report.warnings) text += fmt::format("warning: {}\n", warning);
+  const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
   if (report.groups.empty()) {
-    return text + fmt::format("vramtrace: no leaks in {}: every successful allocation was freed\n",
-                              trace_path);
+    return text +
+           fmt::format("vramtrace: no leaks in {}: every successful allocation was freed\n", where);
   }
   text += fmt::format("vramtrace: {} leaked in {} from {} in {}\n",
                       format_bytes_exact(report.total_bytes),
                       count_of(report.total_count, "allocation", "allocations"),
-                      count_of(report.groups.size(), "stack", "stacks"), trace_path);
+                      count_of(report.groups.size(), "stack", "stacks"), where);
   for (const analysis::LeakGroup& group : report.groups) {
     text += fmt::format(
         "\n{} in {}", format_bytes_exact(group.bytes),
@@ -72,15 +74,25 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
   return text;
 }
 
+namespace {
+
+analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope) {
+  analysis::LeakReportOptions options;
+  options.processes = scope.processes;
+  return analysis::build_leak_report(trace, options);
+}
+
+}  // namespace
+
 void register_leaks_command(CLI::App& app, int* exit_status) {
   register_report_command(
       app, exit_status,
       {"leaks", "Report memory never freed, grouped by allocation stack and kind, largest first",
-       [](const std::string& path, const storage::TraceReader& trace) {
-         return leak_report_json(path, analysis::build_leak_report(trace));
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leak_report_json(path, leak_report(trace, scope));
        },
-       [](const std::string& path, const storage::TraceReader& trace) {
-         return leak_report_text(path, analysis::build_leak_report(trace));
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leak_report_text(path, leak_report(trace, scope), scope.describe());
        }});
 }
 

@@ -1,4 +1,5 @@
-// `vramtrace leaks FILE [--format text|json]`: what was never freed, and where.
+// `vramtrace leaks FILE [--format text|json] [--pid N] [--rank N] [--host NAME]`: what was
+// never freed, and where.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,7 +16,9 @@ void register_leaks_command(CLI::App& app, int* exit_status);
 // The JSON document of docs/cli.md, for the trace named `trace_path`.
 nlohmann::ordered_json leak_report_json(const std::string& trace_path,
                                         const analysis::LeakReport& report);
-// The LeakSanitizer-style text report.
-std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report);
+// The LeakSanitizer-style text report. `scope` describes the processes it covers when a filter
+// chose them ("only processes matching --rank 3 (1 of 4)"); empty: the whole trace.
+std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
+                             const std::string& scope = {});
 
 }  // namespace vramtrace::cli

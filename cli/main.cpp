@@ -1,6 +1,7 @@
-// `vramtrace`: record a program's GPU allocations (`run`) and report on the trace (`summary`,
-// `leaks`). Each subcommand lives in its own file; this one only wires them up and maps every
-// parse failure to exit status 2 with one line on stderr.
+// `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
+// `leaks`), and merge the traces of several nodes (`merge`). Each subcommand lives in its own
+// file; this one only wires them up and maps every parse failure to exit status 2 with one
+// line on stderr.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 
 #include "cli/exit_status.h"
 #include "cli/leaks_command.h"
+#include "cli/merge_command.h"
 #include "cli/run_command.h"
 #include "cli/summary_command.h"
 
@@ -34,13 +36,15 @@ int main(int argc, char** argv) {
   app.failure_message(one_line_failure);
   app.footer(
       "Exit status: 'summary' and 'leaks' exit 0 when the report was written (also when it "
-      "finds leaks), 2 for a usage error or a trace that cannot be read; 'run' exits with the "
-      "recorded program's status, or 2 when it could not record.");
+      "finds leaks), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 when "
+      "the merged trace was written, else 2; 'run' exits with the recorded program's status, "
+      "or 2 when it could not record.");
 
   int exit_status = vramtrace::cli::kExitOk;
   vramtrace::cli::register_run_command(app, &exit_status);
   vramtrace::cli::register_summary_command(app, &exit_status);
   vramtrace::cli::register_leaks_command(app, &exit_status);
+  vramtrace::cli::register_merge_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

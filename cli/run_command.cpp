@@ -60,6 +60,7 @@ std::vector<std::string> child_environment(const std::string& shim, const std::s
                                            const std::string& ring_size) {
   std::vector<std::string> env;
   std::string preload = shim;
+  bool nvtx_taken = false;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view var(*e);
     if (var.starts_with("LD_PRELOAD=")) {
@@ -69,9 +70,19 @@ std::vector<std::string> child_environment(const std::string& shim, const std::s
       continue;
     }
     if (var.starts_with("VRAMTRACE_SOCKET=") || var.starts_with("VRAMTRACE_RING_BYTES=")) continue;
+    if (var.starts_with("NVTX_INJECTION64_PATH=")) {
+      // Another tool's NVTX injection (Nsight Systems, say) keeps its place: NVTX loads one.
+      std::fprintf(stderr,
+                   "vramtrace run: NVTX_INJECTION64_PATH is set already; NVTX ranges go to it "
+                   "and are not recorded\n");
+      nvtx_taken = true;
+    }
     env.emplace_back(var);
   }
   env.push_back("LD_PRELOAD=" + preload);
+  // NVTX 3 is header-only: a program's first NVTX call loads the library this names and
+  // hands it the calls. The shim is that library.
+  if (!nvtx_taken) env.push_back("NVTX_INJECTION64_PATH=" + shim);
   env.push_back("VRAMTRACE_SOCKET=" + socket);
   if (!ring_size.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_size);
   return env;
@@ -208,9 +219,7 @@ int run(RunOptions& options) {
   server->close_all();
 
   const int status = *wait_status;
-  ingest.set_wait_status(static_cast<uint32_t>(child),
-                         WIFEXITED(status) ? std::optional<int>(WEXITSTATUS(status)) : std::nullopt,
-                         WIFSIGNALED(status) ? std::optional<int>(WTERMSIG(status)) : std::nullopt);
+  ingest.set_wait_status(static_cast<uint32_t>(child), status);
   ingest.write_stats();
   if (server->refused() > 0)
     writer->set_stat("connections_refused", storage::Severity::kError,

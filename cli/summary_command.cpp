@@ -53,6 +53,33 @@ std::string how_it_ended(const storage::ProcessRecord& process) {
   return ending;
 }
 
+// "pid 4242 on node1, rank 3 of 8": enough to tell apart the processes of a job merged from
+// several hosts, where pids repeat.
+std::string process_label(const storage::ProcessRecord& process) {
+  std::string label = fmt::format("pid {}", process.start.pid);
+  if (!process.start.host.empty()) label += fmt::format(" on {}", process.start.host);
+  if (process.start.rank) {
+    label += fmt::format(", rank {}", *process.start.rank);
+    if (process.start.world_size) label += fmt::format(" of {}", *process.start.world_size);
+  }
+  return label;
+}
+
+std::string process_label(const analysis::Summary& summary, const analysis::DevicePeak& peak) {
+  for (const storage::ProcessRecord& process : summary.processes) {
+    if (process.start.upid == peak.upid) return process_label(process);
+  }
+  return fmt::format("pid {}", peak.pid);
+}
+
+// "1.0 GiB in 2 reservations, 512.0 MiB live at the end"
+std::string virtual_memory_line(const analysis::KindTotals& totals, std::string_view singular,
+                                std::string_view plural) {
+  return fmt::format("{} in {}, {} live at the end", format_bytes(totals.bytes_allocated),
+                     count_of(totals.allocations, singular, plural),
+                     format_bytes(totals.live_bytes));
+}
+
 Json process_json(const storage::ProcessRecord& process) {
   return {
       {"upid", process.start.upid},
@@ -69,6 +96,9 @@ Json process_json(const storage::ProcessRecord& process) {
       {"signal", optional_json(process.end.signal)},
       {"complete", process.end.complete},
       {"unwinder", process.start.unwinder},
+      {"rank", optional_json(process.start.rank)},
+      {"local_rank", optional_json(process.start.local_rank)},
+      {"world_size", optional_json(process.start.world_size)},
   };
 }
 
@@ -135,10 +165,15 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
       {"peaks", std::move(peaks)},
       {"bad_frees", std::move(bad_frees)},
       {"stats", std::move(stats)},
+      {"virtual_memory",
+       {{"reserved", kind_json(summary.virtual_memory.reserved)},
+        {"created", kind_json(summary.virtual_memory.created)},
+        {"mapped", kind_json(summary.virtual_memory.mapped)}}},
   };
 }
 
-std::string summary_text(const std::string& trace_path, const analysis::Summary& summary) {
+std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
+                         const std::string& scope) {
   std::string text = fmt::format("trace: {}", trace_path);
   if (summary.vramtrace_version) {
     text += fmt::format(" (written by vramtrace {})", *summary.vramtrace_version);
@@ -146,11 +181,15 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   text += '\n';
   if (!summary.command.empty()) text += fmt::format("command: {}\n", join(summary.command));
   text += fmt::format("duration: {}\n", format_seconds(summary.duration_ns));
+  if (!scope.empty()) text += scope + "\n";
   for (const std::string& warning : summary.warnings) text += fmt::format("warning: {}\n", warning);
 
   text += fmt::format("\nprocesses ({}):\n", summary.processes.size());
   for (const storage::ProcessRecord& process : summary.processes) {
-    text += fmt::format("  pid {}: {}: {}\n", process.start.pid,
+    std::string label = process_label(process);
+    if (process.start.local_rank)
+      label += fmt::format(" (local rank {})", *process.start.local_rank);
+    text += fmt::format("  {}: {}: {}\n", label,
                         process.start.argv.empty() ? process.start.exe : join(process.start.argv),
                         how_it_ended(process));
   }
@@ -159,11 +198,11 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   if (summary.kinds.empty()) text += "  no allocations recorded\n";
   if (!summary.kinds.empty()) {
     text +=
-        fmt::format("  {:<12} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", "kind",
+        fmt::format("  {:<15} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", "kind",
                     "allocations", "allocated", "frees", "freed", "live", "live bytes", "failed");
   }
   for (const analysis::KindTotals& kind : summary.kinds) {
-    text += fmt::format("  {:<12} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", kind.name,
+    text += fmt::format("  {:<15} {:>11} {:>12} {:>8} {:>12} {:>8} {:>12} {:>7}\n", kind.name,
                         kind.allocations, format_bytes(kind.bytes_allocated), kind.frees,
                         format_bytes(kind.bytes_freed), kind.live_count,
                         format_bytes(kind.live_bytes), kind.failed_allocations);
@@ -176,11 +215,24 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     }
   }
 
-  text += "\npeak live device memory (device, managed and async, per process):\n";
+  if (summary.virtual_memory.any()) {
+    const analysis::VirtualMemoryTotals& vmm = summary.virtual_memory;
+    text += "\nvirtual memory (cuMem*):\n";
+    text += fmt::format("  address space reserved:  {}\n",
+                        virtual_memory_line(vmm.reserved, "reservation", "reservations"));
+    text += fmt::format("  physical memory created: {}\n",
+                        virtual_memory_line(vmm.created, "handle", "handles"));
+    text += fmt::format("  mapped:                  {}\n",
+                        virtual_memory_line(vmm.mapped, "mapping", "mappings"));
+  }
+
+  text +=
+      "\npeak live device memory (device, managed, async and mapped virtual memory, per "
+      "process):\n";
   if (summary.peaks.empty()) text += "  none\n";
   for (const analysis::DevicePeak& peak : summary.peaks) {
     text +=
-        fmt::format("  pid {}, device {}: {} at +{}\n", peak.pid, peak.device,
+        fmt::format("  {}, device {}: {} at +{}\n", process_label(summary, peak), peak.device,
                     format_bytes_exact(peak.bytes), format_seconds(peak.at_ns - summary.start_ns));
   }
 
@@ -201,15 +253,25 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   return text;
 }
 
+namespace {
+
+analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScope& scope) {
+  analysis::SummaryOptions options;
+  options.processes = scope.processes;
+  return analysis::build_summary(trace, options);
+}
+
+}  // namespace
+
 void register_summary_command(CLI::App& app, int* exit_status) {
   register_report_command(
       app, exit_status,
       {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems",
-       [](const std::string& path, const storage::TraceReader& trace) {
-         return summary_json(path, analysis::build_summary(trace));
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return summary_json(path, summary_of(trace, scope));
        },
-       [](const std::string& path, const storage::TraceReader& trace) {
-         return summary_text(path, analysis::build_summary(trace));
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return summary_text(path, summary_of(trace, scope), scope.describe());
        }});
 }
 

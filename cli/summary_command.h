@@ -1,5 +1,5 @@
-// `vramtrace summary FILE [--format text|json]`: who ran, for how long, and what each kind of
-// memory did.
+// `vramtrace summary FILE [--format text|json] [--pid N] [--rank N] [--host NAME]`: who ran, for
+// how long, and what each kind of memory did.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,8 @@ void register_summary_command(CLI::App& app, int* exit_status);
 // The JSON document of docs/cli.md, for the trace named `trace_path`.
 nlohmann::ordered_json summary_json(const std::string& trace_path,
                                     const analysis::Summary& summary);
-std::string summary_text(const std::string& trace_path, const analysis::Summary& summary);
+// `scope` describes the processes it covers when a filter chose them; empty: the whole trace.
+std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
+                         const std::string& scope = {});
 
 }  // namespace vramtrace::cli

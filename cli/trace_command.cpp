@@ -36,6 +36,8 @@ int run_on_trace(std::string_view command, const std::string& path,
       return report_error(command, std::string("cannot write the report: ") + std::strerror(errno));
     }
     return kExitOk;
+  } catch (const ReportRefusal& refusal) {
+    return report_error(command, refusal.what());
   } catch (const storage::TraceError& error) {
     return report_error(command, error.what());
   } catch (const std::exception& error) {
@@ -47,23 +49,27 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
   struct Options {
     std::string trace;
     OutputFormat format = OutputFormat::kText;
+    analysis::ProcessFilter filter;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(command.name, command.description);
   sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
       ->required();
   add_format_option(sub, &options->format);
+  add_process_filter_options(sub, &options->filter);
   sub->footer(std::string(kReportExitStatusHelp));
   sub->callback([options, exit_status, command] {
     *exit_status =
         run_on_trace(command.name, options->trace, [&](const storage::TraceReader& trace) {
+          const ReportScope scope = resolve_scope(trace, options->trace, options->filter);
           if (options->format == OutputFormat::kJson) {
+            nlohmann::ordered_json document = command.json(options->trace, trace, scope);
+            add_filters_json(&document, scope);
             // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
-            fmt::print("{}\n",
-                       command.json(options->trace, trace)
-                           .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+            fmt::print("{}\n", document.dump(2, ' ', false,
+                                             nlohmann::ordered_json::error_handler_t::replace));
           } else {
-            fmt::print("{}", command.text(options->trace, trace));
+            fmt::print("{}", command.text(options->trace, trace, scope));
           }
         });
   });

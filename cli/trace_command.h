@@ -5,26 +5,40 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "cli/report_scope.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::cli {
+
+// Thrown by a report that cannot be made for a reason of the user's (a filter that matches no
+// process): run_on_trace() prints what() as the one-line error and returns exit status 2.
+class ReportRefusal : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Opens `path`, calls report(trace), flushes stdout. Returns the command's exit status.
 // Errors are printed as "vramtrace <command>: <what went wrong>".
 int run_on_trace(std::string_view command, const std::string& path,
                  const std::function<void(const storage::TraceReader&)>& report);
 
-// A report command: `vramtrace NAME FILE [--format text|json]`. Exactly one of the two
-// renderers runs, on the opened trace, and its output goes to stdout; the exit statuses are
-// run_on_trace()'s, documented in the command's --help.
+// A report command: `vramtrace NAME FILE [--format text|json] [--pid N] [--rank N]
+// [--host NAME]`. Exactly one of the two renderers runs, on the opened trace and the processes
+// the filters select, and its output goes to stdout; the JSON document then gains "filters"
+// (add_filters_json). The exit statuses are run_on_trace()'s, documented in the --help.
 struct ReportCommand {
   std::string name;
   std::string description;
-  std::function<nlohmann::ordered_json(const std::string& path, const storage::TraceReader&)> json;
-  std::function<std::string(const std::string& path, const storage::TraceReader&)> text;
+  std::function<nlohmann::ordered_json(const std::string& path, const storage::TraceReader&,
+                                       const ReportScope&)>
+      json;
+  std::function<std::string(const std::string& path, const storage::TraceReader&,
+                            const ReportScope&)>
+      text;
 };
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command);
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/process_exit.h"
 #include "shm_ring.h"
 
 namespace vramtrace::collector {
@@ -42,6 +43,7 @@ std::string pick_runtime_dir(const std::string& requested) {
 struct CollectorServer::Connection {
   int fd = -1;
   int64_t ring_id = -1;  // -1 until the handshake arrived
+  pid_t pid = 0;
   void* mapping = nullptr;
   uint64_t mapped_bytes = 0;
   ring::RingConsumer consumer;
@@ -111,6 +113,7 @@ void CollectorServer::accept_pending() {
     }
     auto c = std::make_unique<Connection>();
     c->fd = fd;
+    c->pid = peer.pid;
     connections_.push_back(std::move(c));
   }
 }
@@ -170,7 +173,8 @@ void CollectorServer::accept_one(size_t index) {
   }
   c.mapping = mapping;
   c.mapped_bytes = bytes;
-  c.ring_id = ingest_.open_ring(hello.pid);
+  // The kernel's pid for the peer, not the one the handshake claims.
+  c.ring_id = ingest_.open_ring(static_cast<uint32_t>(c.pid));
 }
 
 bool CollectorServer::drain(Connection& c, size_t max_records, size_t* delivered) {
@@ -196,7 +200,8 @@ void CollectorServer::retire(size_t index, bool hung_up) {
     while (!c.corrupt && drain(c, kRecordsPerTurn, &delivered) && delivered != 0) {
     }
     const bool complete = !c.corrupt && hung_up;
-    ingest_.close_ring(c.ring_id, complete, ring::monotonic_ns());
+    ingest_.close_ring(c.ring_id, complete, ring::monotonic_ns(),
+                       hung_up ? zombie_wait_status(c.pid) : std::nullopt);
   }
   connections_.erase(connections_.begin() + static_cast<std::ptrdiff_t>(index));
 }

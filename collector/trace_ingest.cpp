@@ -1,5 +1,7 @@
 #include "collector/trace_ingest.h"
 
+#include <sys/wait.h>
+
 #include <algorithm>
 
 namespace vramtrace::collector {
@@ -105,6 +107,12 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
     case wire::Envelope::kNotice:
       on_notice(*p, envelope_.notice());
       return;
+    case wire::Envelope::kMarker:
+      on_marker(*p, header, envelope_.marker());
+      return;
+    case wire::Envelope::kChildExit:
+      set_wait_status(envelope_.child_exit().pid(), envelope_.child_exit().wait_status());
+      return;
     case wire::Envelope::kProcessExit:
       p->said_exit = true;
       p->exit_status = envelope_.process_exit().exit_status();
@@ -133,6 +141,9 @@ void TraceIngest::on_process_start(Process& p, const ring::RecordHeader& h,
   row.start_ns = h.time_ns;
   row.start_realtime_ns = static_cast<int64_t>(m.start_realtime_ns());
   row.unwinder = m.unwinder();
+  if (m.has_rank()) row.rank = m.rank();
+  if (m.has_local_rank()) row.local_rank = m.local_rank();
+  if (m.has_world_size()) row.world_size = m.world_size();
   writer_.add_process(row);
   if (m.unwinder() == "none")
     count("process_without_unwinder", storage::Severity::kDataLoss,
@@ -260,16 +271,18 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
   row.alloc_ns = h.time_ns;
   row.alloc_utid = utid_for(p, m.tid());
   row.alloc_callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
+  if (m.kind() == wire::KIND_VMM_MAPPING) {
+    row.vmm_handle = m.handle();
+    row.vmm_offset = m.offset();
+  }
   writer_.add_allocation(row);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing
-  auto [it, inserted] = p.live.try_emplace(m.address(), LiveAllocation{row.id, row.kind});
-  if (!inserted) {
+  if (p.live.add(m.address(), {row.id, row.kind})) {
     // The address is live already: its free was not seen (made by a path the shim does not
     // hook). The older allocation stays live in the trace; the new one takes the address.
     count("alloc_over_live_address", storage::Severity::kDataLoss,
           "allocations at an address still live in the trace (its free was not recorded)");
-    it->second = LiveAllocation{row.id, row.kind};
   }
 }
 
@@ -287,18 +300,15 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
   recent.api = m.api();
   recent.callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
 
-  auto it = p.live.find(m.address());
-  if (it != p.live.end()) {
+  recent.ended = p.live.remove_for_free(m.api(), m.address(), m.size());
+  if (!recent.ended.empty()) {
     storage::FreeRow row;
     row.free_seq = h.seq;
     row.free_ns = h.time_ns;
     row.free_utid = recent.utid;
     row.free_callsite_id = recent.callsite_id;
     row.free_api = m.api();
-    writer_.set_free(it->second.id, row);
-    recent.allocation_id = it->second.id;
-    recent.restored = it->second;
-    p.live.erase(it);
+    for (const auto& [address, entry] : recent.ended) writer_.set_free(entry.id, row);
   } else {
     storage::BadFreeRow row;
     row.id = next_bad_free_id_++;
@@ -324,11 +334,13 @@ void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
           "failed frees whose free record was not found");
     return;
   }
-  // A free of an unknown address that also failed is already a bad_free row; only a free of a
-  // live allocation has to be undone.
-  if (!it->allocation_id) return;
-  writer_.clear_free(*it->allocation_id);
-  p.live.emplace(it->address, it->restored);
+  // A free of an unknown address that also failed is already a bad_free row; only a free of
+  // live allocations has to be undone.
+  if (it->ended.empty()) return;
+  for (const auto& [address, entry] : it->ended) {
+    writer_.clear_free(entry.id);
+    p.live.restore(address, entry);
+  }
   storage::BadFreeRow row;
   row.id = next_bad_free_id_++;
   row.upid = p.upid;
@@ -341,7 +353,63 @@ void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
   row.callsite_id = it->callsite_id;
   row.reason = std::string(storage::kBadFreeCallFailed);
   writer_.add_bad_free(row);
-  it->allocation_id.reset();
+  it->ended.clear();
+}
+
+void TraceIngest::on_marker(Process& p, const ring::RecordHeader& h, const wire::Marker& m) {
+  const int64_t utid = utid_for(p, m.tid());
+  auto begin = [&](std::string type, int depth, std::optional<int64_t> parent) {
+    storage::MarkerRow row;
+    row.id = next_marker_id_++;
+    row.upid = p.upid;
+    row.utid = utid;
+    row.type = std::move(type);
+    row.source = m.source() == wire::Marker::SOURCE_API ? "api" : "nvtx";
+    if (!m.domain().empty()) row.domain = m.domain();
+    row.name = m.name();
+    row.start_seq = h.seq;
+    row.start_ns = h.time_ns;
+    row.depth = depth;
+    row.parent_id = parent;
+    if (m.color() != 0) row.color = m.color();
+    if (m.category() != 0) row.category = m.category();
+    writer_.add_marker(row);
+    return row.id;
+  };
+  auto finish = [&](std::optional<int64_t> id, const char* unmatched, const char* description) {
+    if (!id) {
+      count(unmatched, storage::Severity::kInfo, description);
+      return;
+    }
+    writer_.end_marker(*id, storage::MarkerEndRow{h.seq, h.time_ns, utid});
+  };
+  switch (m.type()) {
+    case wire::Marker::TYPE_MARK:
+      begin("mark", 0, std::nullopt);
+      return;
+    case wire::Marker::TYPE_RANGE_PUSH: {
+      // The id is known before the row exists, so the pairing can record it first.
+      const int64_t id = next_marker_id_;
+      const MarkerPairing::Nesting nesting = p.markers.push({m.tid(), m.source(), m.domain()}, id);
+      begin("range", nesting.depth, nesting.parent);
+      return;
+    }
+    case wire::Marker::TYPE_RANGE_POP:
+      finish(p.markers.pop({m.tid(), m.source(), m.domain()}), "marker_pop_without_push",
+             "range pops on a thread with no range pushed");
+      return;
+    case wire::Marker::TYPE_RANGE_START:
+      p.markers.start(m.range_id(), begin("range", 0, std::nullopt));
+      return;
+    case wire::Marker::TYPE_RANGE_END:
+      finish(p.markers.end(m.range_id()), "marker_end_without_start",
+             "range ends whose start was not recorded");
+      return;
+    default:
+      count("marker_unknown_type", storage::Severity::kInfo,
+            "markers of a type this collector does not know (a newer shim)");
+      return;
+  }
 }
 
 void TraceIngest::on_notice(Process&, const wire::Notice& m) {
@@ -353,9 +421,15 @@ void TraceIngest::on_notice(Process&, const wire::Notice& m) {
   count(name.c_str(), severity, m.text().c_str());
 }
 
-void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns) {
+void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns,
+                             std::optional<int> wait_status) {
   Process* p = process_for(ring_id);
   if (p == nullptr) return;
+  if (auto pending = pending_wait_status_.find(p->pid); pending != pending_wait_status_.end()) {
+    if (!wait_status) wait_status = pending->second;
+    pending_wait_status_.erase(pending);
+  }
+  if (wait_status) apply_wait_status(*p, *wait_status);
   if (!p->started) {
     wire::ProcessStart unknown;
     unknown.set_pid(p->pid);
@@ -370,8 +444,9 @@ void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns) {
   writer_.end_process(row);
   p->closed = true;
   p->complete = complete;
-  // Keep the process's identity for set_wait_status; drop its bulky state.
+  // Keep the process's identity for a later wait status; drop its bulky state.
   p->live.clear();
+  p->markers.clear();
   p->recent_frees.clear();
   p->stack_cache.clear();
   p->mappings.clear();
@@ -383,22 +458,35 @@ void TraceIngest::ring_corrupt(int64_t) {
         "rings that held a record that cannot be valid; the records after it are lost");
 }
 
-void TraceIngest::set_wait_status(uint32_t pid, std::optional<int> exit_status,
-                                  std::optional<int> signal) {
-  // The latest process with that pid is the command's final image (exec keeps the pid).
+void TraceIngest::set_wait_status(uint32_t pid, int wait_status) {
   Process* latest = nullptr;
   for (auto& [id, p] : processes_)
     if (p.pid == pid && (latest == nullptr || p.upid > latest->upid)) latest = &p;
-  if (latest == nullptr) return;
-  latest->exit_status = exit_status;
-  latest->signal = signal;
-  if (!latest->closed) return;  // close_ring() will write them
+  if (latest == nullptr) {
+    pending_wait_status_[pid] = wait_status;
+    return;
+  }
+  apply_wait_status(*latest, wait_status);
+}
+
+void TraceIngest::apply_wait_status(Process& p, int wait_status) {
+  // The kernel's word beats the shim's: it also covers _exit, abort and fatal signals.
+  if (WIFEXITED(wait_status)) {
+    p.exit_status = WEXITSTATUS(wait_status);
+    p.signal.reset();
+  } else if (WIFSIGNALED(wait_status)) {
+    p.signal = WTERMSIG(wait_status);
+    p.exit_status.reset();
+  } else {
+    return;  // stopped or continued: not an end
+  }
+  if (!p.closed) return;  // close_ring() will write them
   storage::ProcessEndRow row;
-  row.upid = latest->upid;
-  row.end_ns = latest->last_ns;
-  row.exit_status = exit_status;
-  row.signal = signal;
-  row.complete = latest->complete;
+  row.upid = p.upid;
+  row.end_ns = p.last_ns;
+  row.exit_status = p.exit_status;
+  row.signal = p.signal;
+  row.complete = p.complete;
   writer_.end_process(row);
 }
 

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "collector/callsite_tree.h"
+#include "collector/live_allocations.h"
+#include "collector/marker_pairing.h"
 #include "collector/symbolizer.h"
 #include "shm_ring.h"
 #include "storage/trace_writer.h"
@@ -41,11 +43,16 @@ class TraceIngest {
   // One record of that ring.
   void on_record(int64_t ring_id, const ring::RecordHeader& header, const unsigned char* payload);
   // The ring's process is gone and its ring drained. `complete`: no record was lost or corrupt.
-  void close_ring(int64_t ring_id, bool complete, int64_t end_ns);
+  // `wait_status`: how the process ended, when the collector could tell (process_exit.h).
+  void close_ring(int64_t ring_id, bool complete, int64_t end_ns,
+                  std::optional<int> wait_status = std::nullopt);
   // A ring that could not be read on: counts the loss.
   void ring_corrupt(int64_t ring_id);
-  // What waitpid said of a process the collector started itself (the traced command).
-  void set_wait_status(uint32_t pid, std::optional<int> exit_status, std::optional<int> signal);
+  // How the process `pid` ended, as waitpid reports it: from the collector's own waitpid on
+  // the traced command, or from a traced parent that reaped it (ChildExit). It applies to
+  // the latest process with that pid (exec keeps the pid); one not seen yet keeps it until
+  // its ring closes.
+  void set_wait_status(uint32_t pid, int wait_status);
 
   // Writes the running counters to the stats table.
   void write_stats();
@@ -58,16 +65,13 @@ class TraceIngest {
     uint64_t start, end, load_bias;
     int64_t module_id;
   };
-  struct LiveAllocation {
-    int64_t id;
-    int kind;
-  };
   // A free recently seen, kept until a FreeFailed could no longer refer to it.
   struct RecentFree {
     uint64_t seq;
     uint64_t address;
-    std::optional<int64_t> allocation_id;  // empty: the address was not live
-    LiveAllocation restored;
+    // What it ended (more than one for a cuMemUnmap of several mappings); empty: nothing live
+    // was at the address, and a bad_free row says so.
+    std::vector<std::pair<uint64_t, LiveAllocations::Entry>> ended;
     int64_t ns, utid;
     int api;
     std::optional<int64_t> callsite_id;
@@ -101,8 +105,9 @@ class TraceIngest {
     int64_t last_ns = 0;
     std::vector<Mapping> mappings;  // sorted by start
     std::unordered_map<uint32_t, int64_t> threads;
-    std::unordered_map<uint64_t, LiveAllocation> live;
+    LiveAllocations live;
     std::deque<RecentFree> recent_frees;
+    MarkerPairing markers;
     // Raw stacks already interned: most events repeat a stack, and this skips the per-frame
     // work for them. Addresses are per process, so the cache is too.
     std::unordered_map<std::vector<uint64_t>, std::optional<int64_t>, StackHash, StackEqual>
@@ -116,6 +121,8 @@ class TraceIngest {
   void on_free(Process& p, const ring::RecordHeader& h, const wire::Free& m);
   void on_free_failed(Process& p, const wire::FreeFailed& m);
   void on_notice(Process& p, const wire::Notice& m);
+  void on_marker(Process& p, const ring::RecordHeader& h, const wire::Marker& m);
+  void apply_wait_status(Process& p, int wait_status);
 
   int64_t utid_for(Process& p, uint32_t tid);
   int64_t module_id_for(const std::string& path, const std::string& build_id);
@@ -127,13 +134,15 @@ class TraceIngest {
   Symbolizer symbolizer_;
   CallsiteTree callsites_;
 
-  std::unordered_map<int64_t, Process> processes_;  // by ring id (== upid)
+  std::unordered_map<int64_t, Process> processes_;         // by ring id (== upid)
+  std::unordered_map<uint32_t, int> pending_wait_status_;  // by pid, for rings not yet open
   int64_t next_upid_ = 1;
   int64_t next_utid_ = 1;
   int64_t next_mapping_id_ = 1;
   int64_t next_frame_id_ = 1;
   int64_t next_allocation_id_ = 1;
   int64_t next_bad_free_id_ = 1;
+  int64_t next_marker_id_ = 1;
 
   struct ModuleInfo {
     int64_t id;

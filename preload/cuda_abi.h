@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace vramtrace::cuda {
 
@@ -55,5 +56,90 @@ struct vt_cudaPitchedPtr {
 
 // Functions the shim calls but does not hook, in the same form.
 #define VRAMTRACE_CUDA_RUNTIME_USED(X) X(cudaGetDevice, cudaGetDevice, (int* device))
+
+// ---- The driver API (cuda.h) ----
+
+// CUresult is an enum with int as its underlying type; the values the shim reads are shared
+// with cudaError_t.
+using vt_CUresult = int;
+inline constexpr vt_CUresult kCudaSuccess = 0;
+inline constexpr vt_CUresult kCudaErrorOutOfMemory = 2;
+
+using vt_CUdeviceptr = unsigned long long;
+using vt_CUdevice = int;
+using vt_CUmemGenericAllocationHandle = unsigned long long;
+using vt_cuuint64_t = uint64_t;                  // cuda.h: typedef uint64_t cuuint64_t
+using vt_CUmemoryPool = vt_CUmemPoolHandle_st*;  // the runtime's cudaMemPool_t is the same type
+using vt_CUstream = vt_CUstream_st*;
+// An enum in cuda.h; a distinct type here so that the ABI check can tell it from int.
+enum vt_CUdriverProcAddressQueryResult : int {};
+
+struct vt_CUmemLocation {
+  int type;  // CUmemLocationType: 1 = device, its `id` the ordinal
+  int id;
+};
+inline constexpr int kMemLocationTypeDevice = 1;
+
+struct vt_CUmemAllocationProp {
+  int type;
+  int requestedHandleTypes;
+  vt_CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+
+// One row per hooked driver entry point: the exported (versioned) name, the toolkit's
+// declaration it matches (for the ABI check), and its parameters. The versioned names are
+// what the driver hands out for a CUDA 12/13 program; cuGetProcAddress wrappers recognise
+// them by name, so an older version with another signature is never wrapped.
+#define VRAMTRACE_CUDA_DRIVER_HOOKS(X)                                                          \
+  X(cuMemAlloc_v2, cuMemAlloc, (vt_CUdeviceptr * dptr, size_t bytesize))                        \
+  X(cuMemAllocPitch_v2, cuMemAllocPitch,                                                        \
+    (vt_CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                \
+     unsigned int ElementSizeBytes))                                                            \
+  X(cuMemFree_v2, cuMemFree, (vt_CUdeviceptr dptr))                                             \
+  X(cuMemAllocManaged, cuMemAllocManaged,                                                       \
+    (vt_CUdeviceptr * dptr, size_t bytesize, unsigned int flags))                               \
+  X(cuMemHostAlloc, cuMemHostAlloc, (void** pp, size_t bytesize, unsigned int Flags))           \
+  X(cuMemAllocHost_v2, cuMemAllocHost, (void** pp, size_t bytesize))                            \
+  X(cuMemFreeHost, cuMemFreeHost, (void* p))                                                    \
+  X(cuMemAllocAsync, cuMemAllocAsync,                                                           \
+    (vt_CUdeviceptr * dptr, size_t bytesize, vt_CUstream hStream))                              \
+  X(cuMemAllocAsync_ptsz, cuMemAllocAsync,                                                      \
+    (vt_CUdeviceptr * dptr, size_t bytesize, vt_CUstream hStream))                              \
+  X(cuMemAllocFromPoolAsync, cuMemAllocFromPoolAsync,                                           \
+    (vt_CUdeviceptr * dptr, size_t bytesize, vt_CUmemoryPool pool, vt_CUstream hStream))        \
+  X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync,                                      \
+    (vt_CUdeviceptr * dptr, size_t bytesize, vt_CUmemoryPool pool, vt_CUstream hStream))        \
+  X(cuMemFreeAsync, cuMemFreeAsync, (vt_CUdeviceptr dptr, vt_CUstream hStream))                 \
+  X(cuMemFreeAsync_ptsz, cuMemFreeAsync, (vt_CUdeviceptr dptr, vt_CUstream hStream))            \
+  X(cuMemCreate, cuMemCreate,                                                                   \
+    (vt_CUmemGenericAllocationHandle * handle, size_t size, const vt_CUmemAllocationProp* prop, \
+     unsigned long long flags))                                                                 \
+  X(cuMemRelease, cuMemRelease, (vt_CUmemGenericAllocationHandle handle))                       \
+  X(cuMemAddressReserve, cuMemAddressReserve,                                                   \
+    (vt_CUdeviceptr * ptr, size_t size, size_t alignment, vt_CUdeviceptr addr,                  \
+     unsigned long long flags))                                                                 \
+  X(cuMemAddressFree, cuMemAddressFree, (vt_CUdeviceptr ptr, size_t size))                      \
+  X(cuMemMap, cuMemMap,                                                                         \
+    (vt_CUdeviceptr ptr, size_t size, size_t offset, vt_CUmemGenericAllocationHandle handle,    \
+     unsigned long long flags))                                                                 \
+  X(cuMemUnmap, cuMemUnmap, (vt_CUdeviceptr ptr, size_t size))
+
+// The resolvers the shim interposes, and the driver functions it calls without hooking.
+#define VRAMTRACE_CUDA_DRIVER_RESOLVERS(X)                                 \
+  X(cuGetProcAddress_v2, cuGetProcAddress,                                 \
+    (const char* symbol, void** pfn, int cudaVersion, vt_cuuint64_t flags, \
+     vt_CUdriverProcAddressQueryResult* symbolStatus))
+#define VRAMTRACE_CUDA_DRIVER_USED(X) X(cuCtxGetDevice, cuCtxGetDevice, (vt_CUdevice * device))
+
+// cuGetProcAddress as CUDA 11.3 to 11.8 declared it, still exported by the driver.
+using vt_cuGetProcAddress_v1_fn = vt_CUresult (*)(const char* symbol, void** pfn, int cudaVersion,
+                                                  vt_cuuint64_t flags);
 
 }  // namespace vramtrace::cuda

@@ -8,37 +8,58 @@
 namespace vramtrace::preload {
 namespace {
 
-// Returns a handle to a loaded libcudart, without loading one: the shim never changes what
-// the program has loaded.
-void* loaded_cudart() {
-  struct Found {
+using DlsymFn = void* (*)(void*, const char*);
+
+DlsymFn glibc_dlsym() {
+  static std::atomic<DlsymFn> cached{nullptr};
+  DlsymFn fn = cached.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    // dlvsym is not interposed. GLIBC_2.34 is the current dlsym, GLIBC_2.2.5 the one before
+    // libdl moved into libc; both are the same function.
+    fn = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34"));
+    if (fn == nullptr) fn = reinterpret_cast<DlsymFn>(dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5"));
+    cached.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+// A handle to a loaded object whose file name starts with `library`, without loading one:
+// the shim never changes what the program has loaded.
+void* loaded_library(const char* library) {
+  struct Search {
+    const char* prefix;
     char path[4096];
     bool found;
-  } found{};
+  } search{library, {}, false};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
-        auto* f = static_cast<Found*>(data);
+        auto* s = static_cast<Search*>(data);
         const char* name = info->dlpi_name;
         if (name == nullptr) return 0;
         const char* base = std::strrchr(name, '/');
         base = base ? base + 1 : name;
-        if (std::strncmp(base, "libcudart.so", 12) != 0) return 0;
-        std::strncpy(f->path, name, sizeof f->path - 1);
-        f->found = true;
+        if (std::strncmp(base, s->prefix, std::strlen(s->prefix)) != 0) return 0;
+        std::strncpy(s->path, name, sizeof s->path - 1);
+        s->found = true;
         return 1;
       },
-      &found);
-  if (!found.found) return nullptr;
-  return dlopen(found.path, RTLD_LAZY | RTLD_NOLOAD);
+      &search);
+  if (!search.found) return nullptr;
+  return dlopen(search.path, RTLD_LAZY | RTLD_NOLOAD);
 }
 
 }  // namespace
 
-void* find_real_function(const char* name) {
-  if (void* fn = dlsym(RTLD_NEXT, name)) return fn;
-  if (void* cudart = loaded_cudart()) {
-    void* fn = dlsym(cudart, name);
-    dlclose(cudart);  // balances RTLD_NOLOAD's reference; the library stays loaded
+void* real_dlsym(void* handle, const char* name) {
+  DlsymFn fn = glibc_dlsym();
+  return fn ? fn(handle, name) : nullptr;
+}
+
+void* find_real_function(const char* name, const char* library) {
+  if (void* fn = real_dlsym(RTLD_NEXT, name)) return fn;
+  if (void* handle = loaded_library(library)) {
+    void* fn = real_dlsym(handle, name);
+    dlclose(handle);  // balances RTLD_NOLOAD's reference; the library stays loaded
     return fn;
   }
   return nullptr;

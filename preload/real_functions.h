@@ -5,17 +5,22 @@
 
 namespace vramtrace::preload {
 
-// The next definition of `name` after the shim in the lookup order. When the CUDA runtime
-// was loaded with dlopen(RTLD_LOCAL), as frameworks do, RTLD_NEXT cannot see it; then the
-// loaded libcudart is found by name among the loaded objects. Null when nothing defines it.
-void* find_real_function(const char* name);
+// glibc's dlsym, never the shim's own (the shim interposes dlsym: see proc_address.cpp).
+// Called from the shim, so RTLD_NEXT means "after the shim".
+void* real_dlsym(void* handle, const char* name);
+
+// The next definition of `name` after the shim in the lookup order. When the library was
+// loaded with dlopen(RTLD_LOCAL), as frameworks do with libcudart and as a static cudart does
+// with libcuda, RTLD_NEXT cannot see it; then the loaded object whose file name starts with
+// `library` ("libcudart.so", "libcuda.so") is asked. Null when nothing defines it.
+void* find_real_function(const char* name, const char* library);
 
 // Resolves once and caches in `slot`; safe to race (every racer stores the same pointer).
 template <class Fn>
-Fn real_function(std::atomic<void*>& slot, const char* name) {
+Fn real_function(std::atomic<void*>& slot, const char* name, const char* library) {
   void* fn = slot.load(std::memory_order_acquire);
   if (fn == nullptr) {
-    fn = find_real_function(name);
+    fn = find_real_function(name, library);
     slot.store(fn, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(fn);

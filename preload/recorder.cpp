@@ -12,6 +12,7 @@
 
 #include "collector_link.h"
 #include "cuda_abi.h"
+#include "job_identity.h"
 #include "module_map.h"
 #include "nanopb/vramtrace.pb.h"
 #include "real_functions.h"
@@ -24,6 +25,7 @@ namespace vramtrace::preload {
 
 constinit thread_local bool t_inside_shim __attribute__((tls_model("initial-exec"))) = false;
 std::atomic<int> g_shim_state{static_cast<int>(ShimState::kOff)};
+std::atomic<bool> g_started{false};
 
 namespace {
 
@@ -38,15 +40,18 @@ CollectorLink g_link;
 ring::RingProducer g_ring;
 ModuleMap g_modules;
 pthread_mutex_t g_modules_mutex = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<bool> g_started{false};
 std::atomic<void*> g_real_cudaGetDevice{nullptr};
 char g_socket_path[256];
 uint64_t g_ring_bytes = kDefaultRingBytes;
+
+}  // namespace
 
 uint32_t current_tid() {
   if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
   return t_tid;
 }
+
+namespace {
 
 // Ends recording for good (in this process); says why once.
 void stop_recording(const char* why) {
@@ -55,7 +60,8 @@ void stop_recording(const char* why) {
     shim_log(why, "; recording stopped, the program continues untraced");
 }
 
-// Puts one encoded message on the ring. Returns its sequence number, or 0.
+}  // namespace
+
 uint64_t write_record(const uint8_t* payload, size_t bytes) {
   if (bytes == 0) {
     stop_recording("internal error: an event did not encode");
@@ -76,6 +82,8 @@ uint64_t write_record(const uint8_t* payload, size_t bytes) {
   }
   return 0;
 }
+
+namespace {
 
 // Sends the modules loaded since the last scan. Before an event's record, so that the
 // collector knows every object the event's stack points into.
@@ -133,6 +141,7 @@ void send_process_start() {
   info.argv_bytes = cmdline_bytes;
   info.hostname = host;
   info.unwinder = g_unwinder.name();
+  read_job_identity(&info);
   static uint8_t buf[sizeof cmdline + sizeof exe + sizeof host + 256];
   write_record(buf, encode_process_start(info, buf, sizeof buf));
 }
@@ -238,7 +247,8 @@ int32_t current_device() {
 #define VRAMTRACE_FN_TYPE(name, same_as, params) using name##_fn = cuda::vt_cudaError_t(*) params;
   VRAMTRACE_CUDA_RUNTIME_USED(VRAMTRACE_FN_TYPE)
 #undef VRAMTRACE_FN_TYPE
-  auto get_device = real_function<cudaGetDevice_fn>(g_real_cudaGetDevice, "cudaGetDevice");
+  auto get_device =
+      real_function<cudaGetDevice_fn>(g_real_cudaGetDevice, "cudaGetDevice", "libcudart.so");
   int device = -1;
   if (get_device == nullptr || get_device(&device) != cuda::kSuccess) return -1;
   return device;

@@ -20,13 +20,21 @@ enum class ShimState : int {
 };
 
 extern std::atomic<int> g_shim_state;
+extern std::atomic<bool> g_started;
 
-inline bool is_recording() {
-  return g_shim_state.load(std::memory_order_relaxed) == static_cast<int>(ShimState::kRecording);
+// Starts recording if VRAMTRACE_SOCKET names a collector. Idempotent. The shim's constructor
+// calls it, but another library's constructor may call CUDA (or dlsym) before the loader runs
+// ours, so every hook makes sure first.
+void shim_start();
+
+inline void ensure_started() {
+  if (__builtin_expect(!g_started.load(std::memory_order_relaxed), 0)) shim_start();
 }
 
-// Starts recording if VRAMTRACE_SOCKET names a collector. Idempotent.
-void shim_start();
+inline bool is_recording() {
+  ensure_started();
+  return g_shim_state.load(std::memory_order_relaxed) == static_cast<int>(ShimState::kRecording);
+}
 
 // Records an allocation call that has returned. `e.tid` is filled in here.
 void record_alloc(AllocEvent e);
@@ -37,6 +45,12 @@ uint64_t record_free(FreeEvent e);
 
 // The free recorded as `free_seq` failed with `result`: the memory is still allocated.
 void record_free_failed(uint64_t free_seq, int32_t result);
+
+// For records that carry no stack (markers): the calling thread's id, and the record path's
+// last step. write_record puts one encoded message on the ring and returns its sequence
+// number, or 0 (on failure recording stops). Call only inside an outermost ReentryGuard.
+uint32_t current_tid();
+uint64_t write_record(const uint8_t* payload, size_t bytes);
 
 // The caller's current device per the real runtime, or -1. Call only inside a ReentryGuard.
 int32_t current_device();

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "real_functions.h"
+
 namespace vramtrace::preload {
 namespace {
 
@@ -46,10 +48,10 @@ void Unwinder::init() {
 
   void* libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (libunwind != nullptr) {
-    auto bt = reinterpret_cast<BacktraceFn>(dlsym(libunwind, "unw_backtrace"));
-    auto set_caching =
-        reinterpret_cast<int (*)(void*, int)>(dlsym(libunwind, "_ULx86_64_set_caching_policy"));
-    auto* local_space = static_cast<void**>(dlsym(libunwind, "_ULx86_64_local_addr_space"));
+    auto bt = reinterpret_cast<BacktraceFn>(real_dlsym(libunwind, "unw_backtrace"));
+    auto set_caching = reinterpret_cast<int (*)(void*, int)>(
+        real_dlsym(libunwind, "_ULx86_64_set_caching_policy"));
+    auto* local_space = static_cast<void**>(real_dlsym(libunwind, "_ULx86_64_local_addr_space"));
     if (bt != nullptr) {
       if (set_caching != nullptr && local_space != nullptr)
         set_caching(*local_space, kUnwCachePerThread);

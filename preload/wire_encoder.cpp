@@ -180,6 +180,12 @@ size_t encode_process_start(const ProcessStartInfo& info, uint8_t* out, size_t c
   m.hostname = string_field(info.hostname);
   m.shim_version = 1;
   m.unwinder = string_field(info.unwinder);
+  m.has_rank = info.has_rank;
+  m.rank = info.rank;
+  m.has_local_rank = info.has_local_rank;
+  m.local_rank = info.local_rank;
+  m.has_world_size = info.has_world_size;
+  m.world_size = info.world_size;
   return encode(env, out, capacity);
 }
 
@@ -187,6 +193,13 @@ size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity) {
   vramtrace_wire_Envelope env;
   env.which_body = vramtrace_wire_Envelope_process_exit_tag;
   env.body.process_exit = vramtrace_wire_ProcessExit{exit_status};
+  return encode(env, out, capacity);
+}
+
+size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_child_exit_tag;
+  env.body.child_exit = vramtrace_wire_ChildExit{pid, wait_status};
   return encode(env, out, capacity);
 }
 
@@ -200,6 +213,37 @@ size_t encode_notice(int severity, const char* name, const char* text, uint8_t* 
   m.name = string_field(name);
   m.text = string_field(text);
   return encode(env, out, capacity);
+}
+
+// Markers are as frequent as allocations in annotated loops, so, like Alloc and Free, they are
+// written field by field: one pass to size the body (nanopb's sizing stream), one to write
+// it behind the Envelope's tag and length, with no buffer in between.
+size_t encode_marker(const MarkerEvent& e, uint8_t* out, size_t capacity) {
+  auto write_body = [&e](pb_ostream_t* s) {
+    auto varint = [s](uint32_t tag, uint64_t value) {
+      return value == 0 || (pb_encode_tag(s, PB_WT_VARINT, tag) && pb_encode_varint(s, value));
+    };
+    auto text = [s](uint32_t tag, const char* value) {
+      const size_t bytes = value == nullptr ? 0 : std::strlen(value);
+      return bytes == 0 || (pb_encode_tag(s, PB_WT_STRING, tag) &&
+                            pb_encode_string(s, reinterpret_cast<const pb_byte_t*>(value), bytes));
+    };
+    return varint(vramtrace_wire_Marker_tid_tag, e.tid) &&
+           varint(vramtrace_wire_Marker_type_tag, static_cast<uint64_t>(e.type)) &&
+           varint(vramtrace_wire_Marker_source_tag, static_cast<uint64_t>(e.source)) &&
+           text(vramtrace_wire_Marker_domain_tag, e.domain) &&
+           text(vramtrace_wire_Marker_name_tag, e.name) &&
+           varint(vramtrace_wire_Marker_range_id_tag, e.range_id) &&
+           varint(vramtrace_wire_Marker_color_tag, e.color) &&
+           varint(vramtrace_wire_Marker_category_tag, e.category);
+  };
+  pb_ostream_t sizing = PB_OSTREAM_SIZING;
+  if (!write_body(&sizing)) return 0;
+  pb_ostream_t stream = pb_ostream_from_buffer(out, capacity);
+  if (!pb_encode_tag(&stream, PB_WT_STRING, vramtrace_wire_Envelope_marker_tag) ||
+      !pb_encode_varint(&stream, sizing.bytes_written) || !write_body(&stream))
+    return 0;
+  return stream.bytes_written;
 }
 
 }  // namespace vramtrace::preload

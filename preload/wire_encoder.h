@@ -51,6 +51,22 @@ struct ProcessStartInfo {
   size_t argv_bytes;
   const char* hostname;
   const char* unwinder;
+  // From the launcher's environment; has_* false when no variable gave it.
+  bool has_rank, has_local_rank, has_world_size;
+  int32_t rank, local_rank, world_size;
+};
+
+// A Marker (NVTX or the C API). The strings are NUL-terminated valid UTF-8 (marker_text.h
+// makes them so); null is the empty string.
+struct MarkerEvent {
+  uint32_t tid;
+  int type;    // vramtrace_wire_Marker_Type
+  int source;  // vramtrace_wire_Marker_Source
+  const char* domain;
+  const char* name;
+  uint64_t range_id;
+  uint32_t color;  // ARGB
+  uint32_t category;
 };
 
 // Each returns the encoded size, or 0 when the message did not fit in `capacity`.
@@ -60,7 +76,9 @@ size_t encode_free_failed(uint64_t free_seq, int32_t result, uint8_t* out, size_
 size_t encode_module(const ModuleInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_start(const ProcessStartInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity);
+size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t capacity);
 size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
                      size_t capacity);
+size_t encode_marker(const MarkerEvent&, uint8_t* out, size_t capacity);
 
 }  // namespace vramtrace::preload

@@ -5,15 +5,18 @@
 namespace vramtrace::storage {
 namespace {
 
-constexpr std::array<NamedId, 5> kAllocationKindRows{{
+constexpr std::array<NamedId, 8> kAllocationKindRows{{
     {allocation_kind::kUnknown, "unknown"},
     {allocation_kind::kDevice, "device"},
     {allocation_kind::kManaged, "managed"},
     {allocation_kind::kHostPinned, "host_pinned"},
     {allocation_kind::kAsync, "async"},
+    {allocation_kind::kVmmReservation, "vmm_reservation"},
+    {allocation_kind::kVmmHandle, "vmm_handle"},
+    {allocation_kind::kVmmMapping, "vmm_mapping"},
 }};
 
-constexpr std::array<NamedId, 12> kApiRows{{
+constexpr std::array<NamedId, 28> kApiRows{{
     {api::kUnknown, "unknown"},
     {api::kCudaMalloc, "cudaMalloc"},
     {api::kCudaFree, "cudaFree"},
@@ -26,6 +29,22 @@ constexpr std::array<NamedId, 12> kApiRows{{
     {api::kCudaMallocAsync, "cudaMallocAsync"},
     {api::kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync"},
     {api::kCudaFreeAsync, "cudaFreeAsync"},
+    {api::kCuMemAlloc, "cuMemAlloc"},
+    {api::kCuMemAllocPitch, "cuMemAllocPitch"},
+    {api::kCuMemFree, "cuMemFree"},
+    {api::kCuMemAllocManaged, "cuMemAllocManaged"},
+    {api::kCuMemHostAlloc, "cuMemHostAlloc"},
+    {api::kCuMemAllocHost, "cuMemAllocHost"},
+    {api::kCuMemFreeHost, "cuMemFreeHost"},
+    {api::kCuMemAllocAsync, "cuMemAllocAsync"},
+    {api::kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"},
+    {api::kCuMemFreeAsync, "cuMemFreeAsync"},
+    {api::kCuMemCreate, "cuMemCreate"},
+    {api::kCuMemRelease, "cuMemRelease"},
+    {api::kCuMemAddressReserve, "cuMemAddressReserve"},
+    {api::kCuMemAddressFree, "cuMemAddressFree"},
+    {api::kCuMemMap, "cuMemMap"},
+    {api::kCuMemUnmap, "cuMemUnmap"},
 }};
 
 // Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
@@ -50,7 +69,10 @@ CREATE TABLE process(
   exit_status INTEGER,             -- NULL: did not exit normally, or not known
   signal INTEGER,                  -- NULL: not killed by a signal, or not known
   complete INTEGER NOT NULL DEFAULT 0,  -- 1: said goodbye, or its ring was fully drained
-  unwinder TEXT NOT NULL
+  unwinder TEXT NOT NULL,
+  rank INTEGER,                    -- place in a distributed job; NULL: not in one, or not said
+  local_rank INTEGER,              -- NULL as rank
+  world_size INTEGER               -- NULL as rank
 );
 CREATE TABLE thread(
   utid INTEGER PRIMARY KEY,
@@ -115,7 +137,9 @@ CREATE TABLE allocation(
   free_ns INTEGER,
   free_utid INTEGER REFERENCES thread(utid),
   free_callsite_id INTEGER REFERENCES callsite(id),
-  free_api INTEGER REFERENCES api(id)
+  free_api INTEGER REFERENCES api(id),
+  vmm_handle INTEGER,              -- vmm_mapping: the handle mapped; NULL for other kinds
+  vmm_offset INTEGER               -- vmm_mapping: where in the handle the mapping starts
 );
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
@@ -128,6 +152,24 @@ CREATE TABLE bad_free(
   result INTEGER NOT NULL,         -- cudaError_t the free returned
   callsite_id INTEGER REFERENCES callsite(id),
   reason TEXT NOT NULL             -- 'unknown_address' or 'call_failed'
+);
+CREATE TABLE marker(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  utid INTEGER NOT NULL REFERENCES thread(utid),  -- the thread that began it
+  type TEXT NOT NULL,              -- 'mark' or 'range'
+  source TEXT NOT NULL,            -- 'nvtx' or 'api'
+  domain TEXT,                     -- NULL: NVTX's default domain
+  name TEXT NOT NULL,
+  start_seq INTEGER NOT NULL,      -- per-process sequence number, as allocation's
+  start_ns INTEGER NOT NULL,
+  end_seq INTEGER,                 -- NULL: a mark, or a range never ended
+  end_ns INTEGER,
+  end_utid INTEGER REFERENCES thread(utid),  -- start/end ranges may end on another thread
+  depth INTEGER NOT NULL DEFAULT 0,  -- push/pop nesting on its thread; 0: outermost
+  parent_id INTEGER REFERENCES marker(id),  -- the enclosing push/pop range; NULL: none
+  color INTEGER,                   -- ARGB; NULL: none given
+  category INTEGER                 -- NULL: none given
 );
 CREATE TABLE stats(
   name TEXT PRIMARY KEY,
@@ -152,11 +194,12 @@ CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
 CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
 CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
+CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);
 )sql";
 
-constexpr std::array<std::string_view, 12> kRequiredTables{
-    "meta",     "process",         "thread", "module",     "mapping",  "frame",
-    "callsite", "allocation_kind", "api",    "allocation", "bad_free", "stats",
+constexpr std::array<std::string_view, 13> kRequiredTables{
+    "meta", "process",    "thread",   "module", "mapping", "frame", "callsite", "allocation_kind",
+    "api",  "allocation", "bad_free", "marker", "stats",
 };
 
 }  // namespace

@@ -14,13 +14,18 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // PRAGMA user_version: bumped whenever a reader of the previous version would misread a file.
 inline constexpr int kSchemaVersion = 1;
 
-// Ids of `allocation_kind` rows. Later kinds (VMM handles, allocator blocks) are new rows.
+// Ids of `allocation_kind` rows; the same numbers as the wire's `Kind`. Later kinds (allocator
+// blocks) are new rows.
 namespace allocation_kind {
 inline constexpr int kUnknown = 0;
 inline constexpr int kDevice = 1;
 inline constexpr int kManaged = 2;
 inline constexpr int kHostPinned = 3;
 inline constexpr int kAsync = 4;
+// The driver's virtual memory API: three layers, not three amounts of memory.
+inline constexpr int kVmmReservation = 5;  // cuMemAddressReserve: address space only
+inline constexpr int kVmmHandle = 6;       // cuMemCreate: physical memory; address = the handle
+inline constexpr int kVmmMapping = 7;      // cuMemMap: a handle's memory at an address
 }  // namespace allocation_kind
 
 // Ids of `api` rows: the function that made an event. Same numbers as the wire's `Api`.
@@ -37,6 +42,23 @@ inline constexpr int kCudaMalloc3D = 8;
 inline constexpr int kCudaMallocAsync = 9;
 inline constexpr int kCudaMallocFromPoolAsync = 10;
 inline constexpr int kCudaFreeAsync = 11;
+// The driver API, named as the user calls it (cuMemAlloc, not its ABI name cuMemAlloc_v2).
+inline constexpr int kCuMemAlloc = 12;
+inline constexpr int kCuMemAllocPitch = 13;
+inline constexpr int kCuMemFree = 14;
+inline constexpr int kCuMemAllocManaged = 15;
+inline constexpr int kCuMemHostAlloc = 16;
+inline constexpr int kCuMemAllocHost = 17;
+inline constexpr int kCuMemFreeHost = 18;
+inline constexpr int kCuMemAllocAsync = 19;
+inline constexpr int kCuMemAllocFromPoolAsync = 20;
+inline constexpr int kCuMemFreeAsync = 21;
+inline constexpr int kCuMemCreate = 22;
+inline constexpr int kCuMemRelease = 23;
+inline constexpr int kCuMemAddressReserve = 24;
+inline constexpr int kCuMemAddressFree = 25;
+inline constexpr int kCuMemMap = 26;
+inline constexpr int kCuMemUnmap = 27;
 }  // namespace api
 
 struct NamedId {

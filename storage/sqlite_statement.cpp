@@ -44,6 +44,20 @@ void Statement::bind_optional_int64(int index, std::optional<std::int64_t> value
   }
 }
 
+void Statement::bind_optional_uint64(int index, std::optional<std::uint64_t> value) {
+  if (value) {
+    bind_uint64(index, *value);
+  } else {
+    bind_null(index);
+  }
+}
+
+void Statement::bind_named_int64(const char* name, std::int64_t value) {
+  if (const int index = sqlite3_bind_parameter_index(stmt_, name); index > 0) {
+    bind_int64(index, value);
+  }
+}
+
 void Statement::bind_text(int index, std::string_view value) {
   // A null data pointer would bind SQL NULL; an empty string must stay an empty string.
   const char* data = value.data() != nullptr ? value.data() : "";
@@ -68,6 +82,11 @@ std::string Statement::text(int column) const {
 std::optional<std::int64_t> Statement::optional_int64(int column) const {
   if (is_null(column)) return std::nullopt;
   return int64(column);
+}
+
+std::optional<std::uint64_t> Statement::optional_uint64(int column) const {
+  if (is_null(column)) return std::nullopt;
+  return uint64(column);
 }
 
 std::optional<std::string> Statement::optional_text(int column) const {

@@ -46,9 +46,12 @@ class Statement {
     bind_int64(index, static_cast<std::int64_t>(value));
   }
   void bind_optional_int64(int index, std::optional<std::int64_t> value);
+  void bind_optional_uint64(int index, std::optional<std::uint64_t> value);
   void bind_text(int index, std::string_view value);
   void bind_optional_text(int index, const std::optional<std::string>& value);
   void bind_null(int index) { sqlite3_bind_null(stmt_, index); }
+  // Binds the parameter written `name` in the SQL (":upid"), if the statement has one.
+  void bind_named_int64(const char* name, std::int64_t value);
 
   // SQLITE_ROW, SQLITE_DONE or an error code.
   int step() { return sqlite3_step(stmt_); }
@@ -65,6 +68,7 @@ class Statement {
   int int32(int column) const { return sqlite3_column_int(stmt_, column); }
   std::string text(int column) const;
   std::optional<std::int64_t> optional_int64(int column) const;
+  std::optional<std::uint64_t> optional_uint64(int column) const;
   std::optional<std::string> optional_text(int column) const;
 
   explicit operator bool() const { return stmt_ != nullptr; }

@@ -1,12 +1,12 @@
 #include "storage/trace_reader.h"
 
 #include <set>
-#include <system_error>
 #include <utility>
 
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_header.h"
+#include "storage/trace_file_uri.h"
 
 namespace vramtrace::storage {
 namespace {
@@ -30,26 +30,6 @@ std::string hex(std::int64_t value) {
     bits >>= 4;
   } while (bits != 0);
   return "0x" + out;
-}
-
-// file: URI for `path` with ?immutable=1. Percent-encodes what a URI path cannot hold as is.
-std::string immutable_uri(const std::filesystem::path& path) {
-  static constexpr char kDigits[] = "0123456789ABCDEF";
-  std::error_code ec;
-  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
-  if (ec) absolute = path;
-  std::string uri = "file:";
-  for (const char c : absolute.string()) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte <= 0x20 || byte >= 0x7f || c == '%' || c == '?' || c == '#') {
-      uri += '%';
-      uri += kDigits[byte >> 4];
-      uri += kDigits[byte & 0xf];
-    } else {
-      uri += c;
-    }
-  }
-  return uri + "?immutable=1";
 }
 
 AllocationRecord read_allocation(const Statement& row) {
@@ -79,6 +59,8 @@ AllocationRecord read_allocation(const Statement& row) {
     f.free_callsite_id = row.optional_int64(19);
     f.free_api = row.int32(20);
   }
+  a.vmm_handle = row.optional_uint64(21);
+  a.vmm_offset = row.optional_uint64(22);
   return record;
 }
 
@@ -86,7 +68,7 @@ std::string allocation_query(const AllocationFilter& filter) {
   std::string sql =
       "SELECT id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, "
       "result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
-      "free_callsite_id, free_api FROM allocation "
+      "free_callsite_id, free_api, vmm_handle, vmm_offset FROM allocation "
       "WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
   switch (filter.outcome) {
     case AllocationFilter::Outcome::kAny:
@@ -252,16 +234,11 @@ std::unique_ptr<TraceReader> TraceReader::open(const std::filesystem::path& path
 
   auto impl = std::make_unique<Impl>();
   impl->path = path;
-  // Only a collector that is writing (or died writing) leaves a -wal file: without one, no
-  // writer can be at work (TraceWriter never reopens a file), and the trace is opened
-  // immutable. SQLite then creates no -wal or -shm next to it, and a trace in a read-only
-  // directory can still be read.
-  std::error_code ec;
-  const bool writer_may_be_active = std::filesystem::exists(name + "-wal", ec) || ec;
-  const std::string location = writer_may_be_active ? name : immutable_uri(path);
+  // See read_only_trace_uri(): a trace no collector can be writing is opened immutable.
+  const std::string location = read_only_trace_uri(path);
   sqlite3* raw_db = nullptr;
-  const int flags = SQLITE_OPEN_READONLY | (writer_may_be_active ? 0 : SQLITE_OPEN_URI);
-  const int rc = sqlite3_open_v2(location.c_str(), &raw_db, flags, nullptr);
+  const int rc =
+      sqlite3_open_v2(location.c_str(), &raw_db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
   impl->db.reset(raw_db);
   if (rc != SQLITE_OK) {
     const std::string reason = raw_db != nullptr ? sqlite3_errmsg(raw_db) : sqlite3_errstr(rc);
@@ -319,7 +296,8 @@ std::string TraceReader::api_name(int api) const {
 std::vector<ProcessRecord> TraceReader::processes() const {
   Statement statement = impl_->prepare(
       "SELECT upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, unwinder, "
-      "end_ns, exit_status, signal, complete FROM process ORDER BY upid");
+      "end_ns, exit_status, signal, complete, rank, local_rank, world_size FROM process "
+      "ORDER BY upid");
   std::vector<ProcessRecord> processes;
   impl_->each_row(statement, [&](const Statement& row) {
     ProcessRecord& record = processes.emplace_back();
@@ -340,6 +318,9 @@ std::vector<ProcessRecord> TraceReader::processes() const {
     if (!row.is_null(11)) end.exit_status = row.int32(11);
     if (!row.is_null(12)) end.signal = row.int32(12);
     end.complete = row.int64(13) != 0;
+    if (!row.is_null(14)) start.rank = row.int32(14);
+    if (!row.is_null(15)) start.local_rank = row.int32(15);
+    if (!row.is_null(16)) start.world_size = row.int32(16);
   });
   return processes;
 }
@@ -413,6 +394,35 @@ std::vector<BadFreeRow> TraceReader::bad_frees() const {
     bad_free.reason = row.text(9);
   });
   return rows;
+}
+
+std::vector<MarkerRecord> TraceReader::markers() const {
+  Statement statement = impl_->prepare(
+      "SELECT id, upid, utid, type, source, domain, name, start_seq, start_ns, depth, parent_id, "
+      "color, category, end_seq, end_ns, end_utid FROM marker ORDER BY upid, start_seq, id");
+  std::vector<MarkerRecord> markers;
+  impl_->each_row(statement, [&](const Statement& row) {
+    MarkerRecord& record = markers.emplace_back();
+    MarkerRow& start = record.start;
+    start.id = row.int64(0);
+    start.upid = row.int64(1);
+    start.utid = row.int64(2);
+    start.type = row.text(3);
+    start.source = row.text(4);
+    start.domain = row.optional_text(5);
+    start.name = row.text(6);
+    start.start_seq = row.uint64(7);
+    start.start_ns = row.int64(8);
+    start.depth = row.int32(9);
+    start.parent_id = row.optional_int64(10);
+    if (!row.is_null(11)) start.color = static_cast<std::uint32_t>(row.int64(11));
+    if (!row.is_null(12)) start.category = static_cast<std::uint32_t>(row.int64(12));
+    if (!row.is_null(13)) {
+      // A range's end is all three columns or none; a missing thread reads as 0 (none).
+      record.end = MarkerEndRow{row.uint64(13), row.int64(14), row.int64(15)};
+    }
+  });
+  return markers;
 }
 
 std::vector<StatRecord> TraceReader::stats() const {

@@ -87,7 +87,9 @@ class TraceReader {
   void for_each_allocation_event(const std::function<void(const AllocationEvent&)>& visit) const;
 
   std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
-  std::vector<StatRecord> stats() const;      // by name
+  // Marks and ranges, in (upid, start_seq) order.
+  std::vector<MarkerRecord> markers() const;
+  std::vector<StatRecord> stats() const;  // by name
 
   // The stack whose leaf is callsite_id, innermost frame first; empty for no callsite. A chain
   // that breaks off (a parent id without a row) ends where it breaks, as far as it is known.

@@ -18,6 +18,8 @@ struct ProcessRow {
   std::vector<std::string> argv;
   std::int64_t start_ns = 0, start_realtime_ns = 0;
   std::string unwinder;
+  // Its place in a distributed job, from the launcher's environment; unset: not in one.
+  std::optional<int> rank, local_rank, world_size;
 };
 
 // The end of a process. Unset fields stay NULL in the trace.
@@ -46,6 +48,8 @@ struct AllocationRow {
   std::uint64_t alloc_seq = 0;
   std::int64_t alloc_ns = 0, alloc_utid = 0;
   std::optional<std::int64_t> alloc_callsite_id;
+  // vmm_mapping only: the handle mapped at `address`, and where in it the mapping starts.
+  std::optional<std::uint64_t> vmm_handle, vmm_offset;
 };
 
 struct FreeRow {
@@ -68,6 +72,34 @@ struct BadFreeRow {
 
 inline constexpr std::string_view kBadFreeUnknownAddress = "unknown_address";
 inline constexpr std::string_view kBadFreeCallFailed = "call_failed";
+
+// A point (mark) or a span (range) on a process's timeline, from NVTX or the vramtrace_ API.
+struct MarkerRow {
+  std::int64_t id = 0, upid = 0;
+  std::int64_t utid = 0;              // the thread that began it
+  std::string type;                   // kMarkerMark or kMarkerRange
+  std::string source;                 // kMarkerFromNvtx or kMarkerFromApi
+  std::optional<std::string> domain;  // unset: NVTX's default domain
+  std::string name;
+  std::uint64_t start_seq = 0;  // in the process's sequence, as allocations' alloc_seq
+  std::int64_t start_ns = 0;
+  // Push/pop ranges nest per thread: depth 0 is outermost, parent_id the enclosing range.
+  // Marks and start/end ranges have depth 0 and no parent.
+  int depth = 0;
+  std::optional<std::int64_t> parent_id;
+  std::optional<std::uint32_t> color, category;  // color: ARGB
+};
+
+// The end of a range. end_utid may differ from the start's thread (nvtxRangeStart/End).
+struct MarkerEndRow {
+  std::uint64_t end_seq = 0;
+  std::int64_t end_ns = 0, end_utid = 0;
+};
+
+inline constexpr std::string_view kMarkerMark = "mark";
+inline constexpr std::string_view kMarkerRange = "range";
+inline constexpr std::string_view kMarkerFromNvtx = "nvtx";
+inline constexpr std::string_view kMarkerFromApi = "api";
 
 // How much a named import problem matters, as perfetto's stats grade them.
 enum class Severity { kInfo, kDataLoss, kError };
@@ -96,6 +128,11 @@ struct AllocationRecord {
   bool failed() const { return allocation.result != 0; }
   // Succeeded and never freed: still held when the trace ends.
   bool live_at_end() const { return !failed() && !free.has_value(); }
+};
+
+struct MarkerRecord {
+  MarkerRow start;
+  std::optional<MarkerEndRow> end;  // empty: a mark, or a range that never ended
 };
 
 // An allocation starting or ending, in a process's sequence order.

@@ -6,11 +6,11 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <system_error>
 #include <utility>
 
+#include "storage/empty_trace.h"
 #include "storage/json_string_array.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
@@ -29,17 +29,12 @@ constexpr int kBusyTimeoutMs = 5000;
 constexpr std::string_view kStatFreeOfUnknownAllocation = "storage_free_of_unknown_allocation";
 constexpr std::string_view kStatEndOfUnknownProcess = "storage_end_of_unknown_process";
 constexpr std::string_view kStatNameOfUnknownThread = "storage_name_of_unknown_thread";
-
-std::int64_t realtime_now_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_REALTIME, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
-}
+constexpr std::string_view kStatEndOfUnknownMarker = "storage_end_of_unknown_marker";
 
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
       add_mapping, add_frame, add_callsite, add_allocation, set_free, clear_free, add_bad_free,
-      set_stat;
+      add_marker, end_marker, set_stat;
 };
 
 struct StatementSql {
@@ -47,13 +42,14 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 14> kStatementSql{{
+constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
     {&Statements::add_process,
      "INSERT INTO process(upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, "
-     "unwinder) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+     "unwinder, rank, local_rank, world_size) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
     {&Statements::end_process,
      "UPDATE process SET end_ns = ?2, exit_status = ?3, signal = ?4, complete = ?5 "
      "WHERE upid = ?1"},
@@ -70,8 +66,9 @@ constexpr std::array<StatementSql, 14> kStatementSql{{
      "INSERT INTO callsite(id, parent_id, frame_id, depth) VALUES(?1, ?2, ?3, ?4)"},
     {&Statements::add_allocation,
      "INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, "
-     "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"},
+     "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, "
+     "vmm_handle, vmm_offset) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"},
     {&Statements::set_free,
      "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
      "free_api = ?6 WHERE id = ?1"},
@@ -81,70 +78,17 @@ constexpr std::array<StatementSql, 14> kStatementSql{{
     {&Statements::add_bad_free,
      "INSERT INTO bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+    {&Statements::add_marker,
+     "INSERT INTO marker(id, upid, utid, type, source, domain, name, start_seq, start_ns, depth, "
+     "parent_id, color, category) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+    {&Statements::end_marker,
+     "UPDATE marker SET end_seq = ?2, end_ns = ?3, end_utid = ?4 WHERE id = ?1"},
     {&Statements::set_stat,
      "INSERT INTO stats(name, severity, value, description) VALUES(?1, ?2, ?3, ?4) "
      "ON CONFLICT(name) DO UPDATE SET severity = excluded.severity, value = excluded.value, "
      "description = excluded.description"},
 }};
-
-// Runs a two-parameter INSERT once per row; bind(statement, row) binds ?1 and ?2.
-template <typename Rows, typename Bind>
-int insert_each(sqlite3* db, std::string_view sql, const Rows& rows, Bind bind,
-                std::string* error) {
-  Statement insert;
-  int rc = Statement::prepare(db, sql, &insert);
-  for (const auto& row : rows) {
-    if (rc != SQLITE_OK) break;
-    bind(insert, row);
-    rc = insert.step() == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(db);
-    if (rc != SQLITE_OK) *error = sqlite3_errmsg(db);
-    insert.reset();
-  }
-  return rc;
-}
-
-// Creates the tables, fills the enumerations and the writer's own meta rows, in one
-// transaction, so that a reader never sees half a schema.
-int create_schema(sqlite3* db, std::string* error) {
-  int rc = sqlite::execute(db, "BEGIN", error);
-  if (rc != SQLITE_OK) return rc;
-  // Pragma values cannot be bound; these two are constants of this file.
-  rc = sqlite::execute(db,
-                       "PRAGMA application_id = " + std::to_string(kApplicationId) +
-                           "; PRAGMA user_version = " + std::to_string(kSchemaVersion) + ";",
-                       error);
-  if (rc == SQLITE_OK) rc = sqlite::execute(db, schema_tables_sql(), error);
-
-  const auto bind_named_id = [](Statement& insert, const NamedId& row) {
-    insert.bind_int64(1, row.id);
-    insert.bind_text(2, row.name);
-  };
-  if (rc == SQLITE_OK) {
-    rc = insert_each(db, "INSERT INTO allocation_kind(id, name) VALUES(?1, ?2)",
-                     allocation_kind_rows(), bind_named_id, error);
-  }
-  if (rc == SQLITE_OK) {
-    rc = insert_each(db, "INSERT INTO api(id, name) VALUES(?1, ?2)", api_rows(), bind_named_id,
-                     error);
-  }
-  if (rc == SQLITE_OK) {
-    const std::array<std::pair<std::string_view, std::string>, 3> meta{{
-        {"vramtrace_version", VRAMTRACE_VERSION},
-        {"created_realtime_ns", std::to_string(realtime_now_ns())},
-        {"complete", "0"},
-    }};
-    rc = insert_each(
-        db, "INSERT INTO meta(key, value) VALUES(?1, ?2)", meta,
-        [](Statement& insert, const auto& row) {
-          insert.bind_text(1, row.first);
-          insert.bind_text(2, row.second);
-        },
-        error);
-  }
-  if (rc == SQLITE_OK) return sqlite::execute(db, "COMMIT", error);
-  sqlite::execute(db, "ROLLBACK", nullptr);
-  return rc;
-}
 
 }  // namespace
 
@@ -275,7 +219,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
   std::string reason;
   if (sqlite::execute(raw_db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", &reason) !=
           SQLITE_OK ||
-      create_schema(raw_db, &reason) != SQLITE_OK) {
+      write_empty_trace(raw_db, &reason) != SQLITE_OK) {
     return give_up(reason);
   }
   for (const StatementSql& spec : kStatementSql) {
@@ -311,6 +255,9 @@ void TraceWriter::add_process(const ProcessRow& row) {
   statement.bind_int64(8, row.start_ns);
   statement.bind_int64(9, row.start_realtime_ns);
   statement.bind_text(10, row.unwinder);
+  statement.bind_optional_int64(11, row.rank);
+  statement.bind_optional_int64(12, row.local_rank);
+  statement.bind_optional_int64(13, row.world_size);
   impl_->run(statement, "adding a process");
 }
 
@@ -406,16 +353,14 @@ void TraceWriter::add_allocation(const AllocationRow& row) {
   statement.bind_uint64(8, row.size);
   statement.bind_uint64(9, row.requested_size);
   statement.bind_int64(10, row.flags);
-  if (row.pool) {
-    statement.bind_uint64(11, *row.pool);
-  } else {
-    statement.bind_null(11);
-  }
+  statement.bind_optional_uint64(11, row.pool);
   statement.bind_int64(12, row.result);
   statement.bind_uint64(13, row.alloc_seq);
   statement.bind_int64(14, row.alloc_ns);
   statement.bind_int64(15, row.alloc_utid);
   statement.bind_optional_int64(16, row.alloc_callsite_id);
+  statement.bind_optional_uint64(17, row.vmm_handle);
+  statement.bind_optional_uint64(18, row.vmm_offset);
   impl_->run(statement, "adding an allocation");
 }
 
@@ -452,6 +397,35 @@ void TraceWriter::add_bad_free(const BadFreeRow& row) {
   statement.bind_optional_int64(9, row.callsite_id);
   statement.bind_text(10, row.reason);
   impl_->run(statement, "adding a bad free");
+}
+
+void TraceWriter::add_marker(const MarkerRow& row) {
+  if (!impl_->begin_write()) return;
+  Statement& statement = impl_->statements.add_marker;
+  statement.bind_int64(1, row.id);
+  statement.bind_int64(2, row.upid);
+  statement.bind_int64(3, row.utid);
+  statement.bind_text(4, row.type);
+  statement.bind_text(5, row.source);
+  statement.bind_optional_text(6, row.domain);
+  statement.bind_text(7, row.name);
+  statement.bind_uint64(8, row.start_seq);
+  statement.bind_int64(9, row.start_ns);
+  statement.bind_int64(10, row.depth);
+  statement.bind_optional_int64(11, row.parent_id);
+  statement.bind_optional_int64(12, row.color);
+  statement.bind_optional_int64(13, row.category);
+  impl_->run(statement, "adding a marker");
+}
+
+void TraceWriter::end_marker(std::int64_t marker_id, const MarkerEndRow& row) {
+  if (!impl_->begin_write()) return;
+  Statement& statement = impl_->statements.end_marker;
+  statement.bind_int64(1, marker_id);
+  statement.bind_uint64(2, row.end_seq);
+  statement.bind_int64(3, row.end_ns);
+  statement.bind_int64(4, row.end_utid);
+  impl_->run_update(statement, "ending a marker", kStatEndOfUnknownMarker);
 }
 
 void TraceWriter::set_stat(std::string_view name, Severity severity, std::int64_t value,

@@ -57,6 +57,10 @@ class TraceWriter {
   // The free failed after all: the allocation is live again.
   void clear_free(std::int64_t allocation_id);
   void add_bad_free(const BadFreeRow& row);
+  // A mark, or the start of a range (which end_marker() ends later, if ever).
+  void add_marker(const MarkerRow& row);
+  // An unknown marker id is counted in the stat `storage_end_of_unknown_marker`, as set_free's.
+  void end_marker(std::int64_t marker_id, const MarkerEndRow& row);
   // The latest value for a name replaces the earlier one: pass running totals.
   void set_stat(std::string_view name, Severity severity, std::int64_t value,
                 std::string_view description);

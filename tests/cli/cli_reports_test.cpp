@@ -138,15 +138,17 @@ TEST_F(CliReportsTest, SummaryTextShowsKindsPeaksAndFailures) {
   ASSERT_EQ(result.exit_status, 0) << result.err;
   const std::string& text = result.out;
   EXPECT_NE(text.find("duration: 4.000 s"), std::string::npos) << text;
-  EXPECT_NE(text.find("pid 4242: leaky --size 1 MiB: exited with status 0"), std::string::npos)
+  EXPECT_NE(text.find("pid 4242 on node1: leaky --size 1 MiB: exited with status 0"),
+            std::string::npos)
       << text;
-  EXPECT_NE(text.find("pid 4300: leaky --child: killed by signal 9 (SIGKILL)"), std::string::npos)
+  EXPECT_NE(text.find("pid 4300 on node1: leaky --child: killed by signal 9 (SIGKILL)"),
+            std::string::npos)
       << text;
   EXPECT_NE(text.find("returned cudaErrorMemoryAllocation (2)"), std::string::npos) << text;
   EXPECT_NE(text.find("data_loss ring_overflow = 3: events dropped while the ring was full"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("pid 4242, device 0: 22.0 MiB (23068672 bytes) at +800.000 ms"),
+  EXPECT_NE(text.find("pid 4242 on node1, device 0: 22.0 MiB (23068672 bytes) at +800.000 ms"),
             std::string::npos)
       << text;
 }

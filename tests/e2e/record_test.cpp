@@ -179,6 +179,27 @@ TEST_F(RecordTest, ExitStatusIsTheCommandsOwn) {
   EXPECT_NE(missing.err.find("/nonexistent/program"), std::string::npos);
 }
 
+// Processes the collector did not start end by a signal, abort or _exit: their parent, traced
+// too, reaps them and reports how they ended.
+TEST_F(RecordTest, GrandchildrensEndsAreReportedByTheirParents) {
+  const std::string e = EXIT_WITH_BIN;
+  ProcessResult run = record(
+      trace(),
+      {"/bin/sh", "-c", "'" + e + "' signal 9; '" + e + "' abort 0; '" + e + "' exit 5; exit 3"});
+  EXPECT_EQ(run.exit_code(), 3) << run.err;
+  TraceQuery q(trace());
+  auto ends = q.rows(
+      "SELECT coalesce(exit_status, -1), coalesce(signal, -1) FROM process "
+      "WHERE exe LIKE '%e2e_exit_with' ORDER BY upid");
+  const std::vector<std::vector<std::string>> expected = {
+      {"-1", std::to_string(SIGKILL)}, {"-1", std::to_string(SIGABRT)}, {"5", "-1"}};
+  EXPECT_EQ(ends, expected);
+  // Each of them still has its one allocation, recorded before it died.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a JOIN process p ON p.upid = a.upid "
+                      "WHERE p.exe LIKE '%e2e_exit_with'"),
+            3);
+}
+
 TEST_F(RecordTest, DefaultOutputNameNeverReplacesATrace) {
   // The default name holds vramtrace's pid; a shell that execs vramtrace lends it its own
   // pid, so the shell can take that name first.
@@ -252,6 +273,188 @@ TEST_F(RecordTest, ForkedAndExecedProcessesEachKeepTheirOwnAllocations) {
   // Each process's sequence numbers are its own: they start again at the fork.
   EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
   EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE severity != 'info' AND value > 0"), 0);
+}
+
+TEST_F(RecordTest, EveryProcessOfAJobKeepsItsParentRankAndLeaks) {
+  ProcessResult run = record(trace(), {MULTIPROCESS_JOB_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  TraceQuery q(trace());
+  // pid, ppid, rank, world_size, argv, exit_status, and what each process left live
+  auto rows = q.rows(
+      "SELECT p.pid, p.ppid, coalesce(p.rank, -1), coalesce(p.world_size, -1), p.argv, "
+      "coalesce(p.exit_status, -1), p.complete, "
+      "coalesce(sum(a.size) FILTER (WHERE a.free_seq IS NULL AND a.kind = 1), 0), "
+      "coalesce(sum(a.size) FILTER (WHERE a.free_seq IS NULL AND a.kind = 3), 0), "
+      "count(a.id) "
+      "FROM process p LEFT JOIN allocation a ON a.upid = p.upid GROUP BY p.upid ORDER BY p.upid");
+  // Workers are forked from ranks, so they share the rank's argv: a rank is a process with
+  // "--rank" in its argv whose parent is not itself such a process.
+  std::set<std::string> rank_argv_pids;
+  for (const auto& r : rows)
+    if (r[4].find("--rank") != std::string::npos) rank_argv_pids.insert(r[0]);
+  std::map<std::string, int> rank_of_pid;
+  std::string launcher;
+  int workers = 0, images_before_exec = 0;
+  for (const auto& r : rows) EXPECT_EQ(r[6], "1") << "incomplete process " << r[0];
+  for (const auto& r : rows) {
+    if (r[4].find("--rank") == std::string::npos || rank_argv_pids.count(r[1]) == 1) continue;
+    const int rank = std::stoi(r[2]);
+    rank_of_pid[r[0]] = rank;
+    EXPECT_EQ(r[3], "4");
+    EXPECT_EQ(r[5], "0");
+    EXPECT_EQ(r[7], std::to_string((rank + 1) << 20)) << "rank " << rank;
+    EXPECT_EQ(r[8], "0");
+  }
+  ASSERT_EQ(rank_of_pid.size(), 4u);
+  std::set<int> ranks_seen;
+  for (const auto& [pid, rank] : rank_of_pid) ranks_seen.insert(rank);
+  EXPECT_EQ(ranks_seen, (std::set<int>{0, 1, 2, 3}));
+  for (const auto& r : rows) {
+    if (rank_of_pid.count(r[1]) == 1) {  // a worker: its parent is a rank
+      ++workers;
+      EXPECT_EQ(std::stoi(r[2]), rank_of_pid[r[1]]) << "a worker inherits its rank";
+      EXPECT_EQ(r[5], "0") << "the exit status its parent reaped";
+      EXPECT_EQ(r[7], "0");  // its device scratch was freed
+      EXPECT_TRUE(r[8] == std::to_string(64 << 10) || r[8] == std::to_string(128 << 10)) << r[8];
+      EXPECT_EQ(r[9], "2");
+    } else if (rank_of_pid.count(r[0]) == 1 && r[4].find("--rank") == std::string::npos) {
+      ++images_before_exec;  // a rank between its fork and its exec: no allocations
+      EXPECT_EQ(r[9], "0");
+    } else if (rank_of_pid.count(r[0]) == 0) {
+      EXPECT_TRUE(launcher.empty()) << "two launchers? " << r[0] << " and " << launcher;
+      launcher = r[0];
+      EXPECT_EQ(r[9], "0");
+      EXPECT_EQ(r[5], "0");
+    }
+  }
+  EXPECT_EQ(workers, 8);
+  EXPECT_EQ(images_before_exec, 4);
+  for (const auto& [pid, rank] : rank_of_pid)
+    for (const auto& r : rows)
+      if (r[0] == pid && r[4].find("--rank") != std::string::npos) EXPECT_EQ(r[1], launcher);
+  // Worker leaks of the same line group by stack, across processes: 8 workers, 4 ranks.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL AND kind = 3"), 8);
+}
+
+TEST_F(RecordTest, VirtualMemoryReservationsHandlesAndMappingsAreTrackedApart) {
+  ProcessResult run = record(trace(), {VMM_SAMPLE_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  TraceQuery q(trace());
+  auto live = [&](int kind) {
+    return q.rows(
+        "SELECT count(*), coalesce(sum(size), 0) FROM allocation WHERE result = 0 AND "
+        "free_seq IS NULL AND kind = " +
+        std::to_string(kind))[0];
+  };
+  constexpr int64_t kMiB = 1 << 20;
+  EXPECT_EQ(live(5), (std::vector<std::string>{"1", std::to_string(256 * kMiB)}));  // reservation
+  EXPECT_EQ(live(6), (std::vector<std::string>{"4", std::to_string(44 * kMiB)}));   // handles
+  EXPECT_EQ(live(7), (std::vector<std::string>{"4", std::to_string(44 * kMiB)}));   // mappings
+  // Seven handles were created and mapped; three released, three mappings unmapped (two by
+  // one cuMemUnmap of a 4 MiB range, which ends both at the same point in the sequence).
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE kind = 6"), 7);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE kind = 7"), 7);
+  EXPECT_EQ(q.integer("SELECT count(DISTINCT free_seq) FROM allocation WHERE kind = 7 AND "
+                      "free_seq IS NOT NULL"),
+            2);
+  // Each mapping names the handle it maps, and the handle is a cuMemCreate of this trace.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation m WHERE m.kind = 7 AND NOT EXISTS "
+                      "(SELECT 1 FROM allocation h WHERE h.kind = 6 AND h.address = m.vmm_handle)"),
+            0);
+  // Mappings start inside the reservation, which shares its first address with a mapping.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation m, allocation r WHERE m.kind = 7 AND "
+                      "r.kind = 5 AND (m.address < r.address OR m.address + m.size > r.address + "
+                      "r.size)"),
+            0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE alloc_callsite_id IS NULL"), 0);
+  // The handles' device comes from the properties they were created with.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE kind = 6 AND device != 0"), 0);
+}
+
+#ifdef NVTX_SAMPLE_BIN
+// A program built with the CUDA toolkit's NVTX 3 headers: NVTX loads the shim through
+// NVTX_INJECTION64_PATH, which `vramtrace run` sets, and every range and mark is a marker.
+TEST_F(RecordTest, NvtxRangesAndMarksBecomeMarkersWithTheirNesting) {
+  ProcessResult run = record(trace(), {NVTX_SAMPLE_BIN, "--expect-levels"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  TraceQuery q(trace());
+  // name, type, source, domain, depth, parent's name, ended, ended on another thread
+  auto markers = q.rows(
+      "SELECT m.name, m.type, m.source, coalesce(m.domain, ''), m.depth, "
+      "coalesce(p.name, ''), m.end_ns IS NOT NULL, coalesce(m.end_utid != m.utid, 0), "
+      "coalesce(m.color, 0), coalesce(m.category, 0) "
+      "FROM marker m LEFT JOIN marker p ON p.id = m.parent_id ORDER BY m.start_seq");
+  const std::vector<std::vector<std::string>> expected = {
+      {"sample:start", "mark", "nvtx", "", "0", "", "0", "0", "0", "0"},
+      {"epoch", "range", "nvtx", "", "0", "", "1", "0", "0", "0"},
+      {"forward", "range", "nvtx", "", "1", "epoch", "1", "0", "0", "0"},
+      {"layer1", "range", "nvtx", "", "2", "forward", "1", "0", std::to_string(0xFF00FF00u), "1"},
+      {"async-load", "range", "nvtx", "", "0", "", "1", "1", "0", "0"},
+      {"io-step", "range", "nvtx", "sample.io", "0", "", "1", "0", std::to_string(0xFF3366CCu),
+       "2"},
+      {"io-mark", "mark", "nvtx", "sample.io", "0", "", "0", "0", "0", "0"},
+      {"wide-\u00fcn\u00efc\u00f8d\u00e9-\u65e5\u672c", "range", "nvtx", "", "0", "", "1", "0", "0",
+       "0"},
+      {"api-phase", "range", "api", "", "0", "", "1", "0", "0", "0"},
+      {"api-mark", "mark", "api", "", "0", "", "0", "0", "0", "0"},
+      {"sample:end", "mark", "nvtx", "", "0", "", "0", "0", "0", "0"},
+  };
+  EXPECT_EQ(markers, expected);
+  // Ranges contain the allocations made inside them: the 2 MiB one inside layer1.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a, marker m WHERE m.name = 'layer1' AND "
+                      "a.upid = m.upid AND a.alloc_seq > m.start_seq AND a.alloc_seq < m.end_seq"),
+            1);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM marker WHERE end_ns < start_ns"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE name LIKE 'marker_%' AND value > 0"), 0);
+}
+#endif
+
+// A program that reaches the driver as a static cudart does (dlopen libcuda.so.1, dlsym
+// cuGetProcAddress_v2, then ask it for each function): the shim's dlsym and cuGetProcAddress
+// hand out its wrappers, so the driver calls are recorded with their stacks.
+TEST_F(RecordTest, DriverReachedThroughCuGetProcAddressIsRecorded) {
+  ProcessResult run = record(trace(), {STATIC_STYLE_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  // "live <kind> ptr=0x... size=N" / "live vmm_handle handle=0x... size=N"
+  std::multiset<std::pair<std::string, std::string>> announced;  // (kind, "address size")
+  std::istringstream out(run.out);
+  std::regex live(R"(^live (\w+) (?:ptr|handle)=(0x[0-9a-f]+) size=(\d+))");
+  for (std::string line; std::getline(out, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, live))
+      announced.insert({m[1], as_decimal(m[2]) + " " + std::string(m[3])});
+  }
+  ASSERT_EQ(announced.size(), 5u) << run.out;
+  TraceQuery q(trace());
+  std::multiset<std::pair<std::string, std::string>> recorded;
+  for (const auto& r : q.rows("SELECT k.name, a.address || ' ' || a.size FROM allocation a JOIN "
+                              "allocation_kind k ON k.id = a.kind WHERE a.result = 0 AND "
+                              "a.free_seq IS NULL"))
+    recorded.insert({r[0], r[1]});
+  EXPECT_EQ(recorded, announced);
+  // Every driver call has a stack that reaches the program's own source.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE api < 12"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a WHERE NOT EXISTS ("
+                      "WITH RECURSIVE s(id) AS (SELECT a.alloc_callsite_id UNION ALL "
+                      "SELECT c.parent_id FROM callsite c JOIN s ON c.id = s.id "
+                      "WHERE c.parent_id IS NOT NULL) "
+                      "SELECT 1 FROM s JOIN callsite c ON c.id = s.id JOIN frame f ON "
+                      "f.id = c.frame_id WHERE f.file LIKE '%static_cudart_style.cpp')"),
+            0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
+}
+
+// The simulated runtime reaches the device through the simulated driver, as the real one
+// does: each cudaMalloc enters cuMemAlloc_v2 through a pointer from cuGetProcAddress, which is
+// the shim's wrapper. It must be recorded once, as the runtime call.
+TEST_F(RecordTest, RuntimeCallEnteringTheDriverIsRecordedOnce) {
+  ProcessResult run = record(trace(), {THREAD_STORM_BIN, "1", "1000"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), 1000);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE api = 1"), 1000);       // cudaMalloc
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_api = 2"), 1000);  // cudaFree
 }
 
 TEST_F(RecordTest, SigkillLosesNoAnnouncedAllocation) {

@@ -40,20 +40,24 @@ TEST(Shim, LinksOnlyTheCLibraryAndTheLoader) {
 TEST(Shim, ExportsOnlyHooksAndItsCApi) {
   ProcessResult nm = run_process({.argv = {"nm", "-D", "--defined-only", PRELOAD_LIB}});
   ASSERT_EQ(nm.exit_code(), 0) << nm.err;
-  const std::set<std::string> hooks = {"cudaMalloc",
-                                       "cudaFree",
-                                       "cudaMallocManaged",
-                                       "cudaMallocHost",
-                                       "cudaHostAlloc",
-                                       "cudaFreeHost",
-                                       "cudaMallocPitch",
-                                       "cudaMalloc3D",
-                                       "cudaMallocAsync",
-                                       "cudaMallocAsync_ptsz",
-                                       "cudaMallocFromPoolAsync",
-                                       "cudaMallocFromPoolAsync_ptsz",
-                                       "cudaFreeAsync",
-                                       "cudaFreeAsync_ptsz"};
+  const std::set<std::string> hooks = {
+      // the runtime's allocation family
+      "cudaMalloc", "cudaFree", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
+      "cudaFreeHost", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocAsync", "cudaMallocAsync_ptsz",
+      "cudaMallocFromPoolAsync", "cudaMallocFromPoolAsync_ptsz", "cudaFreeAsync",
+      "cudaFreeAsync_ptsz",
+      // the driver's, under the versioned names the driver exports
+      "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemFree_v2", "cuMemAllocManaged", "cuMemHostAlloc",
+      "cuMemAllocHost_v2", "cuMemFreeHost", "cuMemAllocAsync", "cuMemAllocAsync_ptsz",
+      "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz", "cuMemFreeAsync",
+      "cuMemFreeAsync_ptsz", "cuMemCreate", "cuMemRelease", "cuMemAddressReserve",
+      "cuMemAddressFree", "cuMemMap", "cuMemUnmap",
+      // the resolvers through which a static cudart finds the driver
+      "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym",
+      // NVTX 3's injection entry point: the shim receives a program's NVTX calls
+      "InitializeInjectionNvtx2",
+      // the wait family: a parent reports how its children ended
+      "waitpid", "wait", "wait3", "wait4", "waitid"};
   std::set<std::string> exported;
   for (const auto& line : lines(nm.out)) {
     std::string address, type, name;

@@ -302,6 +302,173 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   EXPECT_EQ(stats[1].description, "events dropped");
 }
 
+TEST(TraceWriterTest, RanksVirtualMemoryColumnsAndTheirNamesAreReadBack) {
+  TempDir dir;
+  const auto path = dir / "vmm.db";
+  std::string error;
+  auto writer = TraceWriter::create(path, &error);
+  ASSERT_NE(writer, nullptr) << error;
+  ProcessRow ranked = sample_process(1);
+  ranked.rank = 5;
+  ranked.local_rank = 1;
+  ranked.world_size = 8;
+  writer->add_process(ranked);
+  writer->add_process(sample_process(2));  // not part of a distributed job
+  AllocationRow mapping = sample_allocation(1, 1);
+  mapping.kind = allocation_kind::kVmmMapping;
+  mapping.api = api::kCuMemMap;
+  mapping.vmm_handle = kHighBits;
+  mapping.vmm_offset = 0x20'0000;
+  writer->add_allocation(mapping);
+  AllocationRow plain = sample_allocation(2, 2);
+  plain.api = api::kCuMemAlloc;
+  writer->add_allocation(plain);
+  writer->set_free(1, {3, 30, 1, std::nullopt, api::kCuMemUnmap});
+  ASSERT_TRUE(writer->finish(&error)) << error;
+
+  const auto reader = open_or_fail(path);
+  ASSERT_NE(reader, nullptr);
+  const auto processes = reader->processes();
+  ASSERT_EQ(processes.size(), 2u);
+  EXPECT_EQ(processes[0].start.rank, 5);
+  EXPECT_EQ(processes[0].start.local_rank, 1);
+  EXPECT_EQ(processes[0].start.world_size, 8);
+  EXPECT_FALSE(processes[1].start.rank.has_value());
+  EXPECT_FALSE(processes[1].start.local_rank.has_value());
+  EXPECT_FALSE(processes[1].start.world_size.has_value());
+
+  const auto allocations = reader->allocations({});
+  ASSERT_EQ(allocations.size(), 2u);
+  EXPECT_EQ(allocations[0].allocation.kind, allocation_kind::kVmmMapping);
+  EXPECT_EQ(allocations[0].allocation.vmm_handle, kHighBits);
+  EXPECT_EQ(allocations[0].allocation.vmm_offset, 0x20'0000u);
+  EXPECT_EQ(allocations[0].free->free_api, api::kCuMemUnmap);
+  EXPECT_FALSE(allocations[1].allocation.vmm_handle.has_value());
+  EXPECT_FALSE(allocations[1].allocation.vmm_offset.has_value());
+
+  // The new enumeration rows, by the names a user knows (no _v2).
+  EXPECT_EQ(reader->kind_name(allocation_kind::kVmmReservation), "vmm_reservation");
+  EXPECT_EQ(reader->kind_name(allocation_kind::kVmmHandle), "vmm_handle");
+  EXPECT_EQ(reader->kind_name(allocation_kind::kVmmMapping), "vmm_mapping");
+  EXPECT_EQ(reader->api_name(api::kCuMemAlloc), "cuMemAlloc");
+  EXPECT_EQ(reader->api_name(api::kCuMemAllocHost), "cuMemAllocHost");
+  EXPECT_EQ(reader->api_name(api::kCuMemAddressReserve), "cuMemAddressReserve");
+  EXPECT_EQ(reader->api_name(api::kCuMemUnmap), "cuMemUnmap");
+  EXPECT_EQ(query_one(path, "SELECT count(*) FROM api"), "28");
+  EXPECT_EQ(query_one(path,
+                      "SELECT group_concat(name, ',') FROM (SELECT name FROM api "
+                      "WHERE id BETWEEN 12 AND 27 ORDER BY id)"),
+            "cuMemAlloc,cuMemAllocPitch,cuMemFree,cuMemAllocManaged,cuMemHostAlloc,"
+            "cuMemAllocHost,cuMemFreeHost,cuMemAllocAsync,cuMemAllocFromPoolAsync,cuMemFreeAsync,"
+            "cuMemCreate,cuMemRelease,cuMemAddressReserve,cuMemAddressFree,cuMemMap,cuMemUnmap");
+  EXPECT_EQ(query_one(path,
+                      "SELECT api_name || ' ' || free_api_name || ' ' || kind_name "
+                      "FROM allocation_view WHERE id = 1"),
+            "cuMemMap cuMemUnmap vmm_mapping");
+}
+
+MarkerRow sample_marker(std::int64_t id, std::string_view type, std::string name,
+                        std::uint64_t seq) {
+  MarkerRow row;
+  row.id = id;
+  row.upid = 1;
+  row.utid = 1;
+  row.type = std::string(type);
+  row.source = std::string(kMarkerFromNvtx);
+  row.name = std::move(name);
+  row.start_seq = seq;
+  row.start_ns = 100 * static_cast<std::int64_t>(seq);
+  return row;
+}
+
+TEST(TraceWriterTest, MarksNestedRangesAndUnendedRangesAreReadBack) {
+  TempDir dir;
+  const auto path = dir / "markers.db";
+  std::string error;
+  auto writer = TraceWriter::create(path, &error);
+  ASSERT_NE(writer, nullptr) << error;
+  writer->add_process(sample_process(1));
+  writer->add_process(sample_process(2));
+  writer->add_thread(1, 1, 101);
+  writer->add_thread(2, 1, 102);
+
+  // Written out of order on purpose: the reader gives (upid, start_seq) order.
+  MarkerRow other_process = sample_marker(9, kMarkerMark, "other", 1);
+  other_process.upid = 2;
+  writer->add_marker(other_process);
+  writer->add_marker(sample_marker(1, kMarkerRange, "epoch", 2));
+  MarkerRow inner = sample_marker(2, kMarkerRange, "forward", 3);
+  inner.depth = 1;
+  inner.parent_id = 1;
+  inner.color = 0xff11'2233;
+  inner.category = 7;
+  writer->add_marker(inner);
+  MarkerRow mark = sample_marker(3, kMarkerMark, "checkpoint", 5);
+  mark.source = std::string(kMarkerFromApi);
+  writer->add_marker(mark);
+  MarkerRow unended = sample_marker(4, kMarkerRange, "load", 6);
+  unended.domain = "dataloader";
+  unended.utid = 2;
+  writer->add_marker(unended);
+  writer->end_marker(2, {4, 400, 1});
+  writer->end_marker(1, {8, 800, 2});   // ended on another thread
+  writer->end_marker(77, {9, 900, 1});  // never added: counted, not fatal
+  EXPECT_TRUE(writer->ok()) << writer->error();
+  ASSERT_TRUE(writer->finish(&error)) << error;
+
+  EXPECT_EQ(query_one(path,
+                      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = "
+                      "'marker_by_process'"),
+            "1");
+  const auto reader = open_or_fail(path);
+  ASSERT_NE(reader, nullptr);
+  const auto markers = reader->markers();
+  ASSERT_EQ(markers.size(), 5u);
+  std::vector<std::string> names;
+  for (const MarkerRecord& marker : markers) names.push_back(marker.start.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"epoch", "forward", "checkpoint", "load", "other"}));
+
+  const MarkerRecord& epoch = markers[0];
+  EXPECT_EQ(epoch.start.id, 1);
+  EXPECT_EQ(epoch.start.type, "range");
+  EXPECT_EQ(epoch.start.source, "nvtx");
+  EXPECT_FALSE(epoch.start.domain.has_value());
+  EXPECT_EQ(epoch.start.depth, 0);
+  EXPECT_FALSE(epoch.start.parent_id.has_value());
+  EXPECT_FALSE(epoch.start.color.has_value());
+  ASSERT_TRUE(epoch.end.has_value());
+  EXPECT_EQ(epoch.end->end_seq, 8u);
+  EXPECT_EQ(epoch.end->end_ns, 800);
+  EXPECT_EQ(epoch.end->end_utid, 2);
+
+  const MarkerRecord& forward = markers[1];
+  EXPECT_EQ(forward.start.upid, 1);
+  EXPECT_EQ(forward.start.utid, 1);
+  EXPECT_EQ(forward.start.start_seq, 3u);
+  EXPECT_EQ(forward.start.start_ns, 300);
+  EXPECT_EQ(forward.start.depth, 1);
+  EXPECT_EQ(forward.start.parent_id, 1);
+  EXPECT_EQ(forward.start.color, 0xff11'2233u);
+  EXPECT_EQ(forward.start.category, 7u);
+  ASSERT_TRUE(forward.end.has_value());
+  EXPECT_EQ(forward.end->end_seq, 4u);
+
+  const MarkerRecord& checkpoint = markers[2];
+  EXPECT_EQ(checkpoint.start.type, "mark");
+  EXPECT_EQ(checkpoint.start.source, "api");
+  EXPECT_FALSE(checkpoint.end.has_value());
+
+  const MarkerRecord& load = markers[3];
+  EXPECT_EQ(load.start.domain, "dataloader");
+  EXPECT_EQ(load.start.utid, 2);
+  EXPECT_FALSE(load.end.has_value()) << "a range never ended has no end";
+  EXPECT_EQ(markers[4].start.upid, 2);
+
+  std::map<std::string, std::int64_t> stats;
+  for (const StatRecord& stat : reader->stats()) stats[stat.name] = stat.value;
+  EXPECT_EQ(stats, (std::map<std::string, std::int64_t>{{"storage_end_of_unknown_marker", 1}}));
+}
+
 TEST(TraceWriterTest, ReadersSeeCommittedRowsWhileTheWriterRuns) {
   TempDir dir;
   const auto path = dir / "live.db";

@@ -133,7 +133,148 @@ void write_second_process(storage::TraceWriter& writer) {
   writer.end_process({2, 3'000'000'000, std::nullopt, 9, false});
 }
 
+void write_node_stacks(storage::TraceWriter& writer, const NodeTraceSpec& spec) {
+  writer.add_module(1, "/usr/bin/python3", "aa11");
+  writer.add_module(2, "/usr/lib/libcuda.so.1", "");
+  writer.add_module(3, "/usr/lib/libtrain.so", spec.libtrain_build_id);
+  writer.add_frame({1, 1, 0x100, "main", "train.py", 10, false});
+  writer.add_frame({2, 1, 0x200, "train_step", "train.py", 20, false});
+  writer.add_frame({3, 2, 0x2000, std::nullopt, std::nullopt, std::nullopt, false});
+  writer.add_frame({4, 3, 0x300, "expand_segment", "segments.cpp", 30, false});
+  writer.add_callsite(1, std::nullopt, 1, 0);
+  writer.add_callsite(2, 1, 2, 1);
+  writer.add_callsite(3, 2, 3, 2);
+  writer.add_callsite(4, 2, 4, 2);
+}
+
+void write_node_process(storage::TraceWriter& writer, const NodeTraceSpec& spec,
+                        std::int64_t upid) {
+  const int local_rank = static_cast<int>(upid - 1);
+  const int rank = spec.first_rank + local_rank;
+  const std::int64_t start_ns = kFirstStartNs + (upid - 1) * 500'000'000;
+  const std::int64_t utid = upid;
+  storage::ProcessRow process;
+  process.upid = upid;
+  process.pid = kNodeFirstPid + static_cast<std::uint32_t>(local_rank);
+  process.ppid = 999;
+  process.uid = 1000;
+  process.host = spec.host;
+  process.exe = "/usr/bin/python3";
+  process.argv = {"python3", "train.py"};
+  process.start_ns = start_ns;
+  process.start_realtime_ns = 1'700'000'000'000'000'000 + start_ns;
+  process.unwinder = "libunwind";
+  process.rank = rank;
+  process.local_rank = local_rank;
+  process.world_size = spec.world_size;
+  writer.add_process(process);
+  writer.add_thread(utid, upid, process.pid);
+  writer.add_mapping(upid * 10 + 1, upid, 1, 0x400000, 0x500000, 0);
+  writer.add_mapping(upid * 10 + 2, upid, 3, 0x7ff000000000, 0x7ff000100000, 0x7ff000000000);
+
+  const auto when = [&](std::uint64_t seq) {
+    return start_ns + static_cast<std::int64_t>(seq) * 10'000'000;
+  };
+  const std::int64_t first_id = (upid - 1) * 10;
+  const auto add = [&](std::int64_t n, int kind_id, int api_id, std::uint64_t address,
+                       std::uint64_t size, std::uint64_t seq, std::int64_t callsite) {
+    storage::AllocationRow row;
+    row.id = first_id + n;
+    row.upid = upid;
+    row.kind = kind_id;
+    row.api = api_id;
+    row.address = address;
+    row.size = size;
+    row.requested_size = size;
+    row.alloc_seq = seq;
+    row.alloc_ns = when(seq);
+    row.alloc_utid = utid;
+    row.alloc_callsite_id = callsite;
+    return row;
+  };
+  const auto free_at = [&](std::int64_t n, std::uint64_t seq, int api_id) {
+    writer.set_free(first_id + n, {seq, when(seq), utid, 3, api_id});
+  };
+  constexpr std::uint64_t kBase = 0x7f0000000000;
+  writer.add_allocation(
+      add(1, kind::kVmmReservation, api::kCuMemAddressReserve, kBase, kGiB, 1, 4));
+  writer.add_allocation(add(2, kind::kVmmHandle, api::kCuMemCreate, kVmmHandle, 64 * kMiB, 2, 4));
+  storage::AllocationRow mapping =
+      add(3, kind::kVmmMapping, api::kCuMemMap, kBase, 64 * kMiB, 3, 4);
+  mapping.vmm_handle = kVmmHandle;
+  mapping.vmm_offset = 0;
+  writer.add_allocation(mapping);
+  writer.add_allocation(add(4, kind::kDevice, api::kCuMemAlloc, 0x7e0000000000, 8 * kMiB, 4, 3));
+  free_at(4, 5, api::kCuMemFree);
+  writer.add_allocation(
+      add(5, kind::kVmmHandle, api::kCuMemCreate, kVmmHandle + 1, 32 * kMiB, 6, 4));
+  storage::AllocationRow second =
+      add(6, kind::kVmmMapping, api::kCuMemMap, kBase + 64 * kMiB, 32 * kMiB, 7, 4);
+  second.vmm_handle = kVmmHandle + 1;
+  second.vmm_offset = 4096;
+  writer.add_allocation(second);
+  free_at(6, 8, api::kCuMemUnmap);
+  free_at(5, 9, api::kCuMemRelease);
+  if (rank % 2 == 1) {
+    writer.add_allocation(add(7, kind::kDevice, api::kCuMemAlloc, 0x7e0001000000, 2 * kMiB, 10, 3));
+  }
+
+  const std::int64_t first_marker = (upid - 1) * 4;
+  const auto marker = [&](std::int64_t n, std::string_view type, std::string_view source,
+                          std::string name, std::uint64_t seq) {
+    storage::MarkerRow row;
+    row.id = first_marker + n;
+    row.upid = upid;
+    row.utid = utid;
+    row.type = std::string(type);
+    row.source = std::string(source);
+    row.name = std::move(name);
+    row.start_seq = seq;
+    row.start_ns = when(seq);
+    return row;
+  };
+  const auto end_at = [&](std::int64_t n, std::uint64_t seq) {
+    writer.end_marker(first_marker + n, {seq, when(seq), utid});
+  };
+  writer.add_marker(marker(1, storage::kMarkerRange, storage::kMarkerFromNvtx, "epoch 0", 1));
+  storage::MarkerRow forward =
+      marker(2, storage::kMarkerRange, storage::kMarkerFromNvtx, "forward", 2);
+  forward.depth = 1;
+  forward.parent_id = first_marker + 1;
+  forward.color = 0xff00ff00;
+  writer.add_marker(forward);
+  end_at(2, 5);
+  writer.add_marker(marker(3, storage::kMarkerMark, storage::kMarkerFromApi, "checkpoint", 6));
+  storage::MarkerRow data_load =
+      marker(4, storage::kMarkerRange, storage::kMarkerFromNvtx, "data_load", 7);
+  data_load.domain = "train";
+  data_load.category = 3;
+  writer.add_marker(data_load);
+  end_at(1, 9);
+  writer.end_process({upid, when(20), 0, std::nullopt, true});
+}
+
 }  // namespace
+
+std::string write_node_trace(const std::filesystem::path& path, const NodeTraceSpec& spec,
+                             bool finish) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  writer->set_command({"torchrun", "--nproc-per-node=2", "train.py"});
+  writer->set_meta("host", spec.host);
+  write_node_stacks(*writer, spec);
+  write_node_process(*writer, spec, 1);
+  write_node_process(*writer, spec, 2);
+  writer->set_stat("ring_overflow", spec.overflow_severity, spec.overflow_count,
+                   "events dropped while the ring was full");
+  writer->set_stat("symbolizer_unresolved", storage::Severity::kInfo, 2, "frames without a symbol");
+  if (!finish) {
+    writer->flush();
+    return writer->error();
+  }
+  return writer->finish(&error) ? std::string() : error;
+}
 
 std::string write_synthetic_trace(const std::filesystem::path& path, bool finish) {
   std::string error;

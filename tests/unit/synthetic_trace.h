@@ -31,6 +31,8 @@
 #include <filesystem>
 #include <string>
 
+#include "storage/trace_rows.h"
+
 namespace vramtrace::testing {
 
 inline constexpr std::uint64_t kKiB = 1024;
@@ -46,5 +48,50 @@ inline constexpr const char* kTorchModule = "/usr/lib/libtorch.so";
 // finish(), as when a collector dies: meta complete stays '0'. Returns the writer's error,
 // empty on success.
 std::string write_synthetic_trace(const std::filesystem::path& path, bool finish = true);
+
+// One node of a distributed training job, as its own `vramtrace run` records it: two processes
+// that use the driver's virtual memory API (as PyTorch's expandable segments do) and mark
+// their iterations. Every node has the same pids; merged traces tell them apart by host.
+//
+// upid 1: pid 1000, rank first_rank,     local rank 0, world size `world_size`, utid 1
+// upid 2: pid 1001, rank first_rank + 1, local rank 1, world size `world_size`, utid 2
+// Each process, on device 0 (addresses and handle values the same in both):
+//   seq  allocation                                                callsite  fate
+//    1   vmm_reservation 1 GiB @0x7f0000000000 (cuMemAddressReserve)   4      leaked
+//    2   vmm_handle 64 MiB, handle 0x1001 (cuMemCreate)                4      leaked
+//    3   vmm_mapping 64 MiB @0x7f0000000000 of 0x1001 at offset 0      4      leaked
+//    4   device 8 MiB (cuMemAlloc)                                     3      freed at 5
+//    (cuMemFree) 6   vmm_handle 32 MiB, handle 0x1002                              4      released
+//    at 9 7   vmm_mapping 32 MiB @0x7f0004000000 of 0x1002 at offset 4096   4      unmapped at 8
+//   10   device 2 MiB (cuMemAlloc), odd ranks only                     3      leaked
+// Device memory in use (device + mappings): 72 MiB after seq 4, 96 MiB after seq 7 (the peak),
+// 64 MiB at the end (66 MiB for odd ranks). Counting reservations or handles would change it.
+// Markers of each process (ids 1-4 for upid 1, 5-8 for upid 2):
+//   range 'epoch 0'    nvtx push, depth 0,                       seq 1 to 9
+//   range 'forward'    nvtx push, depth 1 inside 'epoch 0',      seq 2 to 5, color 0xff00ff00
+//   mark 'checkpoint'  api,                                      seq 6
+//   range 'data_load'  nvtx start, domain 'train', category 3,   seq 7, never ended
+// Stacks (innermost first):
+//   callsite 3: ?? (libcuda.so.1+0x2000), train_step (train.py:20), main (train.py:10)
+//   callsite 4: expand_segment (segments.cpp:30, in libtrain.so), train_step, main
+// Modules: /usr/bin/python3 (build id aa11), /usr/lib/libcuda.so.1 (none) and
+// /usr/lib/libtrain.so (build id `libtrain_build_id`): nodes with different libtrain builds
+// share every frame but expand_segment's.
+// meta: command torchrun --nproc-per-node=2 train.py, host `host`. Stats: ring_overflow
+// (`overflow_severity`, `overflow_count`) and symbolizer_unresolved (info, 2).
+struct NodeTraceSpec {
+  std::string host = "node-a";
+  int first_rank = 0;
+  int world_size = 4;
+  std::string libtrain_build_id = "b1";
+  storage::Severity overflow_severity = storage::Severity::kInfo;
+  std::int64_t overflow_count = 1;
+};
+
+inline constexpr std::uint32_t kNodeFirstPid = 1000;
+inline constexpr std::uint64_t kVmmHandle = 0x1001;
+
+std::string write_node_trace(const std::filesystem::path& path, const NodeTraceSpec& spec,
+                             bool finish = true);
 
 }  // namespace vramtrace::testing

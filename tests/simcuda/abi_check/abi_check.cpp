@@ -14,6 +14,10 @@
 
 #include <stddef.h>
 
+// Deprecated functions (cudaGetDriverEntryPoint) are checked like the others; taking their
+// address must not warn.
+#define CUDA_ENABLE_DEPRECATED 1
+
 #include <cuda_runtime_api.h>  // the toolkit's: only its directory is on the include path
 
 #include "simcuda_abi_lists.h"
@@ -44,6 +48,8 @@ SIMCUDA_SAME_SIZE(cudaMemcpyKind)
 SIMCUDA_SAME_SIZE(cudaMemLocationType)
 SIMCUDA_SAME_SIZE(cudaMemAllocationType)
 SIMCUDA_SAME_SIZE(cudaMemAllocationHandleType)
+SIMCUDA_SAME_SIZE(cudaGetDriverEntryPointFlags)
+SIMCUDA_SAME_SIZE(cudaDriverEntryPointQueryResult)
 SIMCUDA_SAME_SIZE(cudaStream_t)
 SIMCUDA_SAME_SIZE(cudaMemPool_t)
 SIMCUDA_SAME_SIZE(cudaPitchedPtr)

@@ -3,6 +3,7 @@
 // maps the plain names to them with macros, which ours must do the same way.
 
 #define CUDA_API_PER_THREAD_DEFAULT_STREAM 1
+#define CUDA_ENABLE_DEPRECATED 1
 
 #include <stddef.h>
 
@@ -19,7 +20,12 @@
 #define SIMCUDA_PER_THREAD_NAMES(X) \
   X(cudaMemcpy)                     \
   X(cudaMemset)                     \
-  X(cudaStreamSynchronize) X(cudaMallocAsync) X(cudaFreeAsync) X(cudaMallocFromPoolAsync)
+  X(cudaStreamSynchronize)          \
+  X(cudaMallocAsync)                \
+  X(cudaFreeAsync)                  \
+  X(cudaMallocFromPoolAsync)        \
+  X(cudaGetDriverEntryPoint)        \
+  X(cudaGetDriverEntryPointByVersion)
 #define SIMCUDA_REAL_TARGET(name) \
   constexpr std::string_view real_target_##name = SIMCUDA_EXPANDED(name);
 SIMCUDA_PER_THREAD_NAMES(SIMCUDA_REAL_TARGET)
@@ -30,6 +36,8 @@ SIMCUDA_PER_THREAD_NAMES(SIMCUDA_REAL_TARGET)
 #undef cudaMallocAsync
 #undef cudaFreeAsync
 #undef cudaMallocFromPoolAsync
+#undef cudaGetDriverEntryPoint
+#undef cudaGetDriverEntryPointByVersion
 
 // Every suffixed function we declare exists in the real header...
 #define SIMCUDA_DECLARED_BY_TOOLKIT(name) \

@@ -30,6 +30,17 @@
 #endif
 #endif
 
+/* The real header marks deprecated functions unless CUDA_ENABLE_DEPRECATED is defined. */
+#ifndef SIMCUDA_DEPRECATED
+#if defined(CUDA_ENABLE_DEPRECATED)
+#define SIMCUDA_DEPRECATED
+#elif defined(__GNUC__)
+#define SIMCUDA_DEPRECATED __attribute__((deprecated))
+#else
+#define SIMCUDA_DEPRECATED
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -85,6 +96,16 @@ extern cudaError_t CUDARTAPI cudaMallocFromPoolAsync(void** ptr, size_t size, cu
 extern cudaError_t CUDARTAPI cudaDriverGetVersion(int* driverVersion);
 extern cudaError_t CUDARTAPI cudaRuntimeGetVersion(int* runtimeVersion);
 
+/* Driver entry points: driver functions by API name, through the driver's cuGetProcAddress.
+ * cudaGetDriverEntryPoint uses the runtime's own version and is deprecated, as in the real
+ * header, in favour of cudaGetDriverEntryPointByVersion. */
+extern SIMCUDA_DEPRECATED cudaError_t CUDARTAPI cudaGetDriverEntryPoint(
+    const char* symbol, void** funcPtr, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult* driverStatus SIMCUDA_DEFAULT_ARG(NULL));
+extern cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
+    const char* symbol, void** funcPtr, unsigned int cudaVersion, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult* driverStatus SIMCUDA_DEFAULT_ARG(NULL));
+
 /*
  * The per-thread-default-stream entry points, exported by the real library next to the plain
  * ones. The real header declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc
@@ -100,6 +121,12 @@ extern cudaError_t CUDARTAPI cudaFreeAsync_ptsz(void* devPtr, cudaStream_t hStre
 extern cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size,
                                                           cudaMemPool_t memPool,
                                                           cudaStream_t stream);
+extern SIMCUDA_DEPRECATED cudaError_t CUDARTAPI cudaGetDriverEntryPoint_ptsz(
+    const char* symbol, void** funcPtr, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult* driverStatus SIMCUDA_DEFAULT_ARG(NULL));
+extern cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion_ptsz(
+    const char* symbol, void** funcPtr, unsigned int cudaVersion, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult* driverStatus SIMCUDA_DEFAULT_ARG(NULL));
 
 #ifdef __cplusplus
 }
@@ -113,6 +140,8 @@ extern cudaError_t CUDARTAPI cudaMallocFromPoolAsync_ptsz(void** ptr, size_t siz
 #define cudaMallocAsync cudaMallocAsync_ptsz
 #define cudaFreeAsync cudaFreeAsync_ptsz
 #define cudaMallocFromPoolAsync cudaMallocFromPoolAsync_ptsz
+#define cudaGetDriverEntryPoint cudaGetDriverEntryPoint_ptsz
+#define cudaGetDriverEntryPointByVersion cudaGetDriverEntryPointByVersion_ptsz
 #endif
 
 #endif /* SIMCUDA_CUDA_RUNTIME_API_H */

@@ -231,6 +231,21 @@ struct cudaMemPoolProps {
   unsigned char reserved[54];
 };
 
+/* Flags of cudaGetDriverEntryPoint: which variant of a stream-taking driver function to return.
+ * cudaEnableDefault is the per-thread one for programs built with per-thread default streams. */
+enum cudaGetDriverEntryPointFlags {
+  cudaEnableDefault = 0x0,
+  cudaEnableLegacyStream = 0x1,
+  cudaEnablePerThreadDefaultStream = 0x2
+};
+
+/* What cudaGetDriverEntryPoint found (the misspelling is the real header's). */
+enum cudaDriverEntryPointQueryResult {
+  cudaDriverEntryPointSuccess = 0,
+  cudaDriverEntryPointSymbolNotFound = 1,
+  cudaDriverEntryPointVersionNotSufficent = 2
+};
+
 /* Opaque handles: the structs are never defined for users, as in the real headers. */
 typedef struct CUstream_st* cudaStream_t;
 typedef struct CUmemPoolHandle_st* cudaMemPool_t;

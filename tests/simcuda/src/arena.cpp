@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 
 namespace simcuda {
@@ -24,14 +23,14 @@ std::optional<std::size_t> Arena::round_up(std::size_t bytes) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
-Arena::Arena(std::size_t capacity) {
+Arena::Arena(std::size_t capacity) : ranges_(0, 0) {
   assert(capacity > 0 && capacity % kAlignment == 0);
   void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) return;
   base_ = static_cast<std::byte*>(base);
   capacity_ = capacity;
-  add_free(0, capacity);
+  ranges_ = RangeAllocator(reinterpret_cast<std::uintptr_t>(base_), capacity);
 }
 
 Arena::~Arena() {
@@ -40,62 +39,22 @@ Arena::~Arena() {
 
 std::byte* Arena::allocate(std::size_t bytes) {
   assert(bytes > 0 && bytes % kAlignment == 0);
-  const auto best = free_by_size_.lower_bound({bytes, 0});
-  if (best == free_by_size_.end()) return nullptr;
-  const auto [size, offset] = *best;
-  remove_free(free_by_offset_.find(offset));
-  if (size > bytes) add_free(offset + bytes, size - bytes);
-  used_ += bytes;
-  return base_ + offset;
+  // Every size is a multiple of kAlignment, and so is every free range's offset.
+  const std::optional<std::size_t> offset = ranges_.allocate(bytes);
+  return offset ? base_ + *offset : nullptr;
 }
 
 void Arena::release(std::byte* start, std::size_t bytes) {
-  assert(contains(start) && bytes % kAlignment == 0 && bytes <= used_);
+  assert(contains(start) && bytes % kAlignment == 0);
   const auto offset = static_cast<std::size_t>(start - base_);
-  std::size_t free_begin = offset;
-  std::size_t free_end = offset + bytes;
-
-  // Merge with the free range that ends where this one starts, and the one that starts where
-  // this one ends.
-  auto next = free_by_offset_.lower_bound(offset);
-  if (next != free_by_offset_.begin()) {
-    auto prev = std::prev(next);
-    assert(prev->first + prev->second <= offset);  // no overlap: a double release is a bug
-    if (prev->first + prev->second == offset) {
-      free_begin = prev->first;
-      remove_free(prev);
-    }
-  }
-  if (next != free_by_offset_.end()) {
-    assert(free_end <= next->first);
-    if (next->first == free_end) {
-      free_end += next->second;
-      remove_free(next);
-    }
-  }
-  add_free(free_begin, free_end - free_begin);
-  used_ -= bytes;
-  discard_pages(free_begin, free_end, offset, offset + bytes);
+  const RangeAllocator::Range free = ranges_.release(offset, bytes);
+  discard_pages(free.begin, free.end, offset, offset + bytes);
 }
 
 bool Arena::contains(const void* p) const {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   const auto base = reinterpret_cast<std::uintptr_t>(base_);
   return base_ != nullptr && address >= base && address - base < capacity_;
-}
-
-std::size_t Arena::largest_free_range() const {
-  return free_by_size_.empty() ? 0 : free_by_size_.rbegin()->first;
-}
-
-void Arena::add_free(std::size_t offset, std::size_t size) {
-  free_by_offset_.emplace(offset, size);
-  free_by_size_.emplace(size, offset);
-}
-
-void Arena::remove_free(FreeByOffset::iterator range) {
-  free_by_size_.erase({range->second, range->first});
-  free_by_offset_.erase(range);
 }
 
 void Arena::discard_pages(std::size_t free_begin, std::size_t free_end, std::size_t begin,

@@ -3,19 +3,17 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
 #include <optional>
-#include <set>
-#include <utility>
+
+#include "range_allocator.h"
 
 namespace simcuda {
 
 // The range is reserved with mmap(MAP_NORESERVE), so its size is only a capacity: pages cost
 // memory once touched, and are handed back to the kernel (madvise(MADV_DONTNEED)) once free.
-// Allocation is best fit over the free ranges, taking the lowest address among equal sizes;
-// freed ranges merge with free neighbours, so fragmentation behaves like a real device heap.
+// Allocation is best fit (range_allocator.h), so fragmentation behaves like a real device heap.
 //
-// Not thread-safe: the runtime serialises all calls.
+// Not thread-safe: the driver serialises all calls.
 class Arena {
  public:
   // Every allocation starts at, and is sized in, multiples of this.
@@ -41,15 +39,11 @@ class Arena {
 
   bool contains(const void* p) const;
   std::size_t capacity() const { return capacity_; }
-  std::size_t used() const { return used_; }
-  std::size_t free_range_count() const { return free_by_offset_.size(); }
-  std::size_t largest_free_range() const;
+  std::size_t used() const { return ranges_.used(); }
+  std::size_t free_range_count() const { return ranges_.free_range_count(); }
+  std::size_t largest_free_range() const { return ranges_.largest_free_range(); }
 
  private:
-  using FreeByOffset = std::map<std::size_t, std::size_t>;  // offset -> size, address order
-
-  void add_free(std::size_t offset, std::size_t size);
-  void remove_free(FreeByOffset::iterator range);
   // Gives back to the kernel the whole pages of the free range [free_begin, free_end) that
   // overlap the just-freed [begin, end). Pages of the free range outside [begin, end) were
   // already given back when they became free.
@@ -58,9 +52,7 @@ class Arena {
 
   std::byte* base_ = nullptr;
   std::size_t capacity_ = 0;
-  std::size_t used_ = 0;
-  FreeByOffset free_by_offset_;
-  std::set<std::pair<std::size_t, std::size_t>> free_by_size_;  // (size, offset), for best fit
+  RangeAllocator ranges_;
 };
 
 }  // namespace simcuda

@@ -1,6 +1,8 @@
-// A malformed SIMCUDA_* variable: the library says so on stderr and, rather than guessing a
-// machine, fails every call that needs a device with cudaErrorInitializationError.
+// A malformed SIMCUDA_* variable: the driver says so on stderr and, rather than guessing a
+// machine, fails cuInit with CUDA_ERROR_NOT_INITIALIZED ("initialization has failed"), which the
+// runtime reports as cudaErrorInitializationError from every call that needs a device.
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -17,6 +19,12 @@ TEST(BadEnvironment, CallsFailWithInitializationError) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInitializationError);
   int version = 0;
   EXPECT_EQ(cudaRuntimeGetVersion(&version), cudaSuccess);
+}
+
+TEST(BadEnvironment, DriverInitFails) {
+  EXPECT_EQ(cuInit(0), CUDA_ERROR_NOT_INITIALIZED);
+  int count = -1;
+  EXPECT_EQ(cuDeviceGetCount(&count), CUDA_ERROR_NOT_INITIALIZED);
 }
 
 }  // namespace

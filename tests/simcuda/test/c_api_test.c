@@ -1,4 +1,7 @@
-/* simcuda's headers and library from C: allocate, copy through device memory, free. */
+/* simcuda's headers and libraries from C: allocate, copy through device memory, free; and the
+ * driver's cuda.h and cudaTypedefs.h, which are plain C too. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +36,27 @@ int main(void) {
   if (strcmp(back, message) != 0 || pitched.pitch != 512) {
     fprintf(stderr, "wrong results\n");
     return 1;
+  }
+
+  /* The driver behind the runtime, reached as a C program would. */
+  {
+    void* function = NULL;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    PFN_cuMemGetInfo_v3020 get_info = NULL;
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    if (cuGetProcAddress("cuMemGetInfo", &function, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT,
+                         &status) != CUDA_SUCCESS ||
+        status != CU_GET_PROC_ADDRESS_SUCCESS) {
+      fprintf(stderr, "cuGetProcAddress failed\n");
+      return 1;
+    }
+    /* ISO C has no cast from void* to a function pointer; POSIX guarantees the bits match. */
+    memcpy(&get_info, &function, sizeof get_info);
+    if (get_info(&free_bytes, &total_bytes) != CUDA_SUCCESS || free_bytes != total_bytes) {
+      fprintf(stderr, "cuMemGetInfo: %zu of %zu free\n", free_bytes, total_bytes);
+      return 1;
+    }
   }
   return 0;
 }

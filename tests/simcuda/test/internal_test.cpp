@@ -1,5 +1,5 @@
-// simcuda's internals, compiled into the test: the arena allocator, size parsing, and the
-// reading of SIMCUDA_* variables.
+// simcuda's internals, compiled into the test: the range allocator and the arena built on it,
+// size parsing, the reading of SIMCUDA_* variables, and the runtime's reading of driver results.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -11,12 +11,16 @@
 
 #include "arena.h"
 #include "config.h"
+#include "cuda.h"
+#include "error_translation.h"
+#include "range_allocator.h"
 #include "size_parse.h"
 
 namespace {
 
 using simcuda::Arena;
 using simcuda::parse_size;
+using simcuda::RangeAllocator;
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 
@@ -153,6 +157,60 @@ TEST(Arena, GivesFreedPagesBackToTheKernel) {
   EXPECT_EQ(resident_pages(block, kMiB), 0u);
   // The neighbour's page is shared with nothing freed, and it keeps its bytes.
   EXPECT_EQ(neighbour[0], std::byte{2});
+}
+
+TEST(RangeAllocator, AlignsTheAddressAnOffsetStandsFor) {
+  // The origin is the address of offset 0: alignment is of origin + offset.
+  RangeAllocator ranges(0x1000, 64 * kMiB);
+  const auto first = ranges.allocate(4096);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(*first, 0u);
+  const auto aligned = ranges.allocate(kMiB, 2 * kMiB);
+  ASSERT_TRUE(aligned);
+  EXPECT_EQ((0x1000 + *aligned) % (2 * kMiB), 0u);
+  // The padding before the aligned range stays free, and is used.
+  EXPECT_EQ(ranges.free_range_count(), 2u);
+  const auto small = ranges.allocate(4096);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(*small, 4096u);
+  EXPECT_FALSE(ranges.allocate(128 * kMiB));
+  EXPECT_EQ(ranges.used(), kMiB + 2 * 4096);
+}
+
+TEST(RangeAllocator, PlacesAtAnOffsetOnlyWhereAllOfItIsFree) {
+  RangeAllocator ranges(0, 16 * kMiB);
+  EXPECT_TRUE(ranges.allocate_at(4 * kMiB, kMiB));
+  EXPECT_FALSE(ranges.allocate_at(4 * kMiB, kMiB)) << "taken";
+  EXPECT_FALSE(ranges.allocate_at(3 * kMiB, 2 * kMiB)) << "overlaps";
+  EXPECT_FALSE(ranges.allocate_at(15 * kMiB, 2 * kMiB)) << "past the end";
+  EXPECT_TRUE(ranges.allocate_at(3 * kMiB, kMiB)) << "right before";
+  const RangeAllocator::Range freed = ranges.release(4 * kMiB, kMiB);
+  EXPECT_EQ(freed.begin, 4 * kMiB);
+  EXPECT_EQ(freed.end, 16 * kMiB) << "merged with the free rest";
+  EXPECT_EQ(ranges.release(3 * kMiB, kMiB).begin, 0u);
+  EXPECT_EQ(ranges.free_range_count(), 1u);
+}
+
+// CUresult and cudaError_t share their numbering; what has no runtime counterpart is unknown.
+TEST(ErrorTranslation, KeepsTheNumberOfCodesTheRuntimeKnows) {
+  using simcuda::runtime::from_driver;
+  EXPECT_EQ(from_driver(CUDA_SUCCESS), cudaSuccess);
+  EXPECT_EQ(from_driver(CUDA_ERROR_OUT_OF_MEMORY), cudaErrorMemoryAllocation);
+  EXPECT_EQ(from_driver(CUDA_ERROR_NOT_INITIALIZED), cudaErrorInitializationError);
+  EXPECT_EQ(from_driver(CUDA_ERROR_DEINITIALIZED), cudaErrorCudartUnloading);
+  EXPECT_EQ(from_driver(CUDA_ERROR_NO_DEVICE), cudaErrorNoDevice);
+  EXPECT_EQ(from_driver(CUDA_ERROR_INVALID_DEVICE), cudaErrorInvalidDevice);
+  EXPECT_EQ(from_driver(CUDA_ERROR_INVALID_CONTEXT), cudaErrorDeviceUninitialized);
+  EXPECT_EQ(from_driver(CUDA_ERROR_CONTEXT_IS_DESTROYED), cudaErrorContextIsDestroyed);
+  EXPECT_EQ(from_driver(CUDA_ERROR_INVALID_HANDLE), cudaErrorInvalidResourceHandle);
+  EXPECT_EQ(from_driver(CUDA_ERROR_NOT_FOUND), cudaErrorSymbolNotFound);
+  EXPECT_EQ(from_driver(CUDA_ERROR_NOT_SUPPORTED), cudaErrorNotSupported);
+  EXPECT_EQ(from_driver(CUDA_ERROR_STUB_LIBRARY), cudaErrorStubLibrary);
+  EXPECT_EQ(from_driver(CUDA_ERROR_UNKNOWN), cudaErrorUnknown);
+  EXPECT_EQ(from_driver(CUDA_ERROR_CONTEXT_ALREADY_CURRENT), cudaErrorUnknown);
+  EXPECT_EQ(from_driver(CUDA_ERROR_KEY_ROTATION), cudaErrorUnknown);
+  EXPECT_EQ(from_driver(static_cast<CUresult>(123456)), cudaErrorUnknown);
+  EXPECT_EQ(from_driver(static_cast<CUresult>(-1)), cudaErrorUnknown);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // main() for simcuda's API tests: each test executable runs on one simulated machine,
-// described by SIMCUDA_* environment variables that it sets before the library's first call
-// (when the library reads them), whatever the caller's environment says.
+// described by SIMCUDA_* environment variables that it sets before the libraries' first call
+// (when the driver's cuInit and the runtime's driver loading read them), whatever the caller's
+// environment says.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,7 +16,8 @@ namespace simcuda_test {
 using Variable = std::pair<const char*, const char*>;
 
 inline int run_on_machine(int argc, char** argv, std::initializer_list<Variable> machine) {
-  for (const char* name : {"SIMCUDA_DEVICE_COUNT", "SIMCUDA_DEVICE_MEMORY", "SIMCUDA_NO_DEVICE"}) {
+  for (const char* name : {"SIMCUDA_DEVICE_COUNT", "SIMCUDA_DEVICE_MEMORY", "SIMCUDA_NO_DEVICE",
+                           "SIMCUDA_DRIVER_PATH"}) {
     unsetenv(name);
   }
   for (const auto& [name, value] : machine) {

@@ -9,6 +9,8 @@ namespace simcuda {
 // return "unrecognized error code", as the real runtime does.
 const char* error_name(cudaError_t error);
 const char* error_string(cudaError_t error);
+// Whether `error` is one of the codes above, rather than any other value of the type.
+bool known_error(cudaError_t error);
 
 // Every failing runtime call leaves its error here for the calling thread until
 // cudaGetLastError reads and clears it; a successful call leaves it alone. Returns `error`.

@@ -176,6 +176,10 @@ const char* error_string(cudaError_t error) {
   return info != nullptr ? info->description : kUnrecognized;
 }
 
+bool known_error(cudaError_t error) {
+  return find(error) != nullptr;
+}
+
 cudaError_t record(cudaError_t error) {
   if (error != cudaSuccess) t_last_error = error;
   return error;

@@ -1,0 +1,79 @@
+#include "collector/live_allocations.h"
+
+#include "vramtrace.pb.h"
+
+namespace vramtrace::collector {
+
+LiveAllocations::Space LiveAllocations::space_of_kind(int kind) {
+  switch (kind) {
+    case wire::KIND_VMM_HANDLE:
+      return kHandles;
+    case wire::KIND_VMM_RESERVATION:
+      return kReservations;
+    default:
+      return kPointers;
+  }
+}
+
+std::optional<LiveAllocations::Space> LiveAllocations::space_of_free(int api) {
+  switch (api) {
+    case wire::API_CU_MEM_RELEASE:
+      return kHandles;
+    case wire::API_CU_MEM_ADDRESS_FREE:
+      return kReservations;
+    case wire::API_CU_MEM_UNMAP:
+      return std::nullopt;
+    default:
+      return kPointers;
+  }
+}
+
+std::optional<LiveAllocations::Entry> LiveAllocations::add(uint64_t address, Entry entry) {
+  if (entry.kind == wire::KIND_VMM_MAPPING) {
+    auto [it, inserted] = mappings_.try_emplace(address, entry);
+    if (inserted) return std::nullopt;
+    Entry displaced = it->second;
+    it->second = entry;
+    return displaced;
+  }
+  auto& space = by_address_[space_of_kind(entry.kind)];
+  auto [it, inserted] = space.try_emplace(address, entry);
+  if (inserted) return std::nullopt;
+  Entry displaced = it->second;
+  it->second = entry;
+  return displaced;
+}
+
+std::vector<std::pair<uint64_t, LiveAllocations::Entry>> LiveAllocations::remove_for_free(
+    int api, uint64_t address, uint64_t size) {
+  std::vector<std::pair<uint64_t, Entry>> ended;
+  const std::optional<Space> space = space_of_free(api);
+  if (!space) {
+    // A zero size would be refused by the driver; treat it as the one mapping at `address`.
+    const uint64_t end = size == 0 || address + size < address ? address + 1 : address + size;
+    auto it = mappings_.lower_bound(address);
+    while (it != mappings_.end() && it->first < end) {
+      ended.emplace_back(it->first, it->second);
+      it = mappings_.erase(it);
+    }
+    return ended;
+  }
+  auto& map = by_address_[*space];
+  auto it = map.find(address);
+  if (it != map.end()) {
+    ended.emplace_back(it->first, it->second);
+    map.erase(it);
+  }
+  return ended;
+}
+
+void LiveAllocations::restore(uint64_t address, Entry entry) {
+  add(address, entry);
+}
+
+void LiveAllocations::clear() {
+  for (auto& space : by_address_) space.clear();
+  mappings_.clear();
+}
+
+}  // namespace vramtrace::collector

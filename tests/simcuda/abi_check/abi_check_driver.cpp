@@ -1,0 +1,115 @@
+// abi_check.cpp for the driver API: compiles only if simcuda's cuda.h declares the ABI of the
+// toolkit's. It includes the toolkit's cuda.h and then ours, so:
+//
+// - Our types (the first part of cuda.h) live in namespace simcuda_abi, and static_asserts
+//   compare each enumerator of ours with the toolkit's, each real CUresult with ours (ours must
+//   have them all), typedefs, and the size, alignment and field offsets of each struct.
+// - Our macros (CU_MEMHOSTALLOC_*, CU_STREAM_LEGACY, and cuMemAlloc -> cuMemAlloc_v2 and the
+//   other API-name mappings) redefine the toolkit's; a redefinition with different tokens is a
+//   diagnostic, an error under -Werror.
+// - Each of our functions must name a function of the real header, and our declarations are
+//   then compiled after the real ones, with the real types: a difference in any parameter or
+//   return type makes them conflicting declarations of one extern "C" function.
+//
+// abi_check_driver_per_thread.cpp does the same for programs built for per-thread default
+// streams, abi_check_driver_internal.cpp for the driver's own view (legacy entry points) and
+// for cudaTypedefs.h.
+
+#include <stddef.h>
+
+#include <type_traits>
+
+#include <cuda.h>  // the toolkit's: only its directory is on the include path
+
+#include "simcuda_abi_lists.h"
+
+namespace simcuda_abi {
+#define SIMCUDA_CUDA_H_TYPES_ONLY
+#include "../include/cuda.h"
+#undef SIMCUDA_CUDA_H_TYPES_ONLY
+}  // namespace simcuda_abi
+
+// Enumerators: ours have the real values, and every real result code is among ours.
+#define SIMCUDA_SAME_VALUE(name)                                                             \
+  static_assert(static_cast<long long>(simcuda_abi::name) == static_cast<long long>(::name), \
+                #name " differs from the toolkit's");
+SIMCUDA_ABI_DRIVER_ENUMERATORS(SIMCUDA_SAME_VALUE)
+SIMCUDA_ABI_REAL_RESULTS(SIMCUDA_SAME_VALUE)
+#undef SIMCUDA_SAME_VALUE
+
+// Typedefs of plain types are the same types.
+#define SIMCUDA_SAME_TYPE(type)                            \
+  static_assert(std::is_same_v<simcuda_abi::type, ::type>, \
+                #type " is another type than the toolkit's");
+SIMCUDA_SAME_TYPE(cuuint32_t)
+SIMCUDA_SAME_TYPE(cuuint64_t)
+SIMCUDA_SAME_TYPE(CUdeviceptr)
+SIMCUDA_SAME_TYPE(CUdeviceptr_v2)
+SIMCUDA_SAME_TYPE(CUdevice)
+SIMCUDA_SAME_TYPE(CUdevice_v1)
+SIMCUDA_SAME_TYPE(CUmemGenericAllocationHandle)
+SIMCUDA_SAME_TYPE(CUmemGenericAllocationHandle_v1)
+// Handles: pointers to the same incomplete structs (CUstream is the runtime's cudaStream_t).
+SIMCUDA_SAME_TYPE(CUcontext)
+SIMCUDA_SAME_TYPE(CUstream)
+SIMCUDA_SAME_TYPE(CUmemoryPool)
+#undef SIMCUDA_SAME_TYPE
+
+// Enumeration types and structs.
+#define SIMCUDA_SAME_SIZE(type)                                    \
+  static_assert(sizeof(simcuda_abi::type) == sizeof(::type) &&     \
+                    alignof(simcuda_abi::type) == alignof(::type), \
+                #type " has another size or alignment than the toolkit's");
+#define SIMCUDA_SAME_FIELD(type, field)                                          \
+  static_assert(offsetof(simcuda_abi::type, field) == offsetof(::type, field) && \
+                    sizeof(simcuda_abi::type::field) == sizeof(::type::field),   \
+                #type "::" #field " differs from the toolkit's");
+SIMCUDA_SAME_SIZE(CUresult)
+SIMCUDA_SAME_SIZE(CUmemAttach_flags)
+SIMCUDA_SAME_SIZE(CUstream_flags)
+SIMCUDA_SAME_SIZE(CUdriverProcAddress_flags)
+SIMCUDA_SAME_SIZE(CUdriverProcAddressQueryResult)
+SIMCUDA_SAME_SIZE(CUmemAllocationHandleType)
+SIMCUDA_SAME_SIZE(CUmemAccess_flags)
+SIMCUDA_SAME_SIZE(CUmemLocationType)
+SIMCUDA_SAME_SIZE(CUmemAllocationType)
+SIMCUDA_SAME_SIZE(CUmemAllocationGranularity_flags)
+SIMCUDA_SAME_SIZE(CUmemAllocationCompType)
+SIMCUDA_SAME_SIZE(CUmemLocation)
+SIMCUDA_SAME_FIELD(CUmemLocation, type)
+SIMCUDA_SAME_FIELD(CUmemLocation, id)
+SIMCUDA_SAME_SIZE(CUmemAllocationProp)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, type)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, requestedHandleTypes)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, location)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, win32HandleMetaData)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, allocFlags)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, allocFlags.compressionType)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, allocFlags.gpuDirectRDMACapable)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, allocFlags.usage)
+SIMCUDA_SAME_FIELD(CUmemAllocationProp, allocFlags.reserved)
+SIMCUDA_SAME_SIZE(CUmemAccessDesc)
+SIMCUDA_SAME_FIELD(CUmemAccessDesc, location)
+SIMCUDA_SAME_FIELD(CUmemAccessDesc, flags)
+SIMCUDA_SAME_SIZE(CUmemPoolProps)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, allocType)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, handleTypes)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, location)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, win32SecurityAttributes)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, maxSize)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, usage)
+SIMCUDA_SAME_FIELD(CUmemPoolProps, reserved)
+#undef SIMCUDA_SAME_FIELD
+#undef SIMCUDA_SAME_SIZE
+
+// Every function we declare exists in the real header, under the symbol its macros map the API
+// name to (cuMemAlloc is cuMemAlloc_v2 in both)...
+#define SIMCUDA_DECLARED_BY_TOOLKIT(name) \
+  [[maybe_unused]] static constexpr auto* real_##name = &::name;
+SIMCUDA_ABI_DRIVER_FUNCTIONS(SIMCUDA_DECLARED_BY_TOOLKIT)
+#undef SIMCUDA_DECLARED_BY_TOOLKIT
+
+// ...and our declarations of them agree with it.
+#include "../include/cuda.h"
+
+static_assert(CUDA_VERSION >= 13000, "abi_check compares with the CUDA 13 headers");

@@ -1,0 +1,84 @@
+// Driver API: the stream-ordered allocator and its memory pools.
+//
+// Every device has a default pool; cuMemPoolCreate makes more (device location, pinned type;
+// maxSize, when non-zero, caps what the pool holds). Memory is taken and returned at the call,
+// and pools cache nothing, so cuMemPoolTrimTo has nothing to release. Destroying a pool with
+// live allocations succeeds; the handle becomes invalid at once and the pool goes away with its
+// last allocation, as documented for the real one. The default pool cannot be destroyed. The
+// _ptsz variants (per-thread default stream) behave as the plain ones.
+
+#include "api_support.h"
+
+using simcuda::driver::Driver;
+using simcuda::driver::in_context;
+using simcuda::driver::initialized;
+
+namespace {
+
+CUresult allocate_async(CUdeviceptr* dptr, std::size_t bytesize, CUstream stream) {
+  return in_context([&](Driver& driver, int device) {
+    if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    return driver.allocate_async(device, bytesize, stream, dptr);
+  });
+}
+
+CUresult allocate_from_pool(CUdeviceptr* dptr, std::size_t bytesize, CUmemoryPool pool,
+                            CUstream stream) {
+  return in_context([&](Driver& driver, int) {
+    if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    return driver.allocate_from_pool(pool, bytesize, stream, dptr);
+  });
+}
+
+CUresult free_async(CUdeviceptr dptr, CUstream stream) {
+  // The stream is checked first; freeing 0 then does nothing, as cudaFreeAsync(nullptr) does.
+  return in_context([&](Driver& driver, int) { return driver.free_async(dptr, stream); });
+}
+
+}  // namespace
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize,
+                                               CUstream hStream) {
+  return allocate_async(dptr, bytesize, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                                    CUstream hStream) {
+  return allocate_async(dptr, bytesize, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize,
+                                                       CUmemoryPool pool, CUstream hStream) {
+  return allocate_from_pool(dptr, bytesize, pool, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize,
+                                                            CUmemoryPool pool, CUstream hStream) {
+  return allocate_from_pool(dptr, bytesize, pool, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  return free_async(dptr, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  return free_async(dptr, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool,
+                                               const CUmemPoolProps* poolProps) {
+  return initialized([&](Driver& driver) {
+    if (pool == nullptr || poolProps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return driver.create_pool(*poolProps, pool);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  return initialized([&](Driver& driver) { return driver.destroy_pool(pool); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBytesToKeep*/) {
+  // Pools hand memory back at every free, so there is never anything to trim; what remains is
+  // checking the handle.
+  return initialized([&](Driver& driver) { return driver.check_pool(pool); });
+}
