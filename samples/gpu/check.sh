@@ -11,7 +11,11 @@
 #   2. `vramtrace leaks` lists exactly the sample's planted leaks (kind, count, bytes, line);
 #   3. every allocation call's return code and sticky error are the same with and without the
 #      shim (tests/e2e/programs/cudart_return_codes.cpp);
-#   4. the cost of recording: 100,000 cudaMalloc/cudaFree pairs, untraced and traced.
+#   4. the cost of recording: 100,000 cudaMalloc/cudaFree pairs, untraced and traced;
+#   5. an nvcc-built program with the default static cudart (seen at the driver level): its
+#      live device bytes in the trace against the driver's own count (cudaMemGetInfo);
+#   6. the driver's virtual memory API used as PyTorch's expandable segments use it: live
+#      physical bytes in the trace against the driver's count.
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,7 +43,8 @@ if [ ! -x "$build/bin/vramtrace" ]; then
   if command -v cmake >/dev/null 2>&1; then
     cmake --preset release >"$out/build.log" 2>&1 &&
       cmake --build --preset release --target vramtrace vramtrace_preload leaky \
-        e2e_cudart_codes_sim e2e_thread_storm >>"$out/build.log" 2>&1 ||
+        e2e_cudart_codes_sim e2e_thread_storm vmm_expandable_segments \
+        static_cudart_sample >>"$out/build.log" 2>&1 ||
       { say "FAIL build: see build.log"; exit 1; }
   else
     say "FAIL no build at $build and no cmake to make one"; exit 1
@@ -61,7 +66,11 @@ for candidate in ${cudart_dir:+""} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64
 done
 if [ -z "$cudart_dir" ]; then say "FAIL no real libcudart.so.12/13 found"; exit 1; fi
 say "- runtime: $(ls "$cudart_dir"/libcudart.so.1[23] | sort -r | head -n1)"
-export LD_LIBRARY_PATH=$cudart_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The real driver too: the samples' RUNPATH names the simulated libcuda.so.1, and only
+# LD_LIBRARY_PATH comes before RUNPATH.
+driver_dir=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}' | xargs -r dirname)
+[ -n "$driver_dir" ] && say "- driver: $driver_dir/libcuda.so.1"
+export LD_LIBRARY_PATH=$cudart_dir${driver_dir:+:$driver_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 vt="$build/bin/vramtrace"
 
 step "1. the leaky sample, untraced and traced"
@@ -119,6 +128,52 @@ if [ "$storm_plain" = 0 ] && [ "$storm_traced" = 0 ]; then
   say "$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "untraced %.3f s, traced %.3f s: %.2f us per event more (200,000 events; wall time, start-up and the trace'"'"'s finish included)", b - a, c - b, ((c - b) - (b - a)) * 1e6 / 200000 }')"
 else
   say "FAIL the workload failed (untraced $storm_plain, traced $storm_traced): see storm.*.txt"
+fi
+
+# Live bytes of the given kinds in a trace, from `vramtrace summary --format json`.
+live_bytes() {
+  "$vt" summary --format json "$1" | python3 -c '
+import json, sys
+kinds = set(sys.argv[1].split(","))
+print(sum(k["live_bytes"] for k in json.load(sys.stdin)["kinds"] if k["kind"] in kinds))' "$2"
+}
+# Compares the driver's delta (printed by the sample) with the trace's live bytes: the driver
+# rounds to its pages and may keep pool memory, so it may exceed the trace by up to 64 MiB.
+compare_with_driver() {
+  local output=$1 trace=$2 kinds=$3
+  local driver recorded
+  driver=$(sed -n 's/.*driver_device_bytes_used_delta=\(-\{0,1\}[0-9]*\).*/\1/p' "$output")
+  recorded=$(live_bytes "$trace" "$kinds")
+  if [ -z "$driver" ] || [ -z "$recorded" ]; then say "FAIL no numbers to compare (see $output)"; return; fi
+  if [ "$driver" -ge "$recorded" ] && [ "$driver" -le $((recorded + 64 * 1048576)) ]; then
+    say "PASS driver says $driver bytes more in use; the trace holds $recorded live ($kinds)"
+  else
+    say "FAIL driver says $driver bytes more in use; the trace holds $recorded live ($kinds)"
+  fi
+}
+
+step "5. static cudart (nvcc's default), seen at the driver level"
+if [ -x "$build/bin/static_cudart_sample" ]; then
+  timeout 120 "$vt" run --force -o "$out/static.db" -- "$build/bin/static_cudart_sample" \
+    >"$out/static.txt" 2>&1
+  if [ $? = 0 ]; then
+    "$vt" leaks "$out/static.db" >"$out/static.leaks.txt" 2>&1
+    compare_with_driver "$out/static.txt" "$out/static.db" device,async
+  else
+    say "FAIL the static-cudart sample failed: see static.txt"
+  fi
+else
+  say "SKIP no static_cudart_sample (built where nvcc exists)"
+fi
+
+step "6. the virtual memory API, as expandable segments use it"
+timeout 120 "$vt" run --force -o "$out/vmm.db" -- "$build/bin/vmm_expandable_segments" \
+  >"$out/vmm.txt" 2>&1
+if [ $? = 0 ]; then
+  "$vt" summary "$out/vmm.db" >"$out/vmm.summary.txt" 2>&1
+  compare_with_driver "$out/vmm.txt" "$out/vmm.db" vmm_handle
+else
+  say "FAIL the VMM sample failed: see vmm.txt"
 fi
 
 say ""

@@ -151,6 +151,28 @@ TEST(Shim, SimulatedCudartReturnCodesUnchanged) {
   expect_same_codes_under_vramtrace(CUDART_CODES_SIM_BIN);
 }
 
+#ifdef STATIC_CUDART_SAMPLE_BIN
+// nvcc's default static cudart, whose dlsym of libcuda and cuGetProcAddress calls go through
+// the shim. Without a real driver it fails (no driver at all, or the simulated one, which
+// lacks the real driver's private interfaces): it must fail the same way under vramtrace.
+TEST(Shim, StaticCudartFailsTheSameWayWithoutARealDriver) {
+  for (const std::string& library_path :
+       {std::string("/nonexistent"), std::string(SIMCUDA_LIB_DIR)}) {
+    SCOPED_TRACE(library_path);
+    const std::string env = "LD_LIBRARY_PATH=" + library_path;
+    ProcessResult plain = run_process({.argv = {STATIC_CUDART_SAMPLE_BIN}, .extra_env = {env}});
+    ProcessResult traced = run_process(
+        {.argv = {VRAMTRACE_BIN, "run", "--force", "-o",
+                  std::string(testing::TempDir()) + "/static-" + std::to_string(getpid()) + ".db",
+                  "--", STATIC_CUDART_SAMPLE_BIN},
+         .extra_env = {env}});
+    EXPECT_EQ(traced.exit_code(), plain.exit_code()) << traced.err;
+    EXPECT_EQ(traced.out, plain.out);
+    EXPECT_NE(plain.out, "");
+  }
+}
+#endif
+
 #ifdef CUDART_CODES_REAL_BIN
 // Against the CUDA toolkit's own libcudart. On a machine without a driver every call fails,
 // and those errors too must pass through unchanged.
