@@ -12,8 +12,10 @@ bool occupies_device_memory(int kind) {
          kind == kinds::kVmmMapping;
 }
 
-std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
-                                          const ProcessSelection& processes) {
+namespace {
+
+std::vector<DevicePeak> find_peaks(const storage::TraceReader& trace,
+                                   const ProcessSelection& processes, bool (*counts)(int kind)) {
   std::map<std::int64_t, std::uint32_t> pid_of_upid;
   for (const storage::ProcessRecord& process : trace.processes()) {
     pid_of_upid[process.start.upid] = process.start.pid;
@@ -27,7 +29,7 @@ std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
   std::map<std::pair<std::int64_t, int>, DeviceSweep> sweeps;  // by (upid, device)
 
   trace.for_each_allocation_event([&](const storage::AllocationEvent& event) {
-    if (!occupies_device_memory(event.kind) || !is_selected(processes, event.upid)) return;
+    if (!counts(event.kind) || !is_selected(processes, event.upid)) return;
     DeviceSweep& sweep = sweeps[{event.upid, event.device}];
     const auto size = static_cast<std::int64_t>(event.size);
     if (event.type == storage::AllocationEvent::Type::kFree) {
@@ -52,6 +54,19 @@ std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
     peak.pid = pid != pid_of_upid.end() ? pid->second : 0;
   }
   return peaks;
+}
+
+}  // namespace
+
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
+                                          const ProcessSelection& processes) {
+  return find_peaks(trace, processes, &occupies_device_memory);
+}
+
+std::vector<DevicePeak> find_block_peaks(const storage::TraceReader& trace,
+                                         const ProcessSelection& processes) {
+  return find_peaks(trace, processes,
+                    [](int kind) { return kind == storage::allocation_kind::kBlock; });
 }
 
 }  // namespace vramtrace::analysis

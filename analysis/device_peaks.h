@@ -35,4 +35,10 @@ struct DevicePeak {
 std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
                                           const ProcessSelection& processes = std::nullopt);
 
+// The same sweep over a caching allocator's blocks (kind `block`): the most bytes its tensors
+// held at once, per process and device. Empty for processes with no allocator events. Blocks
+// sit inside segments that find_device_peaks() counts, so the two are never added up.
+std::vector<DevicePeak> find_block_peaks(const storage::TraceReader& trace,
+                                         const ProcessSelection& processes = std::nullopt);
+
 }  // namespace vramtrace::analysis

@@ -4,7 +4,9 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/allocator_level.h"
 #include "analysis/trace_warnings.h"
+#include "storage/schema.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -30,6 +32,20 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   report.trace_complete = trace.complete();
   report.warnings = trace_warnings(trace, options.processes);
 
+  ProcessSelection selected = options.processes;
+  if (options.upid) {
+    std::set<std::int64_t> only{*options.upid};
+    if (!selected || selected->contains(*options.upid))
+      selected = only;
+    else
+      selected = std::set<std::int64_t>{};
+  }
+  const AllocatorView allocator = build_allocator_view(trace, selected);
+  for (const auto& [upid, totals] : allocator.processes)
+    report.allocator_events = report.allocator_events || totals.allocator_events;
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  report.level = block_level && (options.level || report.allocator_events) ? "block" : "segment";
+
   storage::AllocationFilter live_at_end;
   live_at_end.upid = options.upid;
   live_at_end.lifetime = storage::AllocationFilter::Lifetime::kLiveAtEnd;
@@ -37,7 +53,16 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
-    if (!is_selected(options.processes, allocation.upid)) return;
+    if (!is_selected(selected, allocation.upid)) return;
+    const bool is_block = allocation.kind == storage::allocation_kind::kBlock;
+    if (!block_level && is_block) return;  // inside segments, which count at this level
+    if (block_level && allocator.allocator_segments.contains(allocation.id)) {
+      const auto in_use = allocator.live_block_bytes_in.find(allocation.id);
+      const std::uint64_t used = in_use == allocator.live_block_bytes_in.end() ? 0 : in_use->second;
+      report.cached.bytes += allocation.size > used ? allocation.size - used : 0;
+      report.cached.count += 1;
+      return;
+    }
     LeakGroup& group = groups[{allocation.alloc_callsite_id, allocation.kind}];
     group.bytes += allocation.size;
     group.count += 1;
@@ -50,6 +75,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
     group.callsite_id = key.first;
     group.kind = key.second;
     group.kind_name = trace.kind_name(group.kind);
+    group.level = group.kind == storage::allocation_kind::kBlock ? "block" : "segment";
     group.stack = trace.stack(group.callsite_id);
     report.groups.push_back(std::move(group));
   }

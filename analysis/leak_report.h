@@ -4,6 +4,14 @@
 // resolved innermost frame first. Failed allocations are never leaks. Each kind leaks apart,
 // the virtual memory API's three included: a reservation, a handle and a mapping left live are
 // three leaks (of address space, of physical memory, of a mapping), even from one stack.
+//
+// Two levels (allocator_level.h). At the block level, a live block of a caching allocator (a
+// tensor still alive) is a leak, and a live segment that the allocator made (one that held a
+// block) is not: its bytes are the allocator's, reported apart as `cached` (the segment bytes
+// not in a live block; a live block's bytes count as its leak). Allocations outside the
+// allocator leak as at the segment level. At the segment level, blocks are not looked at and
+// every live allocation of another kind is a leak. The default is the block level, which in a
+// process without allocator events is the segment level.
 #pragma once
 
 #include <cstdint>
@@ -20,13 +28,26 @@ struct LeakGroup {
   std::optional<std::int64_t> callsite_id;  // empty: allocated with no stack recorded
   int kind = 0;
   std::string kind_name;
+  std::string level;  // "block" for kind block, "segment" for every other kind
   std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
   std::uint64_t count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
 };
 
+enum class LeakLevel { kBlock, kSegment };
+
+struct CacheTotals {
+  std::uint64_t bytes = 0;  // live allocator segments' bytes not in a live block
+  std::uint64_t count = 0;  // live allocator segments
+};
+
 struct LeakReport {
   bool trace_complete = true;
+  // "block" when the block level was asked for, or by default where a selected process had
+  // allocator events; "segment" otherwise.
+  std::string level;
+  bool allocator_events = false;  // a selected process had allocator events
+  CacheTotals cached;             // block level only
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;
@@ -38,6 +59,7 @@ struct LeakReport {
 struct LeakReportOptions {
   std::optional<std::int64_t> upid;  // only this process's leaks
   ProcessSelection processes;        // only these processes' leaks (and warnings)
+  std::optional<LeakLevel> level;    // unset: the block level (see above)
 };
 
 LeakReport build_leak_report(const storage::TraceReader& trace,

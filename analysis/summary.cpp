@@ -106,6 +106,9 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
 
   summary.peaks = find_device_peaks(trace, selected);
+  summary.block_peaks = find_block_peaks(trace, selected);
+  for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
+    summary.allocator.push_back(totals);
   summary.start_ns = span.start();
   summary.end_ns = span.end();
   summary.duration_ns = span.end() - span.start();

@@ -2,7 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
@@ -37,6 +39,7 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
         {"bytes", group.bytes},
         {"count", group.count},
         {"stack", std::move(stack)},
+        {"level", group.level},
     });
   }
   return {
@@ -44,6 +47,9 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
       {"total_bytes", report.total_bytes},
       {"total_count", report.total_count},
       {"leaks", std::move(leaks)},
+      {"level", report.level},
+      {"allocator_events", report.allocator_events},
+      {"cached", {{"bytes", report.cached.bytes}, {"count", report.cached.count}}},
       {"incomplete", !report.trace_complete},
       {"warnings", report.warnings},
   };
@@ -54,14 +60,26 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
   std::string text;
   for (const std::string& warning : report.warnings) text += fmt::format("warning: {}\n", warning);
   const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
+  std::string cache;
+  if (report.level == "block" && report.cached.count != 0) {
+    cache = fmt::format("cached by the allocator (not leaks): {} in {}\n",
+                        format_bytes_exact(report.cached.bytes),
+                        count_of(report.cached.count, "segment", "segments"));
+  } else if (report.level == "segment" && !report.allocator_events) {
+    cache = "no allocator events: reported at the segment level only\n";
+  }
   if (report.groups.empty()) {
     return text +
-           fmt::format("vramtrace: no leaks in {}: every successful allocation was freed\n", where);
+           fmt::format("vramtrace: no leaks in {} ({} level): every successful allocation was "
+                       "freed\n",
+                       where, report.level) +
+           cache;
   }
-  text += fmt::format("vramtrace: {} leaked in {} from {} in {}\n",
+  text += fmt::format("vramtrace: {} leaked in {} from {} in {} ({} level)\n",
                       format_bytes_exact(report.total_bytes),
                       count_of(report.total_count, "allocation", "allocations"),
-                      count_of(report.groups.size(), "stack", "stacks"), where);
+                      count_of(report.groups.size(), "stack", "stacks"), where, report.level);
+  text += cache;
   for (const analysis::LeakGroup& group : report.groups) {
     text += fmt::format(
         "\n{} in {}", format_bytes_exact(group.bytes),
@@ -76,23 +94,39 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
 
 namespace {
 
-analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope) {
+analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
+                                 std::optional<analysis::LeakLevel> level) {
   analysis::LeakReportOptions options;
   options.processes = scope.processes;
+  options.level = level;
   return analysis::build_leak_report(trace, options);
 }
 
 }  // namespace
 
 void register_leaks_command(CLI::App& app, int* exit_status) {
+  auto level = std::make_shared<std::optional<analysis::LeakLevel>>();
   register_report_command(
       app, exit_status,
       {"leaks", "Report memory never freed, grouped by allocation stack and kind, largest first",
-       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
-         return leak_report_json(path, leak_report(trace, scope));
+       [level](const std::string& path, const storage::TraceReader& trace,
+               const ReportScope& scope) {
+         return leak_report_json(path, leak_report(trace, scope, *level));
        },
-       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
-         return leak_report_text(path, leak_report(trace, scope), scope.describe());
+       [level](const std::string& path, const storage::TraceReader& trace,
+               const ReportScope& scope) {
+         return leak_report_text(path, leak_report(trace, scope, *level), scope.describe());
+       },
+       [level](CLI::App* sub) {
+         const std::map<std::string, analysis::LeakLevel> levels{
+             {"block", analysis::LeakLevel::kBlock}, {"segment", analysis::LeakLevel::kSegment}};
+         sub->add_option_function<std::string>(
+                "--level",
+                [level, levels](const std::string& name) { *level = levels.at(name); },
+                "block: a caching allocator's live blocks (tensors) are leaks and its segments "
+                "cache; segment: every live allocation but blocks is a leak. Default: block, "
+                "which is the segment level in a process without allocator events")
+             ->check(CLI::IsMember({"block", "segment"}));
        }});
 }
 

@@ -140,6 +140,31 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
                      {"at_ns", peak.at_ns},
                      {"at_seq", peak.at_seq}});
   }
+  Json block_peaks = Json::array();
+  for (const analysis::DevicePeak& peak : summary.block_peaks) {
+    block_peaks.push_back({{"upid", peak.upid},
+                           {"pid", peak.pid},
+                           {"device", peak.device},
+                           {"bytes", peak.bytes},
+                           {"at_ns", peak.at_ns},
+                           {"at_seq", peak.at_seq}});
+  }
+  Json allocator = Json::array();
+  for (const analysis::AllocatorTotals& a : summary.allocator) {
+    allocator.push_back({{"upid", a.upid},
+                         {"pid", a.pid},
+                         {"level", a.allocator_events ? "block" : "segment"},
+                         {"blocks", a.blocks},
+                         {"live_block_count", a.live_block_count},
+                         {"live_block_bytes", a.live_block_bytes},
+                         {"segment_count", a.segment_count},
+                         {"segment_bytes", a.segment_bytes},
+                         {"cached_bytes", a.cached_bytes},
+                         {"blocks_without_segment", a.blocks_without_segment},
+                         {"out_of_memory", a.out_of_memory},
+                         {"allocator_allocated", optional_json(a.allocator_allocated)},
+                         {"allocator_reserved", optional_json(a.allocator_reserved)}});
+  }
   Json bad_frees = Json::array();
   for (const auto& bad_free : summary.bad_frees) {
     bad_frees.push_back({{"reason", bad_free.reason}, {"count", bad_free.count}});
@@ -169,6 +194,8 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
        {{"reserved", kind_json(summary.virtual_memory.reserved)},
         {"created", kind_json(summary.virtual_memory.created)},
         {"mapped", kind_json(summary.virtual_memory.mapped)}}},
+      {"allocator", std::move(allocator)},
+      {"block_peaks", std::move(block_peaks)},
   };
 }
 
@@ -234,6 +261,36 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     text +=
         fmt::format("  {}, device {}: {} at +{}\n", process_label(summary, peak), peak.device,
                     format_bytes_exact(peak.bytes), format_seconds(peak.at_ns - summary.start_ns));
+  }
+
+  text += "\nallocator level (blocks: tensors of a caching allocator; segments: its memory):\n";
+  if (summary.allocator.empty()) text += "  no processes\n";
+  for (const analysis::AllocatorTotals& a : summary.allocator) {
+    std::string label = fmt::format("pid {}", a.pid);
+    for (const storage::ProcessRecord& process : summary.processes) {
+      if (process.start.upid == a.upid) label = process_label(process);
+    }
+    if (!a.allocator_events) {
+      text += fmt::format("  {}: no allocator events (segment level only)\n", label);
+      continue;
+    }
+    text += fmt::format(
+        "  {}: at the end, {} live in {}; segments {} in {}; cached {}\n", label,
+        format_bytes_exact(a.live_block_bytes), count_of(a.live_block_count, "block", "blocks"),
+        format_bytes_exact(a.segment_bytes), count_of(a.segment_count, "segment", "segments"),
+        format_bytes_exact(a.cached_bytes));
+    if (a.out_of_memory != 0)
+      text += fmt::format("    {} reported by the allocator\n",
+                          count_of(a.out_of_memory, "failed request (out of memory)", "failed requests (out of memory)"));
+    if (a.blocks_without_segment != 0)
+      text += fmt::format("    {} with no recorded segment\n",
+                          count_of(a.blocks_without_segment, "block", "blocks"));
+    for (const analysis::DevicePeak& peak : summary.block_peaks) {
+      if (peak.upid != a.upid) continue;
+      text += fmt::format("    peak live blocks, device {}: {} at +{}\n", peak.device,
+                          format_bytes_exact(peak.bytes),
+                          format_seconds(peak.at_ns - summary.start_ns));
+    }
   }
 
   if (!summary.bad_frees.empty()) {

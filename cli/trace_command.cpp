@@ -57,6 +57,7 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
       ->required();
   add_format_option(sub, &options->format);
   add_process_filter_options(sub, &options->filter);
+  if (command.add_options) command.add_options(sub);
   sub->footer(std::string(kReportExitStatusHelp));
   sub->callback([options, exit_status, command] {
     *exit_status =

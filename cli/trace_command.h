@@ -39,6 +39,8 @@ struct ReportCommand {
   std::function<std::string(const std::string& path, const storage::TraceReader&,
                             const ReportScope&)>
       text;
+  // Options of this command alone (leaks' --level); they write where the renderers read.
+  std::function<void(CLI::App*)> add_options;
 };
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command);
 

@@ -10,6 +10,8 @@ LiveAllocations::Space LiveAllocations::space_of_kind(int kind) {
       return kHandles;
     case wire::KIND_VMM_RESERVATION:
       return kReservations;
+    case wire::KIND_BLOCK:
+      return kBlocks;
     default:
       return kPointers;
   }
@@ -23,9 +25,15 @@ std::optional<LiveAllocations::Space> LiveAllocations::space_of_free(int api) {
       return kReservations;
     case wire::API_CU_MEM_UNMAP:
       return std::nullopt;
+    case wire::API_C10_REPORT_MEMORY_USAGE:
+      return kBlocks;
     default:
       return kPointers;
   }
+}
+
+bool LiveAllocations::is_segment_kind(int kind) {
+  return kind == wire::KIND_DEVICE || kind == wire::KIND_MANAGED || kind == wire::KIND_ASYNC;
 }
 
 std::optional<LiveAllocations::Entry> LiveAllocations::add(uint64_t address, Entry entry) {
@@ -38,9 +46,13 @@ std::optional<LiveAllocations::Entry> LiveAllocations::add(uint64_t address, Ent
   }
   auto& space = by_address_[space_of_kind(entry.kind)];
   auto [it, inserted] = space.try_emplace(address, entry);
-  if (inserted) return std::nullopt;
-  Entry displaced = it->second;
-  it->second = entry;
+  std::optional<Entry> displaced;
+  if (!inserted) {
+    displaced = it->second;
+    it->second = entry;
+    if (is_segment_kind(displaced->kind)) segments_.erase(address);
+  }
+  if (is_segment_kind(entry.kind)) segments_[address] = entry;
   return displaced;
 }
 
@@ -62,6 +74,7 @@ std::vector<std::pair<uint64_t, LiveAllocations::Entry>> LiveAllocations::remove
   auto it = map.find(address);
   if (it != map.end()) {
     ended.emplace_back(it->first, it->second);
+    if (is_segment_kind(it->second.kind)) segments_.erase(address);
     map.erase(it);
   }
   return ended;
@@ -74,6 +87,30 @@ void LiveAllocations::restore(uint64_t address, Entry entry) {
 void LiveAllocations::clear() {
   for (auto& space : by_address_) space.clear();
   mappings_.clear();
+  segments_.clear();
+}
+
+std::optional<LiveAllocations::Entry> LiveAllocations::containing(
+    const std::map<uint64_t, Entry>& by_start, uint64_t address) {
+  auto it = by_start.upper_bound(address);
+  if (it == by_start.begin()) return std::nullopt;
+  --it;
+  const uint64_t offset = address - it->first;
+  if (offset >= it->second.size) return std::nullopt;
+  return it->second;
+}
+
+std::optional<LiveAllocations::Entry> LiveAllocations::segment_containing(uint64_t address,
+                                                                          uint64_t size) const {
+  if (auto segment = containing(segments_, address)) {
+    // Live allocations do not overlap, so the one holding the start is the only candidate.
+    auto start = segments_.upper_bound(address);
+    --start;
+    const uint64_t offset = address - start->first;
+    if (size <= segment->size - offset) return segment;
+    return std::nullopt;
+  }
+  return containing(mappings_, address);
 }
 
 }  // namespace vramtrace::collector

@@ -6,6 +6,11 @@
 // the API that made it (cuMemRelease ends handles, cuMemAddressFree reservations, cuMemUnmap
 // mappings, every other free ordinary pointers). cuMemUnmap ends a range: every mapping that
 // starts inside it.
+//
+// A caching allocator's blocks (KIND_BLOCK) are a space of their own too: the first block of a
+// segment starts at the segment's address. Only the allocator's reports end them. Each block is
+// tied to the live segment that holds it: segment_containing() looks among the live device
+// allocations (cudaMalloc, cuMemAlloc, managed, async) and VMM mappings, kept by address.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +27,7 @@ class LiveAllocations {
   struct Entry {
     int64_t id;  // the allocation's row id
     int kind;    // wire::Kind
+    uint64_t size = 0;
   };
 
   // Adds a live allocation. Returns the entry it displaced, when the address was still live
@@ -37,13 +43,22 @@ class LiveAllocations {
 
   void clear();
 
+  // The live segment holding [address, address + size): a device allocation that contains the
+  // whole range, or a VMM mapping that contains its start (with expandable segments a block
+  // may run on into the next mapping of the same reservation). Empty: none.
+  std::optional<Entry> segment_containing(uint64_t address, uint64_t size) const;
+
  private:
-  enum Space { kPointers, kHandles, kReservations, kSpaceCount };
+  enum Space { kPointers, kHandles, kReservations, kBlocks, kSpaceCount };
+  static bool is_segment_kind(int kind);
+  static std::optional<Entry> containing(const std::map<uint64_t, Entry>& by_start,
+                                         uint64_t address);
   static Space space_of_kind(int kind);
   static std::optional<Space> space_of_free(int api);  // nullopt: cuMemUnmap
 
   std::unordered_map<uint64_t, Entry> by_address_[kSpaceCount];
   std::map<uint64_t, Entry> mappings_;  // ordered: cuMemUnmap ends a range
+  std::map<uint64_t, Entry> segments_;  // live pointer allocations that can hold blocks
 };
 
 }  // namespace vramtrace::collector

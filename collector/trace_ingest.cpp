@@ -275,10 +275,22 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
     row.vmm_handle = m.handle();
     row.vmm_offset = m.offset();
   }
+  if (m.kind() == wire::KIND_BLOCK) {
+    if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
+    if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
+    if (m.result() == 0) {
+      if (auto segment = p.live.segment_containing(m.address(), m.size()))
+        row.segment_id = segment->id;
+      else
+        count("block_without_segment", storage::Severity::kInfo,
+              "allocator blocks with no live recorded segment (cudaMalloc or VMM mapping) "
+              "holding them");
+    }
+  }
   writer_.add_allocation(row);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing
-  if (p.live.add(m.address(), {row.id, row.kind})) {
+  if (p.live.add(m.address(), {row.id, row.kind, row.size})) {
     // The address is live already: its free was not seen (made by a path the shim does not
     // hook). The older allocation stays live in the trace; the new one takes the address.
     count("alloc_over_live_address", storage::Severity::kDataLoss,
@@ -308,6 +320,8 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     row.free_utid = recent.utid;
     row.free_callsite_id = recent.callsite_id;
     row.free_api = m.api();
+    if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
+    if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
     for (const auto& [address, entry] : recent.ended) writer_.set_free(entry.id, row);
   } else {
     storage::BadFreeRow row;

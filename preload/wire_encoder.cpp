@@ -65,6 +65,10 @@ class FieldWriter {
     if (value != 0)
       ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_VARINT, tag) && pb_encode_varint(&stream_, value);
   }
+  // An `optional` field: written even when 0, since presence is what it says.
+  void present_varint(uint32_t tag, uint64_t value) {
+    ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_VARINT, tag) && pb_encode_varint(&stream_, value);
+  }
   // proto3 int32: negative values are sign-extended to 64 bits.
   void int32(uint32_t tag, int32_t value) {
     varint(tag, static_cast<uint64_t>(static_cast<int64_t>(value)));
@@ -121,6 +125,10 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
            stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
   w.varint(vramtrace_wire_Alloc_handle_tag, e.vmm_handle);
   w.varint(vramtrace_wire_Alloc_offset_tag, e.vmm_offset);
+  if (e.has_allocator_totals) {
+    w.present_varint(vramtrace_wire_Alloc_allocator_allocated_tag, e.allocator_allocated);
+    w.present_varint(vramtrace_wire_Alloc_allocator_reserved_tag, e.allocator_reserved);
+  }
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }
 
@@ -136,6 +144,10 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   w.varint(vramtrace_wire_Free_stack_truncated_tag,
            stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
   w.varint(vramtrace_wire_Free_size_tag, e.size);
+  if (e.has_allocator_totals) {
+    w.present_varint(vramtrace_wire_Free_allocator_allocated_tag, e.allocator_allocated);
+    w.present_varint(vramtrace_wire_Free_allocator_reserved_tag, e.allocator_reserved);
+  }
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 

@@ -26,6 +26,10 @@ struct AllocEvent {
   uint32_t flags;
   uint64_t vmm_handle;  // KIND_VMM_MAPPING: the handle mapped
   uint64_t vmm_offset;  // KIND_VMM_MAPPING: the offset into it
+  // KIND_BLOCK: the caching allocator's totals; encoded (even when 0) only when has_* is set.
+  bool has_allocator_totals;
+  uint64_t allocator_allocated;
+  uint64_t allocator_reserved;
 };
 
 struct FreeEvent {
@@ -34,7 +38,10 @@ struct FreeEvent {
   uint64_t stream;
   int api;
   uint64_t address;
-  uint64_t size;  // cuMemUnmap: the range's length; 0 otherwise
+  uint64_t size;  // cuMemUnmap: the range's length; a block's size; 0 otherwise
+  bool has_allocator_totals;  // a block's free: the allocator's totals after it
+  uint64_t allocator_allocated;
+  uint64_t allocator_reserved;
 };
 
 struct Stack {

@@ -5,7 +5,7 @@
 namespace vramtrace::storage {
 namespace {
 
-constexpr std::array<NamedId, 8> kAllocationKindRows{{
+constexpr std::array<NamedId, 9> kAllocationKindRows{{
     {allocation_kind::kUnknown, "unknown"},
     {allocation_kind::kDevice, "device"},
     {allocation_kind::kManaged, "managed"},
@@ -14,9 +14,10 @@ constexpr std::array<NamedId, 8> kAllocationKindRows{{
     {allocation_kind::kVmmReservation, "vmm_reservation"},
     {allocation_kind::kVmmHandle, "vmm_handle"},
     {allocation_kind::kVmmMapping, "vmm_mapping"},
+    {allocation_kind::kBlock, "block"},
 }};
 
-constexpr std::array<NamedId, 28> kApiRows{{
+constexpr std::array<NamedId, 30> kApiRows{{
     {api::kUnknown, "unknown"},
     {api::kCudaMalloc, "cudaMalloc"},
     {api::kCudaFree, "cudaFree"},
@@ -45,6 +46,8 @@ constexpr std::array<NamedId, 28> kApiRows{{
     {api::kCuMemAddressFree, "cuMemAddressFree"},
     {api::kCuMemMap, "cuMemMap"},
     {api::kCuMemUnmap, "cuMemUnmap"},
+    {api::kC10ReportMemoryUsage, "c10::reportMemoryUsageToProfiler"},
+    {api::kC10ReportOutOfMemory, "c10::reportOutOfMemoryToProfiler"},
 }};
 
 // Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
@@ -139,7 +142,13 @@ CREATE TABLE allocation(
   free_callsite_id INTEGER REFERENCES callsite(id),
   free_api INTEGER REFERENCES api(id),
   vmm_handle INTEGER,              -- vmm_mapping: the handle mapped; NULL for other kinds
-  vmm_offset INTEGER               -- vmm_mapping: where in the handle the mapping starts
+  vmm_offset INTEGER,              -- vmm_mapping: where in the handle the mapping starts
+  segment_id INTEGER REFERENCES allocation(id),  -- block: the live segment (device allocation
+                                   -- or vmm_mapping) that held it; NULL: none found, or not a block
+  allocator_allocated INTEGER,     -- block: the allocator's allocated bytes after the event
+  allocator_reserved INTEGER,      -- block: the allocator's reserved (segment) bytes after it
+  free_allocator_allocated INTEGER,  -- block: the allocator's totals after the block's free
+  free_allocator_reserved INTEGER
 );
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
@@ -192,6 +201,7 @@ constexpr std::string_view kIndexesSql = R"sql(
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
+CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id);
 CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
 CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
 CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);

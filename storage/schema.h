@@ -26,6 +26,8 @@ inline constexpr int kAsync = 4;
 inline constexpr int kVmmReservation = 5;  // cuMemAddressReserve: address space only
 inline constexpr int kVmmHandle = 6;       // cuMemCreate: physical memory; address = the handle
 inline constexpr int kVmmMapping = 7;      // cuMemMap: a handle's memory at an address
+// A caching allocator's block (PyTorch's tensors), inside a segment of the kinds above.
+inline constexpr int kBlock = 8;
 }  // namespace allocation_kind
 
 // Ids of `api` rows: the function that made an event. Same numbers as the wire's `Api`.
@@ -59,6 +61,9 @@ inline constexpr int kCuMemAddressReserve = 24;
 inline constexpr int kCuMemAddressFree = 25;
 inline constexpr int kCuMemMap = 26;
 inline constexpr int kCuMemUnmap = 27;
+// PyTorch's allocator reports (c10::reportMemoryUsageToProfiler, reportOutOfMemoryToProfiler).
+inline constexpr int kC10ReportMemoryUsage = 28;
+inline constexpr int kC10ReportOutOfMemory = 29;
 }  // namespace api
 
 struct NamedId {

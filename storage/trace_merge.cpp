@@ -174,12 +174,16 @@ constexpr std::array<CopyStep, 6> kCopyAfterCallsites{{
 INSERT INTO main.allocation(id, upid, kind, api, device, stream, address, size, requested_size,
                             flags, pool, result, alloc_seq, alloc_ns, alloc_utid,
                             alloc_callsite_id, free_seq, free_ns, free_utid, free_callsite_id,
-                            free_api, vmm_handle, vmm_offset)
+                            free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated,
+                            allocator_reserved, free_allocator_allocated,
+                            free_allocator_reserved)
 SELECT a.id + :allocation, a.upid + :upid, a.kind, a.api, a.device, a.stream, a.address, a.size,
        a.requested_size, a.flags, a.pool, a.result, a.alloc_seq, a.alloc_ns,
        a.alloc_utid + :utid, ifnull(ac.new_id, a.alloc_callsite_id + :callsite), a.free_seq,
        a.free_ns, a.free_utid + :utid, ifnull(fc.new_id, a.free_callsite_id + :callsite),
-       a.free_api, a.vmm_handle, a.vmm_offset
+       a.free_api, a.vmm_handle, a.vmm_offset, a.segment_id + :allocation,
+       a.allocator_allocated, a.allocator_reserved, a.free_allocator_allocated,
+       a.free_allocator_reserved
 FROM input.allocation AS a
 LEFT JOIN temp.callsite_map AS ac ON ac.old_id = a.alloc_callsite_id
 LEFT JOIN temp.callsite_map AS fc ON fc.old_id = a.free_callsite_id

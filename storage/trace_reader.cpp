@@ -58,9 +58,14 @@ AllocationRecord read_allocation(const Statement& row) {
     f.free_utid = row.int64(18);
     f.free_callsite_id = row.optional_int64(19);
     f.free_api = row.int32(20);
+    f.allocator_allocated = row.optional_uint64(26);
+    f.allocator_reserved = row.optional_uint64(27);
   }
   a.vmm_handle = row.optional_uint64(21);
   a.vmm_offset = row.optional_uint64(22);
+  a.segment_id = row.optional_int64(23);
+  a.allocator_allocated = row.optional_uint64(24);
+  a.allocator_reserved = row.optional_uint64(25);
   return record;
 }
 
@@ -68,7 +73,8 @@ std::string allocation_query(const AllocationFilter& filter) {
   std::string sql =
       "SELECT id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, "
       "result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
-      "free_callsite_id, free_api, vmm_handle, vmm_offset FROM allocation "
+      "free_callsite_id, free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated, "
+      "allocator_reserved, free_allocator_allocated, free_allocator_reserved FROM allocation "
       "WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
   switch (filter.outcome) {
     case AllocationFilter::Outcome::kAny:

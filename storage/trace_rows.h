@@ -50,6 +50,10 @@ struct AllocationRow {
   std::optional<std::int64_t> alloc_callsite_id;
   // vmm_mapping only: the handle mapped at `address`, and where in it the mapping starts.
   std::optional<std::uint64_t> vmm_handle, vmm_offset;
+  // block only: the segment allocation that held it (unset: none found), and the allocator's
+  // allocated and reserved totals after the block was made (or, failed, at the OOM).
+  std::optional<std::int64_t> segment_id;
+  std::optional<std::uint64_t> allocator_allocated, allocator_reserved;
 };
 
 struct FreeRow {
@@ -57,6 +61,8 @@ struct FreeRow {
   std::int64_t free_ns = 0, free_utid = 0;
   std::optional<std::int64_t> free_callsite_id;
   int free_api = 0;
+  // block only: the allocator's totals after the free.
+  std::optional<std::uint64_t> allocator_allocated, allocator_reserved;
 };
 
 struct BadFreeRow {

@@ -67,14 +67,16 @@ constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::add_allocation,
      "INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, "
      "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, "
-     "vmm_handle, vmm_offset) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)"},
+     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+     "?19, ?20, ?21)"},
     {&Statements::set_free,
      "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
-     "free_api = ?6 WHERE id = ?1"},
+     "free_api = ?6, free_allocator_allocated = ?7, free_allocator_reserved = ?8 WHERE id = ?1"},
     {&Statements::clear_free,
      "UPDATE allocation SET free_seq = NULL, free_ns = NULL, free_utid = NULL, "
-     "free_callsite_id = NULL, free_api = NULL WHERE id = ?1"},
+     "free_callsite_id = NULL, free_api = NULL, free_allocator_allocated = NULL, "
+     "free_allocator_reserved = NULL WHERE id = ?1"},
     {&Statements::add_bad_free,
      "INSERT INTO bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
@@ -361,6 +363,9 @@ void TraceWriter::add_allocation(const AllocationRow& row) {
   statement.bind_optional_int64(16, row.alloc_callsite_id);
   statement.bind_optional_uint64(17, row.vmm_handle);
   statement.bind_optional_uint64(18, row.vmm_offset);
+  statement.bind_optional_int64(19, row.segment_id);
+  statement.bind_optional_uint64(20, row.allocator_allocated);
+  statement.bind_optional_uint64(21, row.allocator_reserved);
   impl_->run(statement, "adding an allocation");
 }
 
@@ -373,6 +378,8 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
   statement.bind_int64(4, row.free_utid);
   statement.bind_optional_int64(5, row.free_callsite_id);
   statement.bind_int64(6, row.free_api);
+  statement.bind_optional_uint64(7, row.allocator_allocated);
+  statement.bind_optional_uint64(8, row.allocator_reserved);
   impl_->run_update(statement, "recording a free", kStatFreeOfUnknownAllocation);
 }
 

@@ -46,7 +46,7 @@ TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
   const json main_frame = frame("main", "leaky.cu", 40, kLeakyExe);
   const json make_buffers = frame("make_buffers", "leaky.cu", 12, kLeakyExe);
   const json make_pinned = frame("make_pinned", "leaky.cu", 20, kLeakyExe);
-  const json expected_leaks = json::array({
+  json expected_leaks = json::array({
       {{"kind", "host_pinned"},
        {"bytes", 8 * kMiB},
        {"count", 1},
@@ -68,12 +68,19 @@ TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
         json::array({frame("??", nullptr, nullptr, kTorchModule), make_pinned, main_frame})}},
       {{"kind", "device"}, {"bytes", 512 * kKiB}, {"count", 1}, {"stack", json::array()}},
   });
+  // Added to the contract by the allocator level: each entry's level (no blocks here: all
+  // "segment"), and the report's level, allocator_events and cached.
+  for (auto& leak : expected_leaks) leak["level"] = "segment";
   EXPECT_EQ(report.at("leaks"), expected_leaks) << report.at("leaks").dump(2);
+  EXPECT_EQ(report.at("level"), "segment");
+  EXPECT_EQ(report.at("allocator_events"), false);
+  EXPECT_EQ(report.at("cached"), json({{"bytes", 0}, {"count", 0}}));
 
-  // Nothing beyond the contract and its two optional additions.
+  // Nothing beyond the contract and its additions.
   for (const auto& [key, value] : report.items()) {
     EXPECT_TRUE(key == "trace" || key == "total_bytes" || key == "total_count" || key == "leaks" ||
-                key == "incomplete" || key == "warnings")
+                key == "incomplete" || key == "warnings" || key == "level" ||
+                key == "allocator_events" || key == "cached")
         << key;
   }
 }

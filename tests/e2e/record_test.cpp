@@ -517,5 +517,143 @@ TEST_F(RecordTest, SigkillLosesNoAnnouncedAllocation) {
   }
 }
 
+// The first line of `path` matching `pattern`, with its captures; line 0 when none.
+std::pair<int, std::smatch> marked_line(const std::string& path, const std::regex& pattern,
+                                        std::string* text_out) {
+  std::ifstream source(path);
+  std::string text;
+  for (int line = 1; std::getline(source, text); ++line) {
+    std::smatch m;
+    if (std::regex_search(text, m, pattern)) {
+      *text_out = text;
+      std::regex_search(*text_out, m, pattern);
+      return {line, m};
+    }
+  }
+  return {0, {}};
+}
+
+// PyTorch's allocator level on the simulated caching allocator (libc10_cuda_sim.so): its
+// blocks reach the shim through c10::reportMemoryUsageToProfiler, its segments through
+// cudaMalloc. The leaked losses are the only leaks, at block level and at their line; the
+// allocator's segments at exit are cache; the OOM is in the trace with the allocator's totals.
+TEST_F(RecordTest, TorchLikeLeaksAreBlocksAndTheAllocatorsSegmentsAreCache) {
+  std::string leak_text, oom_text;
+  auto [leak_line, leak] =
+      marked_line(TORCH_LIKE_SOURCE, std::regex(R"(LEAK\(block, (\d+), (\d+)\))"), &leak_text);
+  auto [oom_line, oom] = marked_line(TORCH_LIKE_SOURCE, std::regex(R"(OOM\((\d+)\))"), &oom_text);
+  ASSERT_NE(leak_line, 0) << "the sample's LEAK marker changed; update this test";
+  ASSERT_NE(oom_line, 0) << "the sample's OOM marker changed; update this test";
+  const int64_t leaked_count = std::stoll(leak[1]);
+  const int64_t leaked_bytes = std::stoll(leak[2]);
+  const std::string oom_bytes = oom[1];
+
+  ProcessResult run = record(trace(), {TORCH_LIKE_BIN},
+                             {"SIMCUDA_DEVICE_COUNT=1", "SIMCUDA_DEVICE_MEMORY=256MiB"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  // The allocator's own view at exit, as the sample printed it.
+  std::smatch printed;
+  ASSERT_TRUE(std::regex_search(run.out, printed,
+                                std::regex(R"(allocated=(\d+) reserved=(\d+) segments=(\d+))")))
+      << run.out;
+  const int64_t allocated = std::stoll(printed[1]);
+  const int64_t reserved = std::stoll(printed[2]);
+  const int64_t segments = std::stoll(printed[3]);
+  ASSERT_EQ(allocated, leaked_bytes);
+  ASSERT_GE(segments, 2);  // small pool and large pool segments are cached at exit
+
+  ProcessResult leaks = run_process({.argv = {VRAMTRACE_BIN, "leaks", trace(), "--format", "json"}});
+  ASSERT_EQ(leaks.exit_code(), 0) << leaks.err;
+  const nlohmann::json json = nlohmann::json::parse(leaks.out);
+  EXPECT_EQ(json["level"], "block");
+  EXPECT_EQ(json["total_bytes"], leaked_bytes);
+  EXPECT_EQ(json["total_count"], leaked_count);
+  ASSERT_EQ(json["leaks"].size(), 1u) << json.dump(2);
+  const auto& entry = json["leaks"][0];
+  EXPECT_EQ(entry["kind"], "block");
+  EXPECT_EQ(entry["level"], "block");
+  EXPECT_EQ(entry["count"], leaked_count);
+  EXPECT_EQ(entry["bytes"], leaked_bytes);
+  // The innermost frame of the sample's own is the marked line (the allocator's frames, in
+  // libc10_cuda_sim.so, come first; the shim's never appear).
+  bool found = false;
+  for (const auto& frame : entry["stack"]) {
+    if (frame["module"].is_string())
+      EXPECT_EQ(frame["module"].get<std::string>().find("libvramtrace_preload"), std::string::npos);
+    if (!frame["file"].is_string() ||
+        fs::path(frame["file"].get<std::string>()).filename() != "torch_like.cpp")
+      continue;
+    EXPECT_EQ(frame["line"], leak_line) << entry.dump(2);
+    found = true;
+    break;
+  }
+  EXPECT_TRUE(found) << entry.dump(2);
+  // Cached: every byte of the allocator's live segments that is not in a leaked block.
+  EXPECT_EQ(json["cached"]["count"], segments);
+  EXPECT_EQ(json["cached"]["bytes"], reserved - leaked_bytes);
+
+  // At the segment level the same memory is the allocator's segments, and no block.
+  ProcessResult segment_leaks = run_process(
+      {.argv = {VRAMTRACE_BIN, "leaks", trace(), "--format", "json", "--level", "segment"}});
+  ASSERT_EQ(segment_leaks.exit_code(), 0) << segment_leaks.err;
+  const nlohmann::json by_segment = nlohmann::json::parse(segment_leaks.out);
+  EXPECT_EQ(by_segment["level"], "segment");
+  EXPECT_EQ(by_segment["total_bytes"], reserved);
+  EXPECT_EQ(by_segment["total_count"], segments);
+  for (const auto& e : by_segment["leaks"]) EXPECT_EQ(e["kind"], "device") << e.dump(2);
+
+  TraceQuery q(trace());
+  // The OOM: a failed block with its size and the allocator's totals at that moment.
+  const auto ooms = q.rows(
+      "SELECT size, allocator_allocated, allocator_reserved, result FROM allocation "
+      "WHERE api = 29");
+  ASSERT_EQ(ooms.size(), 1u);
+  EXPECT_EQ(ooms[0][0], oom_bytes);
+  EXPECT_EQ(ooms[0][1], std::to_string(leaked_bytes));  // the losses, at that point
+  EXPECT_EQ(ooms[0][2], "2097152");  // the small segment; the large one was given back first
+  EXPECT_EQ(ooms[0][3], "2");
+  // The segments' cudaMallocs are recorded too (the allocator's calls, not nested in a report).
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE kind = 1 AND api = 1 AND result = 0 "
+                      "AND free_seq IS NULL"),
+            segments);
+  EXPECT_GE(q.integer("SELECT count(*) FROM allocation WHERE kind = 1 AND api = 1 AND result = 2"),
+            1);
+  // Every block lies inside the cudaMalloc its segment_id names.
+  EXPECT_GT(q.integer("SELECT count(*) FROM allocation WHERE kind = 8 AND result = 0"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation AS b WHERE b.kind = 8 AND b.result = 0 AND "
+                      "NOT EXISTS (SELECT 1 FROM allocation AS s WHERE s.id = b.segment_id AND "
+                      "s.kind = 1 AND b.address >= s.address AND "
+                      "b.address + b.size <= s.address + s.size)"),
+            0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE name = 'block_without_segment' AND "
+                      "value > 0"),
+            0);
+
+  // The summary's allocator level agrees with the allocator's own totals.
+  ProcessResult summary =
+      run_process({.argv = {VRAMTRACE_BIN, "summary", trace(), "--format", "json"}});
+  ASSERT_EQ(summary.exit_code(), 0) << summary.err;
+  const nlohmann::json s = nlohmann::json::parse(summary.out);
+  ASSERT_EQ(s["allocator"].size(), 1u);
+  const auto& a = s["allocator"][0];
+  EXPECT_EQ(a["level"], "block");
+  EXPECT_EQ(a["live_block_bytes"], leaked_bytes);
+  EXPECT_EQ(a["segment_bytes"], reserved);
+  EXPECT_EQ(a["cached_bytes"], reserved - leaked_bytes);
+  EXPECT_EQ(a["allocator_allocated"], allocated);
+  EXPECT_EQ(a["allocator_reserved"], reserved);
+  EXPECT_EQ(a["out_of_memory"], 1);
+}
+
+// A program with no allocator: the summary says it is seen at the segment level only.
+TEST_F(RecordTest, WithoutAnAllocatorTheSummarySaysSegmentLevelOnly) {
+  ProcessResult run = record(trace(), {LEAKY_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  ProcessResult summary = run_process({.argv = {VRAMTRACE_BIN, "summary", trace()}});
+  ASSERT_EQ(summary.exit_code(), 0) << summary.err;
+  EXPECT_NE(summary.out.find("no allocator events (segment level only)"), std::string::npos)
+      << summary.out;
+}
+
 }  // namespace
 }  // namespace vramtrace::test

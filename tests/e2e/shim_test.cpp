@@ -57,7 +57,12 @@ TEST(Shim, ExportsOnlyHooksAndItsCApi) {
       // NVTX 3's injection entry point: the shim receives a program's NVTX calls
       "InitializeInjectionNvtx2",
       // the wait family: a parent reports how its children ended
-      "waitpid", "wait", "wait3", "wait4", "waitid"};
+      "waitpid", "wait", "wait3", "wait4", "waitid",
+      // PyTorch's allocator reports, mangled as libc10.so exports them:
+      // c10::reportMemoryUsageToProfiler(void*, long, unsigned long, unsigned long, c10::Device)
+      // c10::reportOutOfMemoryToProfiler(long, unsigned long, unsigned long, c10::Device)
+      "_ZN3c1027reportMemoryUsageToProfilerEPvlmmNS_6DeviceE",
+      "_ZN3c1027reportOutOfMemoryToProfilerElmmNS_6DeviceE"};
   std::set<std::string> exported;
   for (const auto& line : lines(nm.out)) {
     std::string address, type, name;

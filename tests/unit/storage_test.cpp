@@ -354,7 +354,7 @@ TEST(TraceWriterTest, RanksVirtualMemoryColumnsAndTheirNamesAreReadBack) {
   EXPECT_EQ(reader->api_name(api::kCuMemAllocHost), "cuMemAllocHost");
   EXPECT_EQ(reader->api_name(api::kCuMemAddressReserve), "cuMemAddressReserve");
   EXPECT_EQ(reader->api_name(api::kCuMemUnmap), "cuMemUnmap");
-  EXPECT_EQ(query_one(path, "SELECT count(*) FROM api"), "28");
+  EXPECT_EQ(query_one(path, "SELECT count(*) FROM api"), "30");
   EXPECT_EQ(query_one(path,
                       "SELECT group_concat(name, ',') FROM (SELECT name FROM api "
                       "WHERE id BETWEEN 12 AND 27 ORDER BY id)"),
