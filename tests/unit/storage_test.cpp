@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "storage/schema.h"
+#include "sql_query.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 #include "temp_dir.h"
@@ -29,21 +30,7 @@ std::unique_ptr<TraceReader> open_or_fail(const std::filesystem::path& path) {
   return reader;
 }
 
-// Runs one SQL query that returns a single value, straight through SQLite.
-std::string query_one(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
-  sqlite3_stmt* stmt = nullptr;
-  std::string value = "<error>";
-  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    const auto* text = sqlite3_column_text(stmt, 0);
-    value = text != nullptr ? reinterpret_cast<const char*>(text) : "<null>";
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return value;
-}
+using testing::query_one;
 
 ProcessRow sample_process(std::int64_t upid) {
   return {upid,
