@@ -12,7 +12,8 @@ inline constexpr int kExitUsageOrTraceError = 2;
 
 // The footer of the report commands' --help.
 inline constexpr std::string_view kReportExitStatusHelp =
-    "Exit status: 0 when the report was written (also when it finds leaks); 2 for a usage error, "
+    "Exit status: 0 when the report was written (also when it finds leaks or out-of-memory "
+    "errors); 2 for a usage error, "
     "a filter that matches no process, or a trace that cannot be read (one line on stderr says "
     "why).";
 

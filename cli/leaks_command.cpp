@@ -8,6 +8,7 @@
 
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
+#include "cli/stack_json.h"
 #include "cli/text_style.h"
 #include "cli/trace_command.h"
 
@@ -16,24 +17,10 @@ namespace vramtrace::cli {
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;
 
-namespace {
-
-Json frame_json(const storage::StackFrame& frame) {
-  return {
-      {"function", frame.function.value_or("??")},
-      {"file", frame.file ? Json(*frame.file) : Json(nullptr)},
-      {"line", frame.line ? Json(*frame.line) : Json(nullptr)},
-      {"module", frame.module},
-  };
-}
-
-}  // namespace
-
 Json leak_report_json(const std::string& trace_path, const analysis::LeakReport& report) {
   Json leaks = Json::array();
   for (const analysis::LeakGroup& group : report.groups) {
-    Json stack = Json::array();
-    for (const storage::StackFrame& frame : group.stack) stack.push_back(frame_json(frame));
+    Json stack = stack_json(group.stack);
     leaks.push_back({
         {"kind", group.kind_name},
         {"bytes", group.bytes},
@@ -70,9 +57,10 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
   }
   if (report.groups.empty()) {
     return text +
-           fmt::format("vramtrace: no leaks in {} ({} level): every successful allocation was "
-                       "freed\n",
-                       where, report.level) +
+           fmt::format(
+               "vramtrace: no leaks in {} ({} level): every successful allocation was "
+               "freed\n",
+               where, report.level) +
            cache;
   }
   text += fmt::format("vramtrace: {} leaked in {} from {} in {} ({} level)\n",
@@ -121,8 +109,7 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
          const std::map<std::string, analysis::LeakLevel> levels{
              {"block", analysis::LeakLevel::kBlock}, {"segment", analysis::LeakLevel::kSegment}};
          sub->add_option_function<std::string>(
-                "--level",
-                [level, levels](const std::string& name) { *level = levels.at(name); },
+                "--level", [level, levels](const std::string& name) { *level = levels.at(name); },
                 "block: a caching allocator's live blocks (tensors) are leaks and its segments "
                 "cache; segment: every live allocation but blocks is a leak. Default: block, "
                 "which is the segment level in a process without allocator events")

@@ -1,7 +1,7 @@
 // `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
-// `leaks`), and merge the traces of several nodes (`merge`). Each subcommand lives in its own
-// file; this one only wires them up and maps every parse failure to exit status 2 with one
-// line on stderr.
+// `leaks`, `oom`), and merge the traces of several nodes (`merge`). Each subcommand lives in its
+// own file; this one only wires them up and maps every parse failure to exit status 2 with one line
+// on stderr.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,7 @@
 #include "cli/exit_status.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
+#include "cli/oom_command.h"
 #include "cli/run_command.h"
 #include "cli/summary_command.h"
 
@@ -35,8 +36,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.failure_message(one_line_failure);
   app.footer(
-      "Exit status: 'summary' and 'leaks' exit 0 when the report was written (also when it "
-      "finds leaks), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 when "
+      "Exit status: 'summary', 'leaks' and 'oom' exit 0 when the report was written (also when it "
+      "finds leaks or OOMs), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 "
+      "when "
       "the merged trace was written, else 2; 'run' exits with the recorded program's status, "
       "or 2 when it could not record.");
 
@@ -44,6 +46,7 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_run_command(app, &exit_status);
   vramtrace::cli::register_summary_command(app, &exit_status);
   vramtrace::cli::register_leaks_command(app, &exit_status);
+  vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
 
   try {

@@ -281,7 +281,8 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
         format_bytes_exact(a.cached_bytes));
     if (a.out_of_memory != 0)
       text += fmt::format("    {} reported by the allocator\n",
-                          count_of(a.out_of_memory, "failed request (out of memory)", "failed requests (out of memory)"));
+                          count_of(a.out_of_memory, "failed request (out of memory)",
+                                   "failed requests (out of memory)"));
     if (a.blocks_without_segment != 0)
       text += fmt::format("    {} with no recorded segment\n",
                           count_of(a.blocks_without_segment, "block", "blocks"));

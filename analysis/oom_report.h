@@ -1,0 +1,104 @@
+// Out-of-memory forensics: for every allocation that failed for lack of memory (result 2:
+// cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY, or a failed `block` row from
+// c10::reportOutOfMemoryToProfiler), what was live at that moment, how the caching allocator's
+// segments were used, and the advice that the numbers support.
+//
+// "Live at the OOM" is exact because a process's events share one sequence: an allocation of
+// the same process with alloc_seq < oom seq and no free before it (free_seq NULL or > oom seq).
+// As in the leak report, at the block level (a process with allocator events) the allocator's
+// segments are not listed as live allocations: their bytes are described in `allocator`, as
+// live blocks (tensors), free gaps and cache.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/process_filter.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+// The cudaError_t / CUresult value both APIs use for "out of memory"; PyTorch's allocator
+// reports are recorded with the same value.
+inline constexpr int kOutOfMemoryResult = 2;
+
+struct LiveGroup {  // live allocations of one (stack, kind), as a leak group
+  std::optional<std::int64_t> callsite_id;
+  int kind = 0;
+  std::string kind_name;
+  std::uint64_t bytes = 0, count = 0;
+  std::vector<storage::StackFrame> stack;  // innermost first
+};
+
+struct LiveAtOom {
+  std::uint64_t total_bytes = 0, total_count = 0;
+  std::map<std::string, std::uint64_t> bytes_by_kind;  // kind name -> bytes
+  std::vector<LiveGroup> top;  // largest first (bytes, count, callsite, kind), at most `top`
+  std::uint64_t groups = 0;    // groups before the cut to `top`
+};
+
+// One allocator segment at the OOM: address-contiguous cuMemMap mappings (expandable
+// segments) are merged into one, since a block may span them.
+struct SegmentAtOom {
+  std::uint64_t address = 0, size = 0;
+  std::uint64_t blocks = 0;              // live blocks in it
+  std::vector<std::uint64_t> free_gaps;  // address order; the bytes between live blocks
+  bool expandable = false;               // made of cuMemMap mappings
+};
+
+struct AllocatorAtOom {
+  // The allocator's own totals in its latest report at or before the OOM; unset: none yet.
+  std::optional<std::uint64_t> allocated, reserved;
+  std::uint64_t live_block_bytes = 0;  // live blocks (in segments or not)
+  std::uint64_t segment_bytes = 0;     // live allocator segments
+  std::uint64_t cached_bytes = 0;      // segment bytes not in a live block (= total_free)
+  // Bytes of segments with no live block at all: what torch.cuda.empty_cache() would return
+  // to the driver (it never splits a segment, and frees no live tensor).
+  std::uint64_t releasable_bytes = 0;
+  std::uint64_t total_free = 0, largest_free_gap = 0;
+  double external_fragmentation = 0;   // 1 - largest_free_gap / total_free; 0 when nothing free
+  std::vector<SegmentAtOom> segments;  // address order
+};
+
+// Each advice names the rule that fired (`id`) and the numbers it fired on.
+struct Advice {
+  std::string
+      id;  // kAdviceFragmentation, kAdviceCacheHeld, kAdviceLiveTensors, kAdviceTopCallsites
+  std::string text;
+  std::vector<std::pair<std::string, std::uint64_t>> evidence;  // in the order written
+  std::optional<double> fraction;  // fragmentation's ratio, also evidence
+};
+
+inline constexpr const char* kAdviceFragmentation = "fragmentation";
+inline constexpr const char* kAdviceCacheHeld = "cache_held";
+inline constexpr const char* kAdviceLiveTensors = "live_tensors";
+inline constexpr const char* kAdviceTopCallsites = "top_callsites";
+
+struct OomRecord {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0;
+  std::optional<std::uint32_t> tid;
+  std::int64_t time_ns = 0, process_start_ns = 0;
+  std::uint64_t seq = 0;
+  int api = 0, kind = 0, result = 0, device = 0;
+  std::string api_name, kind_name;
+  std::uint64_t requested_bytes = 0;  // the row's size: what the allocator asked for, rounded
+  std::vector<storage::StackFrame> stack;
+  LiveAtOom live;
+  std::optional<AllocatorAtOom> allocator;  // set for a process with allocator events
+  std::vector<Advice> advice;
+};
+
+struct OomReportOptions {
+  ProcessSelection processes;
+  std::size_t top = 10;  // live groups listed per OOM
+};
+
+// In (upid, seq) order.
+std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
+                                        const OomReportOptions& options = {});
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,26 @@
+// `vramtrace oom FILE [--format text|json] [--top N] [--pid N] [--rank N] [--host NAME]`: every
+// allocation that failed for lack of memory, what was live then, how the allocator's segments
+// were used, and what to do about it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/oom_report.h"
+
+namespace vramtrace::cli {
+
+// Adds the `oom` subcommand to `app`; when it runs, its exit status goes to *exit_status.
+void register_oom_command(CLI::App& app, int* exit_status);
+
+// The JSON document of docs/cli.md, for the trace named `trace_path`.
+nlohmann::ordered_json oom_report_json(const std::string& trace_path,
+                                       const std::vector<analysis::OomRecord>& ooms);
+// One section per OOM. `scope` as in leak_report_text().
+std::string oom_report_text(const std::string& trace_path,
+                            const std::vector<analysis::OomRecord>& ooms,
+                            const std::string& scope = {});
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,22 @@
+#include "cli/stack_json.h"
+
+namespace vramtrace::cli {
+
+using Json = nlohmann::ordered_json;
+
+Json frame_json(const storage::StackFrame& frame) {
+  return {
+      {"function", frame.function.value_or("??")},
+      {"file", frame.file ? Json(*frame.file) : Json(nullptr)},
+      {"line", frame.line ? Json(*frame.line) : Json(nullptr)},
+      {"module", frame.module},
+  };
+}
+
+Json stack_json(const std::vector<storage::StackFrame>& stack) {
+  Json frames = Json::array();
+  for (const storage::StackFrame& frame : stack) frames.push_back(frame_json(frame));
+  return frames;
+}
+
+}  // namespace vramtrace::cli
