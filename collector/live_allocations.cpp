@@ -50,9 +50,9 @@ std::optional<LiveAllocations::Entry> LiveAllocations::add(uint64_t address, Ent
   if (!inserted) {
     displaced = it->second;
     it->second = entry;
-    if (is_segment_kind(displaced->kind)) segments_.erase(address);
+    if (segments_indexed_ && is_segment_kind(displaced->kind)) segments_.erase(address);
   }
-  if (is_segment_kind(entry.kind)) segments_[address] = entry;
+  if (segments_indexed_ && is_segment_kind(entry.kind)) segments_[address] = entry;
   return displaced;
 }
 
@@ -74,7 +74,7 @@ std::vector<std::pair<uint64_t, LiveAllocations::Entry>> LiveAllocations::remove
   auto it = map.find(address);
   if (it != map.end()) {
     ended.emplace_back(it->first, it->second);
-    if (is_segment_kind(it->second.kind)) segments_.erase(address);
+    if (segments_indexed_ && is_segment_kind(it->second.kind)) segments_.erase(address);
     map.erase(it);
   }
   return ended;
@@ -88,6 +88,7 @@ void LiveAllocations::clear() {
   for (auto& space : by_address_) space.clear();
   mappings_.clear();
   segments_.clear();
+  segments_indexed_ = false;
 }
 
 std::optional<LiveAllocations::Entry> LiveAllocations::containing(
@@ -101,7 +102,12 @@ std::optional<LiveAllocations::Entry> LiveAllocations::containing(
 }
 
 std::optional<LiveAllocations::Entry> LiveAllocations::segment_containing(uint64_t address,
-                                                                          uint64_t size) const {
+                                                                          uint64_t size) {
+  if (!segments_indexed_) {
+    for (const auto& [start, entry] : by_address_[kPointers])
+      if (is_segment_kind(entry.kind)) segments_.emplace(start, entry);
+    segments_indexed_ = true;
+  }
   if (auto segment = containing(segments_, address)) {
     // Live allocations do not overlap, so the one holding the start is the only candidate.
     auto start = segments_.upper_bound(address);

@@ -46,7 +46,10 @@ class LiveAllocations {
   // The live segment holding [address, address + size): a device allocation that contains the
   // whole range, or a VMM mapping that contains its start (with expandable segments a block
   // may run on into the next mapping of the same reservation). Empty: none.
-  std::optional<Entry> segment_containing(uint64_t address, uint64_t size) const;
+  // The index of segments by address is built on the first call: only processes with
+  // allocator events (PyTorch) need it, and keeping it for every allocation of every other
+  // process would cost an ordered-map insert per event.
+  std::optional<Entry> segment_containing(uint64_t address, uint64_t size);
 
  private:
   enum Space { kPointers, kHandles, kReservations, kBlocks, kSpaceCount };
@@ -59,6 +62,7 @@ class LiveAllocations {
   std::unordered_map<uint64_t, Entry> by_address_[kSpaceCount];
   std::map<uint64_t, Entry> mappings_;  // ordered: cuMemUnmap ends a range
   std::map<uint64_t, Entry> segments_;  // live pointer allocations that can hold blocks
+  bool segments_indexed_ = false;       // segments_ is kept up to date from now on
 };
 
 }  // namespace vramtrace::collector
