@@ -548,8 +548,8 @@ TEST_F(RecordTest, TorchLikeLeaksAreBlocksAndTheAllocatorsSegmentsAreCache) {
   const int64_t leaked_bytes = std::stoll(leak[2]);
   const std::string oom_bytes = oom[1];
 
-  ProcessResult run = record(trace(), {TORCH_LIKE_BIN},
-                             {"SIMCUDA_DEVICE_COUNT=1", "SIMCUDA_DEVICE_MEMORY=256MiB"});
+  ProcessResult run =
+      record(trace(), {TORCH_LIKE_BIN}, {"SIMCUDA_DEVICE_COUNT=1", "SIMCUDA_DEVICE_MEMORY=256MiB"});
   ASSERT_EQ(run.exit_code(), 0) << run.err;
   // The allocator's own view at exit, as the sample printed it.
   std::smatch printed;
@@ -562,7 +562,8 @@ TEST_F(RecordTest, TorchLikeLeaksAreBlocksAndTheAllocatorsSegmentsAreCache) {
   ASSERT_EQ(allocated, leaked_bytes);
   ASSERT_GE(segments, 2);  // small pool and large pool segments are cached at exit
 
-  ProcessResult leaks = run_process({.argv = {VRAMTRACE_BIN, "leaks", trace(), "--format", "json"}});
+  ProcessResult leaks =
+      run_process({.argv = {VRAMTRACE_BIN, "leaks", trace(), "--format", "json"}});
   ASSERT_EQ(leaks.exit_code(), 0) << leaks.err;
   const nlohmann::json json = nlohmann::json::parse(leaks.out);
   EXPECT_EQ(json["level"], "block");
@@ -653,6 +654,43 @@ TEST_F(RecordTest, WithoutAnAllocatorTheSummarySaysSegmentLevelOnly) {
   ASSERT_EQ(summary.exit_code(), 0) << summary.err;
   EXPECT_NE(summary.out.find("no allocator events (segment level only)"), std::string::npos)
       << summary.out;
+}
+
+// The caching allocator's OOM, read back with `vramtrace oom`: the failed request with the
+// sample's line, the allocator's own cudaMalloc attempts before it, and what was live then
+// (the leaked loss tensors) beside the cached segments.
+TEST_F(RecordTest, OomReportShowsTheFailedRequestAndTheLiveTensors) {
+  ProcessResult run = record(trace(), {TORCH_LIKE_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  ProcessOptions oom;
+  oom.argv = {VRAMTRACE_BIN, "oom", trace(), "--format", "json"};
+  ProcessResult report = run_process(oom);
+  ASSERT_EQ(report.exit_code(), 0) << report.err;
+  nlohmann::json json = nlohmann::json::parse(report.out);
+  std::string oom_text;
+  const int oom_line =
+      marked_line(TORCH_LIKE_SOURCE, std::regex(R"(OOM\((\d+)\))"), &oom_text).first;
+  ASSERT_NE(oom_line, 0) << "the sample's OOM marker changed; update this test";
+  int block_ooms = 0;
+  for (const auto& o : json["ooms"]) {
+    EXPECT_EQ(o["requested_bytes"], int64_t{64} << 30) << o.dump(2);
+    EXPECT_EQ(o["live"]["total_bytes"], 1536) << "the three leaked loss tensors";
+    ASSERT_FALSE(o["allocator"].is_null()) << "block level: the process reports blocks";
+    bool reaches_line = false;
+    for (const auto& frame : o["stack"])
+      reaches_line |=
+          frame["file"].is_string() &&
+          frame["file"].get<std::string>().find("torch_like.cpp") != std::string::npos &&
+          frame["line"] == oom_line;
+    EXPECT_TRUE(reaches_line) << o["stack"].dump(2);
+    if (o["kind"] == "block") {
+      ++block_ooms;
+      EXPECT_EQ(o["api"], "c10::reportOutOfMemoryToProfiler");
+    }
+  }
+  EXPECT_EQ(block_ooms, 1);
+  // Before reporting, the allocator tried cudaMalloc, emptied its cache and tried again.
+  EXPECT_EQ(json["ooms"].size(), 3u) << json.dump(2);
 }
 
 }  // namespace
