@@ -20,6 +20,7 @@
 
 #include <cuda_runtime_api.h>  // the toolkit's: only its directory is on the include path
 
+#include "same_as_toolkit.h"
 #include "simcuda_abi_lists.h"
 
 namespace simcuda_abi {
@@ -35,14 +36,6 @@ SIMCUDA_ABI_REAL_ERRORS(SIMCUDA_SAME_VALUE)
 #undef SIMCUDA_SAME_VALUE
 
 // Enumeration types, structs and handles.
-#define SIMCUDA_SAME_SIZE(type)                                    \
-  static_assert(sizeof(simcuda_abi::type) == sizeof(::type) &&     \
-                    alignof(simcuda_abi::type) == alignof(::type), \
-                #type " has another size or alignment than the toolkit's");
-#define SIMCUDA_SAME_FIELD(type, field)                                          \
-  static_assert(offsetof(simcuda_abi::type, field) == offsetof(::type, field) && \
-                    sizeof(simcuda_abi::type::field) == sizeof(::type::field),   \
-                #type "::" #field " differs from the toolkit's");
 SIMCUDA_SAME_SIZE(cudaError_t)
 SIMCUDA_SAME_SIZE(cudaMemcpyKind)
 SIMCUDA_SAME_SIZE(cudaMemLocationType)
@@ -72,8 +65,6 @@ SIMCUDA_SAME_FIELD(cudaMemPoolProps, win32SecurityAttributes)
 SIMCUDA_SAME_FIELD(cudaMemPoolProps, maxSize)
 SIMCUDA_SAME_FIELD(cudaMemPoolProps, usage)
 SIMCUDA_SAME_FIELD(cudaMemPoolProps, reserved)
-#undef SIMCUDA_SAME_FIELD
-#undef SIMCUDA_SAME_SIZE
 
 // Every function we declare exists in the real header...
 #define SIMCUDA_DECLARED_BY_TOOLKIT(name) \

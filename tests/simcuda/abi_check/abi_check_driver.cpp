@@ -21,6 +21,7 @@
 
 #include <cuda.h>  // the toolkit's: only its directory is on the include path
 
+#include "same_as_toolkit.h"
 #include "simcuda_abi_lists.h"
 
 namespace simcuda_abi {
@@ -56,14 +57,6 @@ SIMCUDA_SAME_TYPE(CUmemoryPool)
 #undef SIMCUDA_SAME_TYPE
 
 // Enumeration types and structs.
-#define SIMCUDA_SAME_SIZE(type)                                    \
-  static_assert(sizeof(simcuda_abi::type) == sizeof(::type) &&     \
-                    alignof(simcuda_abi::type) == alignof(::type), \
-                #type " has another size or alignment than the toolkit's");
-#define SIMCUDA_SAME_FIELD(type, field)                                          \
-  static_assert(offsetof(simcuda_abi::type, field) == offsetof(::type, field) && \
-                    sizeof(simcuda_abi::type::field) == sizeof(::type::field),   \
-                #type "::" #field " differs from the toolkit's");
 SIMCUDA_SAME_SIZE(CUresult)
 SIMCUDA_SAME_SIZE(CUmemAttach_flags)
 SIMCUDA_SAME_SIZE(CUstream_flags)
@@ -99,8 +92,6 @@ SIMCUDA_SAME_FIELD(CUmemPoolProps, win32SecurityAttributes)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, maxSize)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, usage)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, reserved)
-#undef SIMCUDA_SAME_FIELD
-#undef SIMCUDA_SAME_SIZE
 
 // Every function we declare exists in the real header, under the symbol its macros map the API
 // name to (cuMemAlloc is cuMemAlloc_v2 in both)...
