@@ -10,6 +10,7 @@ Json frame_json(const storage::StackFrame& frame) {
       {"file", frame.file ? Json(*frame.file) : Json(nullptr)},
       {"line", frame.line ? Json(*frame.line) : Json(nullptr)},
       {"module", frame.module},
+      {"language", storage::frame_language_name(frame.language)},
   };
 }
 

@@ -42,6 +42,8 @@ std::string format_frame(std::size_t index, const storage::StackFrame& frame) {
     line += fmt::format(" at {}", *frame.file);
     if (frame.line) line += fmt::format(":{}", *frame.line);
   }
+  // A Python frame's module is its file, already shown.
+  if (frame.language == storage::FrameLanguage::kPython) return line + " (python)";
   const std::string_view module = frame.module.empty() ? std::string_view("??") : frame.module;
   if (frame.function) return line + fmt::format(" ({})", module);
   return line + fmt::format(" ({}+{:#x})", module, frame.rel_pc);

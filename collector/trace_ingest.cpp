@@ -1,5 +1,7 @@
 #include "collector/trace_ingest.h"
 
+#include "collector/python_splice.h"
+
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -22,6 +24,22 @@ std::string hex(const std::string& bytes) {
     out.push_back(digits[c & 15]);
   }
   return out;
+}
+
+// An event's Python frames; none when there are more than the shim ever sends (the event keeps
+// its native stack, and count_python_stack() has no say: the stat below does).
+constexpr int kMaxPythonDepth = 128;
+
+template <class Message>
+std::span<const uint64_t> python_codes_of(const Message& m) {
+  if (m.python_code_size() > kMaxPythonDepth) return {};
+  return {m.python_code().data(), static_cast<size_t>(m.python_code_size())};
+}
+
+template <class Message>
+std::span<const uint32_t> python_lines_of(const Message& m) {
+  if (m.python_line_size() > kMaxPythonDepth) return {};
+  return {m.python_line().data(), static_cast<size_t>(m.python_line_size())};
 }
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -109,6 +127,12 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
       return;
     case wire::Envelope::kMarker:
       on_marker(*p, header, envelope_.marker());
+      return;
+    case wire::Envelope::kPythonCode:
+      on_python_code(*p, envelope_.python_code());
+      return;
+    case wire::Envelope::kPythonInterpreter:
+      p->python_interpreter_address = envelope_.python_interpreter().api_address();
       return;
     case wire::Envelope::kChildExit:
       set_wait_status(envelope_.child_exit().pid(), envelope_.child_exit().wait_status());
@@ -229,19 +253,117 @@ const std::vector<int64_t>& TraceIngest::frames_for_pc(const Process& p, uint64_
   return slot->second;
 }
 
-std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uint64_t> ips) {
-  if (ips.empty()) return std::nullopt;
-  if (auto hit = p.stack_cache.find(ips); hit != p.stack_cache.end()) return hit->second;
-
-  // Walk from the outermost frame in; each return address is moved back by one byte so it
-  // points into its call instruction (and to the call's line, not the next one's).
-  std::optional<int64_t> leaf;
-  for (size_t i = ips.size(); i-- > 0;) {
-    const uint64_t pc = ips[i] > 0 ? ips[i] - 1 : 0;
-    const std::vector<int64_t>& frames = frames_for_pc(p, pc);
-    for (size_t j = frames.size(); j-- > 0;) leaf = callsites_.intern(leaf, frames[j]);
+bool TraceIngest::in_interpreter(const Process& p, uint64_t pc) const {
+  if (!p.python_interpreter_address) return false;
+  const uint64_t anchor = *p.python_interpreter_address;
+  for (const Mapping& m : p.mappings) {
+    if (anchor >= m.start && anchor < m.end) return pc >= m.start && pc < m.end;
   }
-  p.stack_cache.emplace(std::vector<uint64_t>(ips.begin(), ips.end()), leaf);
+  return false;
+}
+
+void TraceIngest::on_python_code(Process& p, const wire::PythonCode& m) {
+  if (m.id() == 0) {
+    count("python_code_invalid", storage::Severity::kInfo, "Python code records without an id");
+    return;
+  }
+  // A .py file is the module of its frames, as an ELF object is of native ones. "<string>" and
+  // other pseudo-files are kept as Python names them.
+  const std::string& filename = m.filename().empty() ? std::string("<unknown>") : m.filename();
+  p.python_codes[m.id()] = {module_id_for(filename, ""), m.name(), filename};
+}
+
+void TraceIngest::count_python_stack(wire::PythonStackStatus status) {
+  switch (status) {
+    case wire::PYTHON_STACK_WITHOUT_GIL:
+      count("python_stack_without_gil", storage::Severity::kInfo,
+            "events on Python threads that had released the GIL: native stack only (the shim "
+            "never takes the GIL inside a hook)");
+      return;
+    case wire::PYTHON_STACK_UNAVAILABLE:
+      count("python_stack_unavailable", storage::Severity::kInfo,
+            "events whose Python frames could not be read (interpreter finalizing, or the "
+            "shim's table of code objects full): native stack only");
+      return;
+    case wire::PYTHON_STACK_TRUNCATED:
+      count("python_stack_truncated", storage::Severity::kInfo,
+            "events whose Python stack was cut at the wire's depth limit (128 frames)");
+      return;
+    default:
+      return;
+  }
+}
+
+int64_t TraceIngest::python_frame_id(const Process& p, uint64_t code, uint32_t line) {
+  auto known = p.python_codes.find(code);
+  if (known == p.python_codes.end()) {
+    count("python_code_unknown", storage::Severity::kDataLoss,
+          "Python frames whose code object was never announced (module 0, no name)");
+  }
+  const int64_t module_id = known == p.python_codes.end() ? 0 : known->second.module_id;
+  std::string key = std::to_string(module_id);
+  key.push_back('\0');
+  if (known != p.python_codes.end()) key += known->second.name;
+  key.push_back('\0');
+  key += std::to_string(line);
+  auto [slot, inserted] = python_frames_.try_emplace(std::move(key), 0);
+  if (!inserted) return slot->second;
+  storage::FrameRow row;
+  row.id = next_frame_id_++;
+  row.module_id = module_id;
+  row.rel_pc = line;
+  row.language = storage::FrameLanguage::kPython;
+  if (known != p.python_codes.end()) {
+    if (!known->second.name.empty()) row.function = known->second.name;
+    row.file = known->second.filename;
+  }
+  if (line > 0) row.line = static_cast<int>(line);
+  writer_.add_frame(row);
+  slot->second = row.id;
+  return row.id;
+}
+
+std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uint64_t> ips,
+                                                 std::span<const uint64_t> python_code,
+                                                 std::span<const uint32_t> python_line) {
+  const size_t python_depth = std::min(python_code.size(), python_line.size());
+  if (python_code.size() != python_line.size())
+    count("python_stack_mismatched", storage::Severity::kInfo,
+          "events whose Python code and line lists differ in length (the shorter is used)");
+  if (ips.empty() && python_depth == 0) return std::nullopt;
+  // The cache key: the native addresses, then, when there are Python frames, a separator that
+  // no return address can be, and the (code, line) pairs.
+  std::vector<uint64_t> key(ips.begin(), ips.end());
+  if (python_depth != 0) {
+    key.push_back(~0ull);
+    for (size_t i = 0; i < python_depth; ++i) {
+      key.push_back(python_code[i]);
+      key.push_back(python_line[i]);
+    }
+  }
+  if (auto hit = p.stack_cache.find(key); hit != p.stack_cache.end()) return hit->second;
+
+  // Each return address is moved back by one byte so it points into its call instruction (and
+  // to the call's line, not the next one's). on_alloc/on_free refuse deeper stacks.
+  auto pc_of = [&](size_t i) { return ips[i] > 0 ? ips[i] - 1 : 0; };
+  bool interpreter[kMaxStackDepth] = {};
+  PythonSplice splice{ips.size(), ips.size()};
+  if (python_depth != 0) {
+    for (size_t i = 0; i < ips.size(); ++i) interpreter[i] = in_interpreter(p, pc_of(i));
+    splice = find_python_splice({interpreter, ips.size()});
+  }
+  // From the outermost frame in: the native frames outside the splice, then the Python
+  // frames in its place, then the native frames inside it.
+  std::optional<int64_t> leaf;
+  auto intern_native = [&](size_t i) {
+    const std::vector<int64_t>& frames = frames_for_pc(p, pc_of(i));
+    for (size_t j = frames.size(); j-- > 0;) leaf = callsites_.intern(leaf, frames[j]);
+  };
+  for (size_t i = ips.size(); i-- > splice.end;) intern_native(i);
+  for (size_t i = python_depth; i-- > 0;)
+    leaf = callsites_.intern(leaf, python_frame_id(p, python_code[i], python_line[i]));
+  for (size_t i = splice.begin; i-- > 0;) intern_native(i);
+  p.stack_cache.emplace(std::move(key), leaf);
   return leaf;
 }
 
@@ -270,7 +392,9 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
   row.alloc_seq = h.seq;
   row.alloc_ns = h.time_ns;
   row.alloc_utid = utid_for(p, m.tid());
-  row.alloc_callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
+  count_python_stack(m.python_stack());
+  row.alloc_callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
+                                       python_codes_of(m), python_lines_of(m));
   if (m.kind() == wire::KIND_VMM_MAPPING) {
     row.vmm_handle = m.handle();
     row.vmm_offset = m.offset();
@@ -310,7 +434,9 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
   recent.ns = h.time_ns;
   recent.utid = utid_for(p, m.tid());
   recent.api = m.api();
-  recent.callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())});
+  count_python_stack(m.python_stack());
+  recent.callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
+                                    python_codes_of(m), python_lines_of(m));
 
   recent.ended = p.live.remove_for_free(m.api(), m.address(), m.size());
   if (!recent.ended.empty()) {

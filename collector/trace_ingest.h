@@ -94,6 +94,12 @@ class TraceIngest {
   struct PcKeyHash {
     size_t operator()(const PcKey& k) const;
   };
+  // A Python code object as PythonCode announced it, with the module row of its file.
+  struct PythonCode {
+    int64_t module_id;
+    std::string name;
+    std::string filename;
+  };
   struct Process {
     int64_t upid;
     uint32_t pid;
@@ -112,6 +118,10 @@ class TraceIngest {
     // work for them. Addresses are per process, so the cache is too.
     std::unordered_map<std::vector<uint64_t>, std::optional<int64_t>, StackHash, StackEqual>
         stack_cache;
+    // Python (python_splice.h): an address inside the interpreter's object, once the shim has
+    // found one, and the code objects it announced, by their wire id.
+    std::optional<uint64_t> python_interpreter_address;
+    std::unordered_map<uint64_t, PythonCode> python_codes;
   };
 
   Process* process_for(int64_t ring_id);
@@ -126,7 +136,15 @@ class TraceIngest {
 
   int64_t utid_for(Process& p, uint32_t tid);
   int64_t module_id_for(const std::string& path, const std::string& build_id);
-  std::optional<int64_t> intern_stack(Process& p, std::span<const uint64_t> ips);
+  // A stack's callsite: its native frames, with the Python frames (wire ids of code objects,
+  // and lines, innermost first) in place of the interpreter's.
+  std::optional<int64_t> intern_stack(Process& p, std::span<const uint64_t> ips,
+                                      std::span<const uint64_t> python_code = {},
+                                      std::span<const uint32_t> python_line = {});
+  int64_t python_frame_id(const Process& p, uint64_t code, uint32_t line);
+  void on_python_code(Process& p, const wire::PythonCode& m);
+  void count_python_stack(wire::PythonStackStatus status);
+  bool in_interpreter(const Process& p, uint64_t pc) const;
   const std::vector<int64_t>& frames_for_pc(const Process& p, uint64_t pc);
   void count(const char* name, storage::Severity severity, const char* description, int64_t by = 1);
 
@@ -153,6 +171,8 @@ class TraceIngest {
   std::vector<ModuleInfo> modules_;                      // by id - 1
   // (module id, rel_pc) -> frame ids, innermost first (more than one with inlining).
   std::unordered_map<PcKey, std::vector<int64_t>, PcKeyHash> frames_by_pc_;
+  // Python frames: (module id of the file, '\0', function, '\0', line) -> frame id.
+  std::unordered_map<std::string, int64_t> python_frames_;
 
   struct Counter {
     storage::Severity severity;

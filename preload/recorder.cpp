@@ -15,6 +15,7 @@
 #include "job_identity.h"
 #include "module_map.h"
 #include "nanopb/vramtrace.pb.h"
+#include "python_stack.h"
 #include "real_functions.h"
 #include "reentry_guard.h"
 #include "shim_log.h"
@@ -41,6 +42,9 @@ ring::RingProducer g_ring;
 ModuleMap g_modules;
 pthread_mutex_t g_modules_mutex = PTHREAD_MUTEX_INITIALIZER;
 std::atomic<void*> g_real_cudaGetDevice{nullptr};
+// Moves each time the module map is rescanned: the Python stack capture looks for an
+// interpreter again only then.
+std::atomic<uint64_t> g_loader_generation{0};
 char g_socket_path[256];
 uint64_t g_ring_bytes = kDefaultRingBytes;
 
@@ -90,6 +94,7 @@ namespace {
 void send_new_modules() {
   if (!g_modules.changed()) return;
   pthread_mutex_lock(&g_modules_mutex);
+  g_loader_generation.fetch_add(1, std::memory_order_relaxed);
   g_modules.scan([](const ModuleInfo& m) {
     uint8_t buf[kMaxEventBytes + 256];
     return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;
@@ -180,6 +185,7 @@ void after_fork_in_child() {
   const bool was_recording = is_recording();
   g_link.abandon_after_fork();
   g_modules.reset();
+  forget_sent_python_code();
   g_shim_state.store(static_cast<int>(ShimState::kOff));
   if (was_recording) {
     ReentryGuard guard;
@@ -215,16 +221,24 @@ bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
 }
 
 namespace {
-// The record path: stack first (before any lock), then the encoding, then the modules the
-// stack may point into, then the event itself.
+bool write_python_message(const uint8_t* payload, size_t bytes) {
+  return write_record(payload, bytes) != 0;
+}
+
+// The record path: stacks first (before any lock of the shim's; the Python walk sends the code
+// objects it meets for the first time), then the encoding, then the modules the native stack may
+// point into, then the event itself.
 template <class Event>
 uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   uintptr_t ips[kMaxStackDepth];
   bool truncated = false;
   const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+  PythonFrames python;
+  capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
+                       &write_python_message);
   e.tid = current_tid();
   uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode(e, Stack{ips, depth, truncated}, buf, sizeof buf);
+  const size_t bytes = encode(e, Stack{ips, depth, truncated, &python}, buf, sizeof buf);
   send_new_modules();
   return write_record(buf, bytes);
 }

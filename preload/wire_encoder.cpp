@@ -82,6 +82,14 @@ class FieldWriter {
     ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_STRING, tag) && pb_encode_varint(&stream_, bytes) &&
           pb_write(&stream_, reinterpret_cast<const pb_byte_t*>(values), bytes);
   }
+  void packed_varint32(uint32_t tag, const uint32_t* values, int count) {
+    if (count <= 0) return;
+    pb_ostream_t sizing = PB_OSTREAM_SIZING;
+    for (int i = 0; i < count; ++i) pb_encode_varint(&sizing, values[i]);
+    ok_ = ok_ && pb_encode_tag(&stream_, PB_WT_STRING, tag) &&
+          pb_encode_varint(&stream_, sizing.bytes_written);
+    for (int i = 0; i < count && ok_; ++i) ok_ = pb_encode_varint(&stream_, values[i]);
+  }
   size_t size() const { return ok_ ? stream_.bytes_written : 0; }
 
  private:
@@ -102,6 +110,17 @@ size_t wrap_in_envelope(uint32_t tag, const uint8_t* body, size_t body_bytes, ui
 
 int clamp_depth(const Stack& stack) {
   return stack.depth < kMaxStackDepth ? stack.depth : kMaxStackDepth;
+}
+
+// The Python frames of Alloc and Free, which share the three fields' shape.
+void write_python_frames(FieldWriter& w, const Stack& stack, uint32_t code_tag, uint32_t line_tag,
+                         uint32_t status_tag) {
+  if (stack.python == nullptr) return;
+  const PythonFrames& py = *stack.python;
+  const int depth = py.depth < kMaxPythonDepth ? py.depth : kMaxPythonDepth;
+  w.packed_fixed64(code_tag, reinterpret_cast<const uintptr_t*>(py.code), depth);
+  w.packed_varint32(line_tag, py.line, depth);
+  w.varint(status_tag, static_cast<uint64_t>(py.status));
 }
 
 }  // namespace
@@ -129,6 +148,8 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
     w.present_varint(vramtrace_wire_Alloc_allocator_allocated_tag, e.allocator_allocated);
     w.present_varint(vramtrace_wire_Alloc_allocator_reserved_tag, e.allocator_reserved);
   }
+  write_python_frames(w, stack, vramtrace_wire_Alloc_python_code_tag,
+                      vramtrace_wire_Alloc_python_line_tag, vramtrace_wire_Alloc_python_stack_tag);
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }
 
@@ -148,6 +169,8 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
     w.present_varint(vramtrace_wire_Free_allocator_allocated_tag, e.allocator_allocated);
     w.present_varint(vramtrace_wire_Free_allocator_reserved_tag, e.allocator_reserved);
   }
+  write_python_frames(w, stack, vramtrace_wire_Free_python_code_tag,
+                      vramtrace_wire_Free_python_line_tag, vramtrace_wire_Free_python_stack_tag);
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 
@@ -224,6 +247,30 @@ size_t encode_notice(int severity, const char* name, const char* text, uint8_t* 
   m.severity = static_cast<vramtrace_wire_Notice_Severity>(severity);
   m.name = string_field(name);
   m.text = string_field(text);
+  return encode(env, out, capacity);
+}
+
+size_t encode_python_code(uint64_t id, const char* filename, const char* name, uint32_t first_line,
+                          uint8_t* out, size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_python_code_tag;
+  auto& m = env.body.python_code;
+  m = vramtrace_wire_PythonCode{};
+  m.id = id;
+  m.filename = string_field(filename);
+  m.name = string_field(name);
+  m.first_line = first_line;
+  return encode(env, out, capacity);
+}
+
+size_t encode_python_interpreter(uint64_t api_address, const char* version, uint8_t* out,
+                                 size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_python_interpreter_tag;
+  auto& m = env.body.python_interpreter;
+  m = vramtrace_wire_PythonInterpreter{};
+  m.api_address = api_address;
+  m.version = string_field(version);
   return encode(env, out, capacity);
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "module_map.h"
+#include "python_stack.h"
 
 namespace vramtrace::preload {
 
@@ -38,7 +39,7 @@ struct FreeEvent {
   uint64_t stream;
   int api;
   uint64_t address;
-  uint64_t size;  // cuMemUnmap: the range's length; a block's size; 0 otherwise
+  uint64_t size;              // cuMemUnmap: the range's length; a block's size; 0 otherwise
   bool has_allocator_totals;  // a block's free: the allocator's totals after it
   uint64_t allocator_allocated;
   uint64_t allocator_reserved;
@@ -48,6 +49,7 @@ struct Stack {
   const uintptr_t* ips;
   int depth;
   bool truncated;
+  const PythonFrames* python = nullptr;  // null: no Python frames to send
 };
 
 struct ProcessStartInfo {
@@ -87,5 +89,10 @@ size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t
 size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
                      size_t capacity);
 size_t encode_marker(const MarkerEvent&, uint8_t* out, size_t capacity);
+// A PythonCode message; strings NUL-terminated UTF-8.
+size_t encode_python_code(uint64_t id, const char* filename, const char* name, uint32_t first_line,
+                          uint8_t* out, size_t capacity);
+size_t encode_python_interpreter(uint64_t api_address, const char* version, uint8_t* out,
+                                 size_t capacity);
 
 }  // namespace vramtrace::preload

@@ -103,7 +103,9 @@ CREATE TABLE frame(
   function TEXT,                   -- NULL: not symbolized
   file TEXT,                       -- NULL: no line information
   line INTEGER,                    -- NULL: no line information
-  inlined INTEGER NOT NULL DEFAULT 0  -- 1: inlined into the next outer frame
+  inlined INTEGER NOT NULL DEFAULT 0,  -- 1: inlined into the next outer frame
+  language TEXT NOT NULL DEFAULT 'native'  -- 'native', or 'python': a Python source line, whose
+                                   -- module is the .py file and rel_pc its line
 );
 CREATE TABLE callsite(
   id INTEGER PRIMARY KEY,

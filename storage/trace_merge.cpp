@@ -70,7 +70,8 @@ constexpr std::array<IdColumn, 9> kIdColumns{{
 constexpr std::string_view kMergeSetupSql = R"sql(
 CREATE UNIQUE INDEX merge_module_key ON module(path, ifnull(build_id, x''));
 CREATE UNIQUE INDEX merge_frame_key ON frame(module_id, rel_pc, ifnull(function, x''),
-                                             ifnull(file, x''), ifnull(line, x''), inlined);
+                                             ifnull(file, x''), ifnull(line, x''), inlined,
+                                             language);
 CREATE UNIQUE INDEX merge_callsite_key ON callsite(ifnull(parent_id, x''), frame_id);
 CREATE TEMP TABLE module_map(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);
 CREATE TEMP TABLE frame_map(old_id INTEGER PRIMARY KEY, new_id INTEGER NOT NULL);
@@ -125,9 +126,9 @@ SELECT x.id + :mapping, x.upid + :upid, ifnull(m.new_id, x.module_id + :module),
 FROM input.mapping AS x LEFT JOIN temp.module_map AS m ON m.old_id = x.module_id
 ORDER BY x.id)sql"},
     {"copying frames", R"sql(
-INSERT OR IGNORE INTO main.frame(id, module_id, rel_pc, function, file, line, inlined)
+INSERT OR IGNORE INTO main.frame(id, module_id, rel_pc, function, file, line, inlined, language)
 SELECT f.id + :frame, ifnull(m.new_id, f.module_id + :module), f.rel_pc, f.function, f.file,
-       f.line, f.inlined
+       f.line, f.inlined, f.language
 FROM input.frame AS f LEFT JOIN temp.module_map AS m ON m.old_id = f.module_id
 ORDER BY f.id)sql"},
     {"mapping frames", R"sql(
@@ -137,7 +138,8 @@ LEFT JOIN temp.module_map AS m ON m.old_id = f.module_id
 JOIN main.frame AS o
   ON o.module_id = ifnull(m.new_id, f.module_id + :module) AND o.rel_pc = f.rel_pc
  AND ifnull(o.function, x'') = ifnull(f.function, x'') AND ifnull(o.file, x'') = ifnull(f.file, x'')
- AND ifnull(o.line, x'') = ifnull(f.line, x'') AND o.inlined = f.inlined)sql"},
+ AND ifnull(o.line, x'') = ifnull(f.line, x'') AND o.inlined = f.inlined
+ AND o.language = f.language)sql"},
 }};
 
 constexpr std::string_view kLoadCallsitesSql = R"sql(

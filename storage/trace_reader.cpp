@@ -453,7 +453,7 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
       "  FROM callsite JOIN chain ON callsite.id = chain.parent_id"
       "  WHERE chain.hops < ?2) "
       "SELECT chain.id, chain.frame_id, frame.function, frame.file, frame.line, frame.inlined, "
-      "  frame.rel_pc, module.path "
+      "  frame.rel_pc, module.path, frame.language "
       "FROM chain LEFT JOIN frame ON frame.id = chain.frame_id "
       "  LEFT JOIN module ON module.id = frame.module_id "
       "ORDER BY chain.hops");
@@ -470,6 +470,7 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
     frame.inlined = row.int64(5) != 0;
     frame.rel_pc = row.uint64(6);
     frame.module = row.optional_text(7).value_or("");
+    frame.language = frame_language_from_name(row.optional_text(8).value_or(""));
   });
   return frames;
 }

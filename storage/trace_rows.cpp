@@ -21,4 +21,12 @@ std::optional<Severity> parse_severity(std::string_view name) {
   return std::nullopt;
 }
 
+std::string_view frame_language_name(FrameLanguage language) {
+  return language == FrameLanguage::kPython ? "python" : "native";
+}
+
+FrameLanguage frame_language_from_name(std::string_view name) {
+  return name == "python" ? FrameLanguage::kPython : FrameLanguage::kNative;
+}
+
 }  // namespace vramtrace::storage

@@ -30,12 +30,18 @@ struct ProcessEndRow {
   bool complete = false;  // it said goodbye, or its ring was drained to the last byte
 };
 
+// What a frame is a line of. Stored as the text of frame_language_name().
+enum class FrameLanguage { kNative, kPython };
+std::string_view frame_language_name(FrameLanguage language);   // "native", "python"
+FrameLanguage frame_language_from_name(std::string_view name);  // anything else: kNative
+
 struct FrameRow {
   std::int64_t id = 0, module_id = 0;
   std::uint64_t rel_pc = 0;
   std::optional<std::string> function, file;
   std::optional<int> line;
   bool inlined = false;  // an inlined call inside the next outer frame
+  FrameLanguage language = FrameLanguage::kNative;
 };
 
 struct AllocationRow {
@@ -160,6 +166,7 @@ struct StackFrame {
   std::string module;  // the module's path
   std::uint64_t rel_pc = 0;
   bool inlined = false;
+  FrameLanguage language = FrameLanguage::kNative;
 };
 
 struct StatRecord {

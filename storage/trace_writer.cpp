@@ -60,8 +60,8 @@ constexpr std::array<StatementSql, 16> kStatementSql{{
      "INSERT INTO mapping(id, upid, module_id, start, \"end\", load_bias) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6)"},
     {&Statements::add_frame,
-     "INSERT INTO frame(id, module_id, rel_pc, function, file, line, inlined) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+     "INSERT INTO frame(id, module_id, rel_pc, function, file, line, inlined, language) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     {&Statements::add_callsite,
      "INSERT INTO callsite(id, parent_id, frame_id, depth) VALUES(?1, ?2, ?3, ?4)"},
     {&Statements::add_allocation,
@@ -328,6 +328,7 @@ void TraceWriter::add_frame(const FrameRow& row) {
   statement.bind_optional_text(5, row.file);
   statement.bind_optional_int64(6, row.line);
   statement.bind_int64(7, row.inlined ? 1 : 0);
+  statement.bind_text(8, frame_language_name(row.language));
   impl_->run(statement, "adding a frame");
 }
 

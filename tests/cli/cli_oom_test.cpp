@@ -46,7 +46,8 @@ TEST_F(CliOomTest, JsonHasOneRecordPerOomWithWhatWasLive) {
   EXPECT_EQ(oom["stack"][0], json({{"function", "inline_helper"},
                                    {"file", "helpers.h"},
                                    {"line", 7},
-                                   {"module", kLeakyExe}}));
+                                   {"module", kLeakyExe},
+                                   {"language", "native"}}));
   // Live at seq 6: a2 and a3 (device, callsite 3) and a4 (host_pinned, callsite 4); a1 was
   // freed at seq 3.
   EXPECT_EQ(oom["live"]["total_bytes"], 14 * kMiB);

@@ -32,7 +32,11 @@ class CliReportsTest : public ::testing::Test {
 
 json frame(const std::string& function, const json& file, const json& line,
            const std::string& module) {
-  return {{"function", function}, {"file", file}, {"line", line}, {"module", module}};
+  return {{"function", function},
+          {"file", file},
+          {"line", line},
+          {"module", module},
+          {"language", "native"}};
 }
 
 TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {

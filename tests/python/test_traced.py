@@ -11,6 +11,8 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+
+from built_files import binary
 from typing import Dict, List, Optional, Tuple
 
 CHILD = Path(__file__).with_name("traced_child.py")
@@ -39,15 +41,6 @@ EXPECTED += [
     (WORKER, "mark", "working", 0, None, "worker step 0"),
     (MAIN, "mark", "époque ✓", 0, None, None),
 ]
-
-
-def binary(variable: str) -> str:
-    path = os.environ.get(variable)
-    if not path:
-        raise AssertionError(f"{variable} is not set: run through CTest, which sets it")
-    if not os.access(path, os.R_OK):
-        raise AssertionError(f"{variable}={path} does not exist: build it first")
-    return path
 
 
 class TracedTest(unittest.TestCase):

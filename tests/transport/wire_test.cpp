@@ -56,6 +56,62 @@ TEST(Wire, AllocationWithAFullStackRoundTrips) {
   EXPECT_TRUE(a.stack_truncated());
 }
 
+TEST(Wire, PythonFramesRideAlongAFullNativeStackInOneEvent) {
+  preload::AllocEvent e{};
+  e.kind = wire::KIND_BLOCK;
+  e.api = wire::API_C10_REPORT_MEMORY_USAGE;
+  e.address = 0x7f0000000000;
+  std::vector<uintptr_t> ips(preload::kMaxStackDepth, 0x7fff00001234);
+  preload::PythonFrames python;
+  python.depth = preload::kMaxPythonDepth;
+  python.status = preload::PythonStackStatus::kTruncated;
+  for (int i = 0; i < python.depth; ++i) {
+    python.code[i] = 0x7f5500000000 + static_cast<uint64_t>(i) * 0x40;
+    python.line[i] = 100000 + static_cast<uint32_t>(i);  // three-byte varints
+  }
+  uint8_t buf[preload::kMaxEventBytes];
+  const size_t n = preload::encode_alloc(
+      e, {ips.data(), static_cast<int>(ips.size()), false, &python}, buf, sizeof buf);
+  ASSERT_GT(n, 0u) << "the deepest event must fit in kMaxEventBytes";
+  const wire::Alloc a = decode(buf, n).alloc();
+  EXPECT_EQ(a.stack_size(), preload::kMaxStackDepth);
+  ASSERT_EQ(a.python_code_size(), preload::kMaxPythonDepth);
+  ASSERT_EQ(a.python_line_size(), preload::kMaxPythonDepth);
+  for (int i = 0; i < preload::kMaxPythonDepth; ++i) {
+    EXPECT_EQ(a.python_code(i), python.code[i]);
+    EXPECT_EQ(a.python_line(i), python.line[i]);
+  }
+  EXPECT_EQ(a.python_stack(), wire::PYTHON_STACK_TRUNCATED);
+
+  preload::FreeEvent f{};
+  f.address = 0x7f0000000000;
+  python.depth = 2;
+  python.status = preload::PythonStackStatus::kCaptured;
+  const wire::Free fr =
+      decode(buf, preload::encode_free(f, {ips.data(), 3, false, &python}, buf, sizeof buf)).free();
+  ASSERT_EQ(fr.python_code_size(), 2);
+  EXPECT_EQ(fr.python_code(1), python.code[1]);
+  EXPECT_EQ(fr.python_line(1), python.line[1]);
+  EXPECT_EQ(fr.python_stack(), wire::PYTHON_STACK_CAPTURED);
+}
+
+TEST(Wire, PythonCodeAndInterpreterRoundTrip) {
+  uint8_t buf[4096];
+  const wire::Envelope code = decode(
+      buf,
+      preload::encode_python_code(0xabc0, "/w/train.py", "Model.forward", 42, buf, sizeof buf));
+  ASSERT_EQ(code.body_case(), wire::Envelope::kPythonCode);
+  EXPECT_EQ(code.python_code().id(), 0xabc0u);
+  EXPECT_EQ(code.python_code().filename(), "/w/train.py");
+  EXPECT_EQ(code.python_code().name(), "Model.forward");
+  EXPECT_EQ(code.python_code().first_line(), 42u);
+  const wire::Envelope interpreter =
+      decode(buf, preload::encode_python_interpreter(0x7f00, "3.11.7 (main)", buf, sizeof buf));
+  ASSERT_EQ(interpreter.body_case(), wire::Envelope::kPythonInterpreter);
+  EXPECT_EQ(interpreter.python_interpreter().api_address(), 0x7f00u);
+  EXPECT_EQ(interpreter.python_interpreter().version(), "3.11.7 (main)");
+}
+
 TEST(Wire, DeeperStackIsCutAndMarked) {
   std::vector<uintptr_t> ips(preload::kMaxStackDepth + 10, 0x1000);
   preload::FreeEvent e{};

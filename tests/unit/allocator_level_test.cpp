@@ -3,53 +3,24 @@
 // frees end blocks only, an allocator OOM is a failed block; then the leak report and the
 // summary tell live blocks (leaks) from the allocator's cache.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <filesystem>
 
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
-#include "collector/trace_ingest.h"
+#include "ingest_harness.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
-#include "storage/trace_writer.h"
 #include "vramtrace.pb.h"
 
 namespace vramtrace {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kSegment = 0x7f0000000000;  // a 2 MiB cudaMalloc
 constexpr uint64_t kOther = 0x7f0000400000;    // a 1 MiB cudaMalloc outside the allocator
 
 class AllocatorLevelTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path_ = fs::temp_directory_path() /
-            ("vramtrace-allocator-level-" + std::to_string(getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
-    fs::remove(path_);
-    std::string error;
-    writer_ = storage::TraceWriter::create(path_, &error);
-    ASSERT_TRUE(writer_) << error;
-    ingest_ = std::make_unique<collector::TraceIngest>(*writer_);
-    ring_ = ingest_->open_ring(4242);
-    wire::Envelope start;
-    start.mutable_process_start()->set_pid(4242);
-    feed(start);
-  }
-  void TearDown() override {
-    reader_.reset();
-    fs::remove(path_);
-  }
-
-  void feed(const wire::Envelope& envelope) {
-    const std::string bytes = envelope.SerializeAsString();
-    ++seq_;
-    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq_, static_cast<int64_t>(seq_)};
-    ingest_->on_record(ring_, h, reinterpret_cast<const unsigned char*>(bytes.data()));
-  }
+  void feed(const wire::Envelope& envelope) { harness_.feed(envelope); }
   void segment(uint64_t address, uint64_t size) {
     wire::Envelope e;
     auto* a = e.mutable_alloc();
@@ -92,35 +63,16 @@ class AllocatorLevelTest : public ::testing::Test {
     a->set_allocator_reserved(reserved);
     feed(e);
   }
-  const storage::TraceReader& finish() {
-    ingest_->close_ring(ring_, true, static_cast<int64_t>(seq_) + 1);
-    ingest_->write_stats();
-    std::string error;
-    EXPECT_TRUE(writer_->finish(&error)) << error;
-    ingest_.reset();
-    writer_.reset();
-    storage::OpenFailure failure;
-    reader_ = storage::TraceReader::open(path_, &failure);
-    EXPECT_TRUE(reader_);
-    return *reader_;
-  }
+  const storage::TraceReader& finish() { return harness_.finish(); }
   std::vector<storage::AllocationRecord> allocations() {
     std::vector<storage::AllocationRecord> out;
-    reader_->for_each_allocation({}, [&](const storage::AllocationRecord& r) { out.push_back(r); });
+    harness_.reader().for_each_allocation(
+        {}, [&](const storage::AllocationRecord& r) { out.push_back(r); });
     return out;
   }
-  int64_t stat(const std::string& name) {
-    for (const auto& s : reader_->stats())
-      if (s.name == name) return s.value;
-    return 0;
-  }
+  int64_t stat(const std::string& name) { return harness_.stat(name); }
 
-  fs::path path_;
-  std::unique_ptr<storage::TraceWriter> writer_;
-  std::unique_ptr<collector::TraceIngest> ingest_;
-  std::unique_ptr<storage::TraceReader> reader_;
-  int64_t ring_ = 0;
-  uint64_t seq_ = 0;
+  testing_support::IngestHarness harness_;
 };
 
 TEST_F(AllocatorLevelTest, BlocksAreTiedToTheSegmentHoldingThemTheFirstAtItsOwnAddress) {
@@ -164,7 +116,7 @@ TEST_F(AllocatorLevelTest, ABlockFreeEndsTheBlockNotItsSegmentAndACudaFreeNotThe
   EXPECT_EQ(rows[1].free->allocator_reserved, 2 * kMiB);
   EXPECT_TRUE(rows[2].live_at_end());
   EXPECT_EQ(rows[2].allocation.segment_id, 1);
-  EXPECT_EQ(reader_->bad_frees().size(), 0u);
+  EXPECT_EQ(harness_.reader().bad_frees().size(), 0u);
 }
 
 TEST_F(AllocatorLevelTest, AnAllocatorOutOfMemoryIsAFailedBlockWithTheTotals) {
@@ -184,7 +136,7 @@ TEST_F(AllocatorLevelTest, AnAllocatorOutOfMemoryIsAFailedBlockWithTheTotals) {
   EXPECT_FALSE(oom.segment_id.has_value());
   EXPECT_EQ(stat("block_without_segment"), 0);
 
-  const analysis::Summary summary = analysis::build_summary(*reader_);
+  const analysis::Summary summary = analysis::build_summary(harness_.reader());
   ASSERT_EQ(summary.allocator.size(), 1u);
   EXPECT_EQ(summary.allocator[0].out_of_memory, 1u);
 }
@@ -198,7 +150,7 @@ TEST_F(AllocatorLevelTest, LiveBlocksLeakAndTheAllocatorsSegmentsAreCache) {
   free_block(kSegment + 2 * kMiB, 4096, 512, 4 * kMiB);
   finish();
 
-  const analysis::LeakReport blocks = analysis::build_leak_report(*reader_);
+  const analysis::LeakReport blocks = analysis::build_leak_report(harness_.reader());
   EXPECT_EQ(blocks.level, "block");
   EXPECT_TRUE(blocks.allocator_events);
   ASSERT_EQ(blocks.groups.size(), 2u);
@@ -214,13 +166,14 @@ TEST_F(AllocatorLevelTest, LiveBlocksLeakAndTheAllocatorsSegmentsAreCache) {
 
   analysis::LeakReportOptions segment_level;
   segment_level.level = analysis::LeakLevel::kSegment;
-  const analysis::LeakReport segments = analysis::build_leak_report(*reader_, segment_level);
+  const analysis::LeakReport segments =
+      analysis::build_leak_report(harness_.reader(), segment_level);
   EXPECT_EQ(segments.level, "segment");
   EXPECT_EQ(segments.total_count, 3u);  // the three cudaMallocs, no block
   EXPECT_EQ(segments.total_bytes, 5 * kMiB);
   EXPECT_EQ(segments.cached.count, 0u);
 
-  const analysis::Summary summary = analysis::build_summary(*reader_);
+  const analysis::Summary summary = analysis::build_summary(harness_.reader());
   ASSERT_EQ(summary.allocator.size(), 1u);
   const analysis::AllocatorTotals& a = summary.allocator[0];
   EXPECT_TRUE(a.allocator_events);
@@ -240,12 +193,12 @@ TEST_F(AllocatorLevelTest, LiveBlocksLeakAndTheAllocatorsSegmentsAreCache) {
 TEST_F(AllocatorLevelTest, WithoutAllocatorEventsEverythingIsTheSegmentLevel) {
   segment(kSegment, 2 * kMiB);
   finish();
-  const analysis::LeakReport report = analysis::build_leak_report(*reader_);
+  const analysis::LeakReport report = analysis::build_leak_report(harness_.reader());
   EXPECT_EQ(report.level, "segment");
   EXPECT_FALSE(report.allocator_events);
   EXPECT_EQ(report.total_bytes, 2 * kMiB);
   EXPECT_EQ(report.cached.count, 0u);
-  const analysis::Summary summary = analysis::build_summary(*reader_);
+  const analysis::Summary summary = analysis::build_summary(harness_.reader());
   ASSERT_EQ(summary.allocator.size(), 1u);
   EXPECT_FALSE(summary.allocator[0].allocator_events);
 }

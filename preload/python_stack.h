@@ -1,0 +1,55 @@
+// Python frames for the shim's stacks (DESIGN.md, Stacks).
+//
+// Where the process runs CPython and the calling thread holds the GIL, the shim walks the
+// thread's Python frames through the C API, resolved at run time from whatever object defines
+// it (libpython, or a python executable that exports its symbols): the shim never links
+// libpython. Only functions that exist from 3.9 on are used (PyThreadState_GetFrame,
+// PyFrame_GetBack, PyFrame_GetCode, PyFrame_GetLineNumber), so the walk knows nothing of the
+// interpreter's internal layouts and an unknown version cannot make it read a wrong offset.
+//
+// Without the GIL nothing is walked: taking the GIL inside a hook could deadlock (PyTorch calls
+// its allocator reports under the allocator's lock, while a thread that holds the GIL may be
+// waiting for that lock to free a tensor), and the C API may not be called without it. Such
+// events keep their native stack and say PYTHON_STACK_WITHOUT_GIL; the collector counts them.
+//
+// Code objects are interned: the first time one appears, the shim takes a reference to it (so
+// that its address, the id on the wire, stays its own for the life of the process) and sends a
+// PythonCode message with its file, name and first line. Events then carry (id, line) pairs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace vramtrace::preload {
+
+inline constexpr int kMaxPythonDepth = 128;  // the wire's limit (vramtrace.options)
+
+// vramtrace_wire_PythonStackStatus
+enum class PythonStackStatus : int {
+  kNone = 0,
+  kCaptured = 1,
+  kWithoutGil = 2,
+  kUnavailable = 3,
+  kTruncated = 4,
+};
+
+struct PythonFrames {
+  uint64_t code[kMaxPythonDepth];  // PythonCode ids, innermost first
+  uint32_t line[kMaxPythonDepth];
+  int depth = 0;
+  PythonStackStatus status = PythonStackStatus::kNone;
+};
+
+// Writes one encoded message to the ring; returns false when recording stopped.
+using PythonMessageSink = bool (*)(const uint8_t* payload, size_t bytes);
+
+// Fills `out` with the calling thread's Python frames. Messages the collector needs first (the
+// interpreter, new code objects) go to `sink` before this returns. Call inside an outermost
+// ReentryGuard, before any lock of the shim's is taken. Cheap when there is no Python: after
+// the first look, the loader is asked again only when `loader_generation` moves.
+void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonMessageSink sink);
+
+// After fork: the child's collector has been told nothing yet.
+void forget_sent_python_code();
+
+}  // namespace vramtrace::preload

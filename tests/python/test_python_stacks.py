@@ -1,0 +1,152 @@
+"""Python stacks end to end (issue #4): torch_like_train.py, a training loop over the
+stand-in caching allocator, runs under `vramtrace run`; `leaks` and `oom` must name its lines.
+
+Run by CTest, which sets VRAMTRACE_BINARY, VRAMTRACE_PRELOAD_LIBRARY and
+SIM_C10_CUDA_LIBRARY to the built files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from built_files import binary
+from typing import Any, Dict, List
+
+SCRIPT = Path(__file__).with_name("torch_like_train.py").resolve()
+
+
+def planted_line(tag: str) -> int:
+    """The line of torch_like_train.py that carries `# PLANT: tag`."""
+    for number, text in enumerate(SCRIPT.read_text().splitlines(), start=1):
+        if text.rstrip().endswith(f"# PLANT: {tag}"):
+            return number
+    raise AssertionError(f"no '# PLANT: {tag}' in {SCRIPT}")
+
+
+def python_frames(stack: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [frame for frame in stack if frame.get("language") == "python"]
+
+
+class PythonStacksTest(unittest.TestCase):
+    planted: Dict[str, Any]
+    leaks: Dict[str, Any]
+    segment_leaks: Dict[str, Any]
+    ooms: Dict[str, Any]
+    stats: Dict[str, int]
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        vramtrace = binary("VRAMTRACE_BINARY")
+        binary("VRAMTRACE_PRELOAD_LIBRARY")
+        binary("SIM_C10_CUDA_LIBRARY")
+        cls.tmp = tempfile.TemporaryDirectory()
+        trace = os.path.join(cls.tmp.name, "train.db")
+        env = dict(os.environ, SIMCUDA_DEVICE_MEMORY="1GiB", SIMCUDA_DEVICE_COUNT="1")
+        run = subprocess.run([vramtrace, "run", "-o", trace, "--", sys.executable, str(SCRIPT)],
+                             capture_output=True, text=True, timeout=120, env=env)
+        if run.returncode != 0:
+            raise AssertionError(f"vramtrace run failed ({run.returncode}):\n"
+                                 f"{run.stdout}\n{run.stderr}")
+        cls.planted = json.loads(run.stdout.strip().splitlines()[-1])
+
+        def report(*args: str) -> Dict[str, Any]:
+            out = subprocess.run([vramtrace, *args, "--format", "json", trace],
+                                 capture_output=True, text=True, timeout=60)
+            if out.returncode != 0:
+                raise AssertionError(f"vramtrace {' '.join(args)} failed: {out.stderr}")
+            return json.loads(out.stdout)
+
+        cls.leaks = report("leaks")
+        cls.segment_leaks = report("leaks", "--level", "segment")
+        cls.ooms = report("oom")
+        db = sqlite3.connect(trace)
+        try:
+            cls.stats = dict(db.execute("SELECT name, value FROM stats").fetchall())
+        finally:
+            db.close()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+
+    def test_the_script_did_what_it_plants(self) -> None:
+        self.assertTrue(self.planted["oom_seen"])
+        self.assertEqual(self.planted["active_blocks"], self.planted["steps"])
+
+    def test_leaks_name_the_planted_leak_by_python_file_and_line_at_block_level(self) -> None:
+        self.assertEqual(self.leaks["level"], "block")
+        self.assertEqual(len(self.leaks["leaks"]), 1, self.leaks["leaks"])
+        leak = self.leaks["leaks"][0]
+        self.assertEqual(leak["level"], "block")
+        self.assertEqual(leak["kind"], "block")
+        self.assertEqual(leak["count"], self.planted["steps"])
+        self.assertEqual(leak["bytes"], self.planted["steps"] * self.planted["loss_bytes"])
+        self.assertEqual(self.leaks["total_bytes"], self.planted["allocated_bytes"])
+        frames = python_frames(leak["stack"])
+        # Innermost first: the constructor's call into the allocator, the line that made the
+        # loss, the loop that kept it, and the module's call of train().
+        self.assertEqual([(f["function"], f["line"]) for f in frames[:3]],
+                         [("Tensor.__init__", planted_line("tensor allocation")),
+                          ("forward", planted_line("loss")),
+                          ("train", planted_line("the leak (kept beyond the step)") - 1)])
+        self.assertEqual(frames[-1]["function"], "<module>")
+        for frame in frames:
+            self.assertEqual(frame["file"], str(SCRIPT))
+            self.assertEqual(frame["module"], str(SCRIPT))
+
+    def test_python_frames_stand_where_the_interpreter_was(self) -> None:
+        stack = self.leaks["leaks"][0]["stack"]
+        languages = [frame["language"] for frame in stack]
+        first = languages.index("python")
+        last = len(languages) - 1 - languages[::-1].index("python")
+        # One run of Python frames, native code (the allocator, ctypes) inside it, and no
+        # interpreter frame left: none of the native frames is _PyEval_EvalFrameDefault.
+        self.assertEqual(set(languages[first:last + 1]), {"python"})
+        self.assertGreater(first, 0)
+        self.assertIn("sim_alloc", [f["function"] for f in stack[:first]])
+        self.assertFalse([f for f in stack if "EvalFrame" in (f["function"] or "")])
+
+    def test_the_cache_at_exit_is_cache_not_a_leak(self) -> None:
+        # At exit the allocator holds the losses' small segment and the evaluation's large one;
+        # all of it but the losses' blocks is cache, and none of it is leaked.
+        cached = self.leaks["cached"]
+        self.assertEqual(cached["bytes"],
+                         self.planted["reserved_bytes"] - self.planted["allocated_bytes"])
+        self.assertEqual(cached["count"], self.planted["segments"])
+        self.assertEqual(self.planted["segments"], 2)
+        # At segment level, the cached segments are the live cudaMallocs.
+        self.assertEqual(self.segment_leaks["level"], "segment")
+        self.assertEqual(self.segment_leaks["total_bytes"], self.planted["reserved_bytes"])
+
+    def test_oom_shows_the_failed_requests_their_line_and_the_live_blocks(self) -> None:
+        ooms = self.ooms["ooms"]
+        # cudaMalloc fails, the allocator empties its cache, cudaMalloc fails again, and the
+        # allocator reports the OOM: each failed call is an OOM record.
+        self.assertEqual([(o["api"], o["kind"]) for o in ooms],
+                         [("cudaMalloc", "device"), ("cudaMalloc", "device"),
+                          ("c10::reportOutOfMemoryToProfiler", "block")])
+        for oom in ooms:
+            self.assertEqual(oom["requested_bytes"], self.planted["oom_request"])
+            lines = [(f["function"], f["line"]) for f in python_frames(oom["stack"])]
+            self.assertEqual(lines[:2], [("Tensor.__init__", planted_line("tensor allocation")),
+                                         ("planted_oom", planted_line("oom request"))])
+        # Live at the allocator's OOM: the kept losses, by the line that made them.
+        live = ooms[-1]["live"]
+        self.assertEqual(live["total_count"], self.planted["steps"])
+        self.assertEqual(live["total_bytes"], self.planted["steps"] * self.planted["loss_bytes"])
+        self.assertIn(("forward", planted_line("loss")),
+                      [(f["function"], f["line"]) for f in python_frames(live["top"][0]["stack"])])
+
+    def test_allocations_without_the_gil_keep_native_stacks_and_are_counted(self) -> None:
+        # Three allocations and three frees through ctypes.CDLL, which releases the GIL.
+        self.assertEqual(self.stats.get("python_stack_without_gil"), 6)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,83 @@
+// Drives the collector's TraceIngest with wire records built by the test, as the rings would,
+// into a trace file that the test then reads back: the collector's logic without a shim.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "collector/trace_ingest.h"
+#include "storage/trace_reader.h"
+#include "storage/trace_writer.h"
+#include "vramtrace.pb.h"
+
+namespace vramtrace::testing_support {
+
+class IngestHarness {
+ public:
+  // One process, pid 4242, already started; the trace file is named after the running test.
+  IngestHarness() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("vramtrace-ingest-" + std::to_string(getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
+    std::filesystem::remove(path_);
+    std::string error;
+    writer_ = storage::TraceWriter::create(path_, &error);
+    EXPECT_TRUE(writer_) << error;
+    ingest_ = std::make_unique<collector::TraceIngest>(*writer_);
+    ring_ = ingest_->open_ring(4242);
+    wire::Envelope start;
+    start.mutable_process_start()->set_pid(4242);
+    feed(start);
+  }
+  ~IngestHarness() {
+    reader_.reset();
+    std::filesystem::remove(path_);
+  }
+  IngestHarness(const IngestHarness&) = delete;
+  IngestHarness& operator=(const IngestHarness&) = delete;
+
+  // One ring record; its sequence number and time are the count of records so far.
+  void feed(const wire::Envelope& envelope) {
+    const std::string bytes = envelope.SerializeAsString();
+    ++seq_;
+    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq_, static_cast<int64_t>(seq_)};
+    ingest_->on_record(ring_, h, reinterpret_cast<const unsigned char*>(bytes.data()));
+  }
+
+  // Ends the process and the recording, and opens the trace.
+  const storage::TraceReader& finish() {
+    ingest_->close_ring(ring_, true, static_cast<int64_t>(seq_) + 1);
+    ingest_->write_stats();
+    std::string error;
+    EXPECT_TRUE(writer_->finish(&error)) << error;
+    ingest_.reset();
+    writer_.reset();
+    storage::OpenFailure failure;
+    reader_ = storage::TraceReader::open(path_, &failure);
+    EXPECT_TRUE(reader_) << failure.message;
+    return *reader_;
+  }
+
+  const storage::TraceReader& reader() const { return *reader_; }
+
+  // A stat's value after finish(); 0 when it was never counted.
+  int64_t stat(const std::string& name) const {
+    for (const auto& s : reader_->stats())
+      if (s.name == name) return s.value;
+    return 0;
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::unique_ptr<storage::TraceWriter> writer_;
+  std::unique_ptr<collector::TraceIngest> ingest_;
+  std::unique_ptr<storage::TraceReader> reader_;
+  int64_t ring_ = 0;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace vramtrace::testing_support
