@@ -15,7 +15,12 @@
 #   5. an nvcc-built program with the default static cudart (seen at the driver level): its
 #      live device bytes in the trace against the driver's own count (cudaMemGetInfo);
 #   6. the driver's virtual memory API used as PyTorch's expandable segments use it: live
-#      physical bytes in the trace against the driver's count.
+#      physical bytes in the trace against the driver's count;
+#   7. real PyTorch (where `import torch` finds CUDA): a training step's allocated and reserved
+#      bytes in the trace against torch.cuda.memory_allocated()/memory_reserved() at every
+#      marker, and the slowdown of a training step under vramtrace;
+#   8. a fragmenting loop that OOMs without expandable segments and not with them;
+#   9. an evaluation loop without no_grad, against the same loop with it.
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -174,6 +179,89 @@ if [ $? = 0 ]; then
   compare_with_driver "$out/vmm.txt" "$out/vmm.db" vmm_handle
 else
   say "FAIL the VMM sample failed: see vmm.txt"
+fi
+
+# Real PyTorch: a python3 whose torch sees a GPU. The markers come from the vramtrace package in
+# python/ (standard library only).
+torch_python=${TORCH_PYTHON:-python3}
+export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
+if timeout 120 "$torch_python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+    >"$out/torch.probe.txt" 2>&1; then
+  have_torch=1
+  say "- torch: $("$torch_python" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>&1)"
+else
+  have_torch=0
+fi
+samples_torch=$root/samples/torch
+
+# Median of the "step_seconds" of a sample's JSON lines, leaving out the first 3 (warm-up).
+median_step() {
+  python3 -c '
+import json, statistics, sys
+steps = [json.loads(l)["step_seconds"] for l in open(sys.argv[1]) if l.startswith("{")][3:]
+print(statistics.median(steps) if steps else 0)' "$1"
+}
+
+step "7. real PyTorch: the trace against torch.cuda.memory_allocated/reserved, and the slowdown"
+if [ "$have_torch" = 1 ]; then
+  timeout 180 "$torch_python" "$samples_torch/train_leak.py" >"$out/torch_train.plain.jsonl" 2>"$out/torch_train.plain.stderr"
+  plain_rc=$?
+  timeout 240 "$vt" run --force -o "$out/torch_train.db" -- "$torch_python" "$samples_torch/train_leak.py" \
+    >"$out/torch_train.jsonl" 2>"$out/torch_train.stderr"
+  traced_rc=$?
+  if [ "$plain_rc" = 0 ] && [ "$traced_rc" = 0 ]; then
+    python3 "$samples_torch/compare_with_torch.py" "$out/torch_train.db" "$out/torch_train.jsonl" | tee -a "$results"
+    say "$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f"training step (median after warm-up): untraced {a*1e3:.2f} ms, traced {b*1e3:.2f} ms, slowdown {b/a:.3f}x" if a > 0 else "no step times")' \
+      "$(median_step "$out/torch_train.plain.jsonl")" "$(median_step "$out/torch_train.jsonl")")"
+    "$vt" leaks "$out/torch_train.db" >"$out/torch_train.leaks.txt" 2>&1
+    "$vt" summary "$out/torch_train.db" >"$out/torch_train.summary.txt" 2>&1
+    say "INFO python stacks: $(sqlite3 "$out/torch_train.db" "SELECT group_concat(name || '=' || value, ', ') FROM stats WHERE name LIKE 'python_%'" 2>/dev/null || echo 'sqlite3 missing') (see torch_train.leaks.txt)"
+  else
+    say "FAIL the training sample failed (untraced $plain_rc, traced $traced_rc): see torch_train.*"
+  fi
+else
+  say "SKIP no python3 with a CUDA-enabled torch (TORCH_PYTHON picks another): see torch.probe.txt"
+fi
+
+step "8. fragmentation: OOM without expandable segments, none with them"
+if [ "$have_torch" = 1 ]; then
+  timeout 180 "$vt" run --force -o "$out/torch_frag.db" -- "$torch_python" "$samples_torch/fragmentation.py" \
+    >"$out/torch_frag.txt" 2>"$out/torch_frag.stderr"
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout 180 "$vt" run --force -o "$out/torch_frag_es.db" -- \
+    "$torch_python" "$samples_torch/fragmentation.py" >"$out/torch_frag_es.txt" 2>"$out/torch_frag_es.stderr"
+  "$vt" oom "$out/torch_frag.db" >"$out/torch_frag.oom.txt" 2>&1
+  "$vt" oom --format json "$out/torch_frag.db" >"$out/torch_frag.oom.json" 2>&1
+  if grep -q '"oom": true' "$out/torch_frag.txt" && grep -q '"oom": false' "$out/torch_frag_es.txt"; then
+    say "PASS OOM without expandable segments, none with them"
+  else
+    say "FAIL expected an OOM only without expandable segments: see torch_frag.txt, torch_frag_es.txt"
+  fi
+  if grep -qi 'expandable' "$out/torch_frag.oom.txt"; then say "PASS vramtrace oom advises expandable segments"
+  else say "FAIL vramtrace oom did not advise expandable segments: see torch_frag.oom.txt"; fi
+else
+  say "SKIP no python3 with a CUDA-enabled torch"
+fi
+
+step "9. evaluation without no_grad, against the same loop with it"
+if [ "$have_torch" = 1 ]; then
+  timeout 180 "$vt" run --force -o "$out/torch_eval.db" -- "$torch_python" "$samples_torch/eval_without_no_grad.py" \
+    >"$out/torch_eval.jsonl" 2>"$out/torch_eval.stderr"
+  timeout 180 "$vt" run --force -o "$out/torch_eval_nograd.db" -- "$torch_python" "$samples_torch/eval_without_no_grad.py" --no-grad \
+    >"$out/torch_eval_nograd.jsonl" 2>"$out/torch_eval_nograd.stderr"
+  for run in torch_eval torch_eval_nograd; do
+    python3 "$samples_torch/compare_with_torch.py" "$out/$run.db" "$out/$run.jsonl" | sed "s/^/$run: /" | tee -a "$results"
+  done
+  say "$(python3 -c '
+import json, sys
+def growth(path):
+    a = [json.loads(l)["allocated"] for l in open(path) if l.startswith("{")]
+    return (a[-1] - a[0]) / max(len(a) - 1, 1) if a else 0
+g, n = growth(sys.argv[1]), growth(sys.argv[2])
+print(f"growth per step: without no_grad {g/2**20:.1f} MiB, with no_grad {n/2**20:.1f} MiB")' \
+    "$out/torch_eval.jsonl" "$out/torch_eval_nograd.jsonl")"
+  "$vt" summary "$out/torch_eval.db" >"$out/torch_eval.summary.txt" 2>&1
+else
+  say "SKIP no python3 with a CUDA-enabled torch"
 fi
 
 say ""
