@@ -16,7 +16,7 @@ import unittest
 from pathlib import Path
 
 from built_files import binary
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 SCRIPT = Path(__file__).with_name("torch_like_train.py").resolve()
 
@@ -46,16 +46,23 @@ class PythonStacksTest(unittest.TestCase):
         binary("VRAMTRACE_PRELOAD_LIBRARY")
         binary("SIM_C10_CUDA_LIBRARY")
         cls.tmp = tempfile.TemporaryDirectory()
-        trace = os.path.join(cls.tmp.name, "train.db")
-        env = dict(os.environ, SIMCUDA_DEVICE_MEMORY="1GiB", SIMCUDA_DEVICE_COUNT="1")
-        run = subprocess.run([vramtrace, "run", "-o", trace, "--", sys.executable, str(SCRIPT)],
-                             capture_output=True, text=True, timeout=120, env=env)
-        if run.returncode != 0:
-            raise AssertionError(f"vramtrace run failed ({run.returncode}):\n"
-                                 f"{run.stdout}\n{run.stderr}")
-        cls.planted = json.loads(run.stdout.strip().splitlines()[-1])
 
-        def report(*args: str) -> Dict[str, Any]:
+        def record(name: str, **extra_env: str) -> Tuple[str, Dict[str, Any]]:
+            trace = os.path.join(cls.tmp.name, name)
+            env = dict(os.environ, SIMCUDA_DEVICE_MEMORY="1GiB", SIMCUDA_DEVICE_COUNT="1",
+                       **extra_env)
+            run = subprocess.run([vramtrace, "run", "-o", trace, "--", sys.executable,
+                                  str(SCRIPT)], capture_output=True, text=True, timeout=120,
+                                 env=env)
+            if run.returncode != 0:
+                raise AssertionError(f"vramtrace run failed ({run.returncode}):\n"
+                                     f"{run.stdout}\n{run.stderr}")
+            return trace, json.loads(run.stdout.strip().splitlines()[-1])
+
+        trace, cls.planted = record("train.db")
+        fixed_trace, cls.fixed = record("fixed.db", RELEASE_LOSSES="1")
+
+        def report(*args: str, trace: str = trace) -> Dict[str, Any]:
             out = subprocess.run([vramtrace, *args, "--format", "json", trace],
                                  capture_output=True, text=True, timeout=60)
             if out.returncode != 0:
@@ -65,6 +72,7 @@ class PythonStacksTest(unittest.TestCase):
         cls.leaks = report("leaks")
         cls.segment_leaks = report("leaks", "--level", "segment")
         cls.ooms = report("oom")
+        cls.fixed_leaks = report("leaks", trace=fixed_trace)
         db = sqlite3.connect(trace)
         try:
             cls.stats = dict(db.execute("SELECT name, value FROM stats").fetchall())
@@ -123,6 +131,16 @@ class PythonStacksTest(unittest.TestCase):
         # At segment level, the cached segments are the live cudaMallocs.
         self.assertEqual(self.segment_leaks["level"], "segment")
         self.assertEqual(self.segment_leaks["total_bytes"], self.planted["reserved_bytes"])
+
+    def test_without_the_leak_the_cache_is_reported_and_nothing_leaked(self) -> None:
+        self.assertEqual(self.fixed["allocated_bytes"], 0)
+        self.assertGreater(self.fixed["reserved_bytes"], 0)
+        report = self.fixed_leaks
+        self.assertEqual(report["level"], "block")
+        self.assertEqual((report["total_bytes"], report["total_count"], report["leaks"]),
+                         (0, 0, []))
+        self.assertEqual(report["cached"], {"bytes": self.fixed["reserved_bytes"],
+                                            "count": self.fixed["segments"]})
 
     def test_oom_shows_the_failed_requests_their_line_and_the_live_blocks(self) -> None:
         ooms = self.ooms["ooms"]
