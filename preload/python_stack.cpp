@@ -104,9 +104,8 @@ pthread_mutex_t g_code_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 enum class Interned { kKnown, kNew, kFull };
 
-// Finds `code`, or claims a slot for it.
+// Finds `code`, or claims a slot for it. The caller holds g_code_mutex.
 Interned intern_code(uintptr_t code) {
-  pthread_mutex_lock(&g_code_mutex);
   uint32_t i = static_cast<uint32_t>((code >> 4) * 0x9E3779B97F4A7C15ull >> 49) & (kCodeSlots - 1);
   Interned result = Interned::kFull;
   for (;; i = (i + 1) & (kCodeSlots - 1)) {
@@ -123,7 +122,6 @@ Interned intern_code(uintptr_t code) {
       break;
     }
   }
-  pthread_mutex_unlock(&g_code_mutex);
   return result;
 }
 
@@ -196,6 +194,10 @@ void walk_frames(void* thread_state, PythonFrames* out, PythonMessageSink sink) 
   g_api.err_fetch(&type, &value, &traceback);
 
   bool complete = true;
+  // One lock for the whole walk. Only threads that hold a GIL get here, so it is contended
+  // only between sub-interpreters with GILs of their own; Python code run under it cannot come
+  // back into the walk on this thread (the shim's re-entry guard is set).
+  pthread_mutex_lock(&g_code_mutex);
   void* frame = g_api.thread_state_get_frame(thread_state);
   while (frame != nullptr) {
     if (out->depth == kMaxPythonDepth) {
@@ -216,6 +218,7 @@ void walk_frames(void* thread_state, PythonFrames* out, PythonMessageSink sink) 
     g_api.decref(frame);
     frame = back;
   }
+  pthread_mutex_unlock(&g_code_mutex);
 
   g_api.err_restore(type, value, traceback);
   if (gc_was_enabled && g_api.gc_enable) g_api.gc_enable();
