@@ -285,6 +285,11 @@ void TraceIngest::count_python_stack(wire::PythonStackStatus status) {
             "events whose Python frames could not be read (interpreter finalizing, or the "
             "shim's table of code objects full): native stack only");
       return;
+    case wire::PYTHON_STACK_CAPTURED_WITHOUT_GIL:
+      count("python_stack_read_without_gil", storage::Severity::kInfo,
+            "events on Python threads without the GIL whose Python frames the shim read "
+            "directly, by the interpreter's layout (python_layout.h)");
+      return;
     case wire::PYTHON_STACK_TRUNCATED:
       count("python_stack_truncated", storage::Severity::kInfo,
             "events whose Python stack was cut at the wire's depth limit (128 frames)");

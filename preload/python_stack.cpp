@@ -2,11 +2,16 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 
+#include "nanopb/vramtrace.pb.h"
+#include "python_layout.h"
 #include "real_functions.h"
 #include "wire_encoder.h"
 
@@ -34,11 +39,19 @@ struct PythonApi {
   void (*err_clear)();                              // PyErr_Clear
   const char* (*get_version)();                     // Py_GetVersion
   // Optional.
-  void* (
-      *current_thread_state)();  // PyThreadState_GetUnchecked (3.13), _PyThreadState_UncheckedGet
-  int (*is_finalizing)();        // Py_IsFinalizing (3.13), _Py_IsFinalizing
-  int (*gc_disable)();           // PyGC_Disable (3.10+)
-  int (*gc_enable)();            // PyGC_Enable (3.10+)
+  // PyThreadState_GetUnchecked (3.13), _PyThreadState_UncheckedGet before.
+  void* (*current_thread_state)();
+  int (*is_finalizing)();  // Py_IsFinalizing (3.13), _Py_IsFinalizing
+  int (*gc_disable)();     // PyGC_Disable (3.10+)
+  int (*gc_enable)();      // PyGC_Enable (3.10+)
+  // For threads without the GIL (python_layout.h): the layout, the types that prove a pointer
+  // is what it should be, and the line functions that only read.
+  const PythonLayout* layout;
+  uintptr_t code_type;                       // &PyCode_Type
+  uintptr_t unicode_type;                    // &PyUnicode_Type
+  uintptr_t frame_type;                      // &PyFrame_Type (3.9, 3.10)
+  int (*code_addr2line)(void*, int);         // PyCode_Addr2Line
+  int (*interpreter_frame_get_line)(void*);  // PyUnstable_InterpreterFrame_GetLine (3.12+)
 };
 
 PythonApi g_api;
@@ -56,6 +69,45 @@ bool resolve(Fn* slot, const char* name) {
 template <class Fn>
 void resolve_first(Fn* slot, const char* name, const char* older_name) {
   if (!resolve(slot, name)) resolve(slot, older_name);
+}
+
+// The layout for reading frames without the GIL, when this interpreter has a known one and the
+// user did not turn the reading off (VRAMTRACE_PYTHON_WITHOUT_GIL=0).
+void resolve_layout(PythonApi* api) {
+  const char* setting = getenv("VRAMTRACE_PYTHON_WITHOUT_GIL");
+  if (setting != nullptr && std::strcmp(setting, "0") == 0) return;
+  // "3.11.7 (main, ...) [GCC ...]". A free-threaded build's objects have another header.
+  const char* version = api->get_version();
+  if (version == nullptr || version[0] != '3' || version[1] != '.') return;
+  if (std::strstr(version, "free-threading") != nullptr) return;
+  char* end = nullptr;
+  const long minor = strtol(version + 2, &end, 10);
+  if (end == version + 2 || *end != '.') return;
+  const PythonLayout* layout = python_layout_for(static_cast<int>(minor));
+  if (layout == nullptr) return;
+  // For tests of the run-time check only: the frames' code pointer read N bytes off, a wrong
+  // layout that the first walk must reject without faulting.
+  if (const char* skew = getenv("VRAMTRACE_TEST_PYTHON_LAYOUT_SKEW")) {
+    static PythonLayout skewed;
+    skewed = *layout;
+    skewed.frame_code += atoi(skew);
+    layout = &skewed;
+  }
+  void* code_type = real_dlsym(RTLD_DEFAULT, "PyCode_Type");
+  void* unicode_type = real_dlsym(RTLD_DEFAULT, "PyUnicode_Type");
+  if (code_type == nullptr || unicode_type == nullptr) return;
+  if (layout->frame_objects) {
+    void* frame_type = real_dlsym(RTLD_DEFAULT, "PyFrame_Type");
+    if (frame_type == nullptr) return;
+    api->frame_type = reinterpret_cast<uintptr_t>(frame_type);
+  } else if (layout->frame_instruction >= 0) {
+    if (!resolve(&api->code_addr2line, "PyCode_Addr2Line")) return;
+  } else if (!resolve(&api->interpreter_frame_get_line, "PyUnstable_InterpreterFrame_GetLine")) {
+    return;
+  }
+  api->code_type = reinterpret_cast<uintptr_t>(code_type);
+  api->unicode_type = reinterpret_cast<uintptr_t>(unicode_type);
+  api->layout = layout;
 }
 
 // Looks for the interpreter in what the loader has now. The Python objects of a process are in
@@ -87,6 +139,7 @@ void resolve_api(uint64_t loader_generation) {
       resolve_first(&api.is_finalizing, "Py_IsFinalizing", "_Py_IsFinalizing");
       if (!resolve(&api.gc_disable, "PyGC_Disable") || !resolve(&api.gc_enable, "PyGC_Enable"))
         api.gc_disable = nullptr;
+      resolve_layout(&api);
       g_api = api;
       g_api_ready.store(true, std::memory_order_release);
     }
@@ -230,6 +283,237 @@ void walk_frames(void* thread_state, PythonFrames* out, PythonMessageSink sink) 
   }
 }
 
+// Reads this process's memory: directly, or, while a layout is on trial, through
+// process_vm_readv, which reports an address that is not mapped instead of faulting.
+class MemoryReader {
+ public:
+  explicit MemoryReader(bool checked) : checked_(checked) {}
+
+  bool read(uintptr_t address, void* out, size_t bytes) const {
+    if (address < 4096) return false;
+    if (!checked_) {
+      std::memcpy(out, reinterpret_cast<const void*>(address), bytes);
+      return true;
+    }
+    iovec local{out, bytes};
+    iovec remote{reinterpret_cast<void*>(address), bytes};
+    return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(bytes);
+  }
+  template <class T>
+  bool field(uintptr_t object, int offset, T* out) const {
+    return offset >= 0 && read(object + static_cast<uintptr_t>(offset), out, sizeof(T));
+  }
+  // True when `object` is an object of `type` (its ob_type, at offset 8 in release builds).
+  bool is_a(uintptr_t object, uintptr_t type) const {
+    uintptr_t object_type = 0;
+    return (object & 7) == 0 && field(object, 8, &object_type) && object_type == type;
+  }
+
+ private:
+  bool checked_;
+};
+
+// Appends `code_point` as UTF-8; false when it does not fit before `end`.
+bool put_utf8(uint32_t code_point, char** at, const char* end) {
+  char bytes[4];
+  int n = 0;
+  if (code_point < 0x80) {
+    bytes[n++] = static_cast<char>(code_point);
+  } else if (code_point < 0x800) {
+    bytes[n++] = static_cast<char>(0xC0 | (code_point >> 6));
+    bytes[n++] = static_cast<char>(0x80 | (code_point & 0x3F));
+  } else if (code_point < 0x10000) {
+    bytes[n++] = static_cast<char>(0xE0 | (code_point >> 12));
+    bytes[n++] = static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+    bytes[n++] = static_cast<char>(0x80 | (code_point & 0x3F));
+  } else {
+    bytes[n++] = static_cast<char>(0xF0 | (code_point >> 18));
+    bytes[n++] = static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
+    bytes[n++] = static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
+    bytes[n++] = static_cast<char>(0x80 | (code_point & 0x3F));
+  }
+  if (end - *at < n) return false;
+  std::memcpy(*at, bytes, static_cast<size_t>(n));
+  *at += n;
+  return true;
+}
+
+// Copies a str object's text into `out` as UTF-8 (cut at the buffer's size, NUL-terminated),
+// from its characters, never from the UTF-8 cache another thread may be filling in. Only compact
+// strings, which are what code objects hold, are read; false for anything else.
+bool read_str(const MemoryReader& mem, const PythonLayout& layout, uintptr_t object, char* out,
+              size_t capacity) {
+  out[0] = '\0';
+  int64_t length = 0;
+  uint32_t state = 0;
+  if (!mem.is_a(object, g_api.unicode_type) || !mem.field(object, 16, &length) ||
+      !mem.field(object, 32, &state) || length < 0)
+    return false;
+  const uint32_t kind = (state >> 2) & 7;  // 1, 2 or 4 bytes a character
+  const bool compact = (state >> 5) & 1;
+  const bool ascii = (state >> 6) & 1;
+  if (!compact || (kind != 1 && kind != 2 && kind != 4)) return false;
+  const uintptr_t data =
+      object + static_cast<uintptr_t>(ascii ? layout.ascii_data : layout.compact_data);
+  char* at = out;
+  const char* end = out + capacity - 1;
+  uint8_t chunk[256];
+  const size_t per_chunk = sizeof chunk / kind;
+  for (int64_t done = 0; done < length;) {
+    const size_t left = static_cast<size_t>(length - done);
+    const size_t n = left < per_chunk ? left : per_chunk;
+    if (!mem.read(data + static_cast<uintptr_t>(done) * kind, chunk, n * kind)) return false;
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t c = chunk[i];
+      if (kind == 2) c = static_cast<uint32_t>(chunk[2 * i] | chunk[2 * i + 1] << 8);
+      if (kind == 4)
+        c = static_cast<uint32_t>(chunk[4 * i] | chunk[4 * i + 1] << 8 | chunk[4 * i + 2] << 16 |
+                                  chunk[4 * i + 3] << 24);
+      if (!put_utf8(c, &at, end)) {
+        *at = '\0';
+        return true;
+      }
+    }
+    done += static_cast<int64_t>(n);
+  }
+  *at = '\0';
+  return true;
+}
+
+// A code object met without the GIL cannot be kept alive, so its id says what it is, not only
+// where: its address mixed with those of its file and name strings, and the top bit set (no
+// user-space address has it) so that it never equals an id of the GIL path. An address reused
+// by the code of another function gets another id.
+uint64_t unreferenced_code_id(uintptr_t code, uintptr_t filename, uintptr_t qualname) {
+  uint64_t h = code * 0x9E3779B97F4A7C15ull;
+  h ^= (filename + 0x632BE59BD9B4E019ull) * 0xBF58476D1CE4E5B9ull;
+  h ^= (qualname + 0x8CB92BA72F3D8DD7ull) * 0x94D049BB133111EBull;
+  return (h >> 1) | (1ull << 63);
+}
+
+enum class LayoutTrial : int { kUntried, kTrusted, kRejected };
+std::atomic<int> g_layout_trial{static_cast<int>(LayoutTrial::kUntried)};
+
+bool send_layout_rejected(PythonMessageSink sink) {
+  uint8_t buf[512];
+  const size_t bytes =
+      encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_INFO, "python_layout_rejected",
+                    "the Python frames of threads without the GIL could not be read in this "
+                    "interpreter (an unknown build?); those events keep their native stacks",
+                    buf, sizeof buf);
+  return sink(buf, bytes);
+}
+
+// A frame's line, by the means of its version, all of which only read.
+int frame_line(const MemoryReader& mem, const PythonLayout& layout, uintptr_t frame,
+               uintptr_t code) {
+  if (layout.frame_objects) return g_api.frame_get_line_number(reinterpret_cast<void*>(frame));
+  if (layout.frame_instruction >= 0) {
+    uintptr_t instruction = 0;
+    if (!mem.field(frame, layout.frame_instruction, &instruction)) return -1;
+    const int64_t offset =
+        static_cast<int64_t>(instruction) -
+        static_cast<int64_t>(code + static_cast<uintptr_t>(layout.code_adaptive));
+    if (offset < -2 || offset > (1 << 30)) return -1;
+    return g_api.code_addr2line(reinterpret_cast<void*>(code), static_cast<int>(offset));
+  }
+  return g_api.interpreter_frame_get_line(reinterpret_cast<void*>(frame));
+}
+
+// The walk for a thread that does not hold the GIL (python_layout.h). Fills `out` and returns
+// true, or returns false when the layout turned out wrong.
+bool walk_frames_without_gil(uintptr_t thread_state, bool checked, PythonFrames* out,
+                             PythonMessageSink sink) {
+  const PythonLayout& layout = *g_api.layout;
+  const MemoryReader mem(checked);
+  uintptr_t frame = 0;
+  if (!mem.field(thread_state, layout.thread_frame, &frame)) return false;
+  if (layout.cframe_current_frame >= 0 && frame != 0 &&
+      !mem.field(frame, layout.cframe_current_frame, &frame))
+    return false;
+  bool ok = true;
+  bool sent = true;
+  pthread_mutex_lock(&g_code_mutex);
+  for (int steps = 0; frame != 0; ++steps) {
+    uintptr_t code = 0, previous = 0, filename = 0, qualname = 0;
+    uint8_t owner = 0;
+    ok = steps < 4096 && (frame & 7) == 0 && mem.field(frame, layout.frame_code, &code) &&
+         mem.field(frame, layout.frame_previous, &previous) &&
+         (layout.frame_owner < 0 || mem.field(frame, layout.frame_owner, &owner)) &&
+         (!layout.frame_objects || mem.is_a(frame, g_api.frame_type));
+    if (!ok) break;
+    if (layout.owner_cstack >= 0 && owner == layout.owner_cstack) {
+      frame = previous;  // the C stack's entry frame: no Python code of its own
+      continue;
+    }
+    ok = mem.is_a(code, g_api.code_type) && mem.field(code, layout.code_filename, &filename) &&
+         mem.field(code, layout.code_qualname, &qualname);
+    if (!ok) break;
+    if (out->depth == kMaxPythonDepth) {
+      out->status = PythonStackStatus::kTruncated;
+      break;
+    }
+    const uint64_t id = unreferenced_code_id(code, filename, qualname);
+    const Interned interned = intern_code(id);
+    if (interned == Interned::kFull) {
+      sent = false;
+      break;
+    }
+    if (interned == Interned::kNew) {
+      char filename_text[1024];
+      char name_text[512];
+      int32_t first_line = 0;
+      ok = read_str(mem, layout, filename, filename_text, sizeof filename_text) &&
+           read_str(mem, layout, qualname, name_text, sizeof name_text) &&
+           mem.field(code, layout.code_firstlineno, &first_line);
+      if (!ok) break;
+      uint8_t buf[sizeof filename_text + sizeof name_text + 64];
+      const size_t bytes = encode_python_code(
+          id, filename_text, name_text, static_cast<uint32_t>(first_line > 0 ? first_line : 0), buf,
+          sizeof buf);
+      if (!sink(buf, bytes)) sent = false;
+    }
+    const int line = frame_line(mem, layout, frame, code);
+    out->code[out->depth] = id;
+    out->line[out->depth] = line > 0 ? static_cast<uint32_t>(line) : 0;
+    ++out->depth;
+    frame = previous;
+  }
+  pthread_mutex_unlock(&g_code_mutex);
+  if (!ok) return false;
+  if (!sent) {
+    out->depth = 0;
+    out->status = PythonStackStatus::kUnavailable;
+  } else if (out->depth == 0) {
+    // No frame: a thread that entered Python from C and left it, or a layout that finds none
+    // where there are some. Nothing is proved either way.
+    out->status = PythonStackStatus::kWithoutGil;
+  } else if (out->status != PythonStackStatus::kTruncated) {
+    out->status = PythonStackStatus::kCapturedWithoutGil;
+  }
+  return true;
+}
+
+// Without the GIL: read the frames if this interpreter's layout is known and has not been
+// proved wrong; the first walk of a process that finds frames is the proof.
+void capture_without_gil(void* thread_state, PythonFrames* out, PythonMessageSink sink) {
+  out->status = PythonStackStatus::kWithoutGil;
+  const auto trial = static_cast<LayoutTrial>(g_layout_trial.load(std::memory_order_acquire));
+  if (g_api.layout == nullptr || trial == LayoutTrial::kRejected) return;
+  if (!send_interpreter(sink)) return;
+  const bool checked = trial != LayoutTrial::kTrusted;
+  if (walk_frames_without_gil(reinterpret_cast<uintptr_t>(thread_state), checked, out, sink)) {
+    if (checked && out->depth > 0)
+      g_layout_trial.store(static_cast<int>(LayoutTrial::kTrusted), std::memory_order_release);
+    return;
+  }
+  out->depth = 0;
+  out->status = PythonStackStatus::kWithoutGil;
+  int untried = static_cast<int>(LayoutTrial::kUntried);
+  if (g_layout_trial.compare_exchange_strong(untried, static_cast<int>(LayoutTrial::kRejected)))
+    send_layout_rejected(sink);
+}
+
 }  // namespace
 
 void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonMessageSink sink) {
@@ -250,12 +534,12 @@ void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonM
   } else if (own_state != nullptr && g_api.gilstate_check()) {
     attached = own_state;
   }
-  if (attached == nullptr) {
-    if (own_state != nullptr) out->status = PythonStackStatus::kWithoutGil;
+  if (g_api.is_finalizing != nullptr && g_api.is_finalizing()) {
+    if (attached != nullptr || own_state != nullptr) out->status = PythonStackStatus::kUnavailable;
     return;
   }
-  if (g_api.is_finalizing != nullptr && g_api.is_finalizing()) {
-    out->status = PythonStackStatus::kUnavailable;
+  if (attached == nullptr) {
+    if (own_state != nullptr) capture_without_gil(own_state, out, sink);
     return;
   }
   if (!send_interpreter(sink)) return;

@@ -31,6 +31,7 @@ enum class PythonStackStatus : int {
   kWithoutGil = 2,
   kUnavailable = 3,
   kTruncated = 4,
+  kCapturedWithoutGil = 5,
 };
 
 struct PythonFrames {

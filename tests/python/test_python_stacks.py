@@ -60,7 +60,9 @@ class PythonStacksTest(unittest.TestCase):
             return trace, json.loads(run.stdout.strip().splitlines()[-1])
 
         trace, cls.planted = record("train.db")
-        fixed_trace, cls.fixed = record("fixed.db", RELEASE_LOSSES="1")
+        # The fixed script, also with the reading of frames without the GIL turned off.
+        fixed_trace, cls.fixed = record("fixed.db", RELEASE_LOSSES="1",
+                                        VRAMTRACE_PYTHON_WITHOUT_GIL="0")
 
         def report(*args: str, trace: str = trace) -> Dict[str, Any]:
             out = subprocess.run([vramtrace, *args, "--format", "json", trace],
@@ -73,9 +75,40 @@ class PythonStacksTest(unittest.TestCase):
         cls.segment_leaks = report("leaks", "--level", "segment")
         cls.ooms = report("oom")
         cls.fixed_leaks = report("leaks", trace=fixed_trace)
+        cls.stats = cls.read_stats(trace)
+        cls.fixed_stats = cls.read_stats(fixed_trace)
+        # A wrong layout (every offset moved): the first walk must reject it, not fault.
+        skewed_trace, cls.skewed = record("skewed.db", VRAMTRACE_TEST_PYTHON_LAYOUT_SKEW="8")
+        cls.skewed_stats = cls.read_stats(skewed_trace)
+        cls.without_gil_stacks = cls.python_stacks_of(trace, "background_without_gil")
+
+    @staticmethod
+    def read_stats(trace: str) -> Dict[str, int]:
         db = sqlite3.connect(trace)
         try:
-            cls.stats = dict(db.execute("SELECT name, value FROM stats").fetchall())
+            return dict(db.execute("SELECT name, value FROM stats").fetchall())
+        finally:
+            db.close()
+
+    @staticmethod
+    def python_stacks_of(trace: str, function: str) -> List[List[Tuple[str, int]]]:
+        """The Python frames (function, line), innermost first, of every allocation whose
+        stack passes through `function`."""
+        db = sqlite3.connect(trace)
+        try:
+            stacks = []
+            for (leaf,) in db.execute("SELECT alloc_callsite_id FROM allocation "
+                                      "WHERE alloc_callsite_id IS NOT NULL ORDER BY id"):
+                frames = db.execute(
+                    "WITH RECURSIVE chain(id, parent_id, frame_id, hops) AS ("
+                    "  SELECT id, parent_id, frame_id, 0 FROM callsite WHERE id = ?"
+                    "  UNION ALL SELECT c.id, c.parent_id, c.frame_id, chain.hops + 1"
+                    "  FROM callsite c JOIN chain ON c.id = chain.parent_id)"
+                    "SELECT f.function, f.line FROM chain JOIN frame f ON f.id = chain.frame_id "
+                    "WHERE f.language = 'python' ORDER BY chain.hops", (leaf,)).fetchall()
+                if any(name == function for name, _ in frames):
+                    stacks.append(frames)
+            return stacks
         finally:
             db.close()
 
@@ -161,10 +194,28 @@ class PythonStacksTest(unittest.TestCase):
         self.assertIn(("forward", planted_line("loss")),
                       [(f["function"], f["line"]) for f in python_frames(live["top"][0]["stack"])])
 
-    def test_allocations_without_the_gil_keep_native_stacks_and_are_counted(self) -> None:
-        # Three allocations and three frees through ctypes.CDLL, which releases the GIL.
-        self.assertEqual(self.stats.get("python_stack_without_gil"), 6)
+    def test_frames_of_threads_without_the_gil_are_read_directly(self) -> None:
+        # ctypes.CDLL releases the GIL around sim_alloc and sim_free: three of each. Their
+        # Python frames are read without the C API (preload/python_layout.h).
+        self.assertEqual(self.stats.get("python_stack_read_without_gil"), 6)
+        self.assertNotIn("python_stack_without_gil", self.stats)
+        self.assertNotIn("shim_python_layout_rejected", self.stats)
+        line = planted_line("without gil")
+        self.assertEqual(len(self.without_gil_stacks), 3)
+        for frames in self.without_gil_stacks:
+            self.assertEqual(frames[0], ("Tensor.__init__", planted_line("tensor allocation")))
+            self.assertIn(("background_without_gil", line), frames)
+            self.assertEqual(frames[-1][0], "<module>")
 
+    def test_a_wrong_layout_is_rejected_once_and_the_program_runs_on(self) -> None:
+        self.assertEqual(self.skewed["active_blocks"], self.planted["active_blocks"])
+        self.assertEqual(self.skewed_stats.get("shim_python_layout_rejected"), 1)
+        self.assertEqual(self.skewed_stats.get("python_stack_without_gil"), 6)
+        self.assertNotIn("python_stack_read_without_gil", self.skewed_stats)
+
+    def test_turned_off_threads_without_the_gil_keep_native_stacks_and_are_counted(self) -> None:
+        self.assertEqual(self.fixed_stats.get("python_stack_without_gil"), 6)
+        self.assertNotIn("python_stack_read_without_gil", self.fixed_stats)
 
 if __name__ == "__main__":
     unittest.main()
