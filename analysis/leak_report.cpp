@@ -54,6 +54,9 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
     if (!is_selected(selected, allocation.upid)) return;
+    if (options.allocated_in && (allocation.alloc_seq < options.allocated_in->first ||
+                                 allocation.alloc_seq > options.allocated_in->last))
+      return;
     const bool is_block = allocation.kind == storage::allocation_kind::kBlock;
     if (!block_level && is_block) return;  // inside segments, which count at this level
     if (block_level && allocator.allocator_segments.contains(allocation.id)) {

@@ -28,7 +28,7 @@ struct LeakGroup {
   std::optional<std::int64_t> callsite_id;  // empty: allocated with no stack recorded
   int kind = 0;
   std::string kind_name;
-  std::string level;  // "block" for kind block, "segment" for every other kind
+  std::string level;        // "block" for kind block, "segment" for every other kind
   std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
   std::uint64_t count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
@@ -46,8 +46,8 @@ struct LeakReport {
   // "block" when the block level was asked for, or by default where a selected process had
   // allocator events; "segment" otherwise.
   std::string level;
-  bool allocator_events = false;  // a selected process had allocator events
-  CacheTotals cached;             // block level only
+  bool allocator_events = false;      // a selected process had allocator events
+  CacheTotals cached;                 // block level only
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;
@@ -60,6 +60,11 @@ struct LeakReportOptions {
   std::optional<std::int64_t> upid;  // only this process's leaks
   ProcessSelection processes;        // only these processes' leaks (and warnings)
   std::optional<LeakLevel> level;    // unset: the block level (see above)
+  // Only allocations made at sequence numbers first..last of `upid` (a test's range, say).
+  struct SeqRange {
+    std::uint64_t first = 0, last = UINT64_MAX;
+  };
+  std::optional<SeqRange> allocated_in;
 };
 
 LeakReport build_leak_report(const storage::TraceReader& trace,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/exit_status.h"
+#include "cli/gate_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
@@ -39,8 +40,10 @@ int main(int argc, char** argv) {
       "Exit status: 'summary', 'leaks' and 'oom' exit 0 when the report was written (also when it "
       "finds leaks or OOMs), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 "
       "when "
-      "the merged trace was written, else 2; 'run' exits with the recorded program's status, "
-      "or 2 when it could not record.");
+      "the merged trace was written, else 2; 'gate' exits 0 when every limit holds, 1 when one is "
+      "broken, 2 for a usage or trace error; 'run' exits with the recorded program's status, "
+      "or 2 when it could not record (with --gate: the program's failure first, then 1 for a "
+      "broken limit).");
 
   int exit_status = vramtrace::cli::kExitOk;
   vramtrace::cli::register_run_command(app, &exit_status);
@@ -48,6 +51,7 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_leaks_command(app, &exit_status);
   vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
+  vramtrace::cli::register_gate_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/gate_spec.h"
+#include "cli/gate_command.h"
 #include "collector/collector_server.h"
 #include "collector/trace_ingest.h"
 #include "install_layout.h"
@@ -34,6 +36,8 @@ constexpr auto kLinger = std::chrono::seconds(2);
 
 struct RunOptions {
   std::string output;
+  std::string written;  // the trace's path, once chosen
+  std::optional<analysis::GateLimits> gate;
   bool force = false;
   std::string ring_size;
   std::vector<std::string> command;
@@ -127,6 +131,7 @@ int run(RunOptions& options) {
 
   const bool chosen = !options.output.empty();
   const std::string output = chosen ? options.output : default_output(options.command[0]);
+  options.written = output;
   if (chosen && options.force && fs::exists(output)) {
     std::error_code ec;
     fs::remove(output, ec);
@@ -250,6 +255,19 @@ void register_run_command(CLI::App& app, int* exit_status) {
   run->add_flag("-f,--force", options->force, "Replace the output file if it exists");
   run->add_option("--ring-size", options->ring_size,
                   "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
+  run->add_option_function<std::string>(
+         "--gate",
+         [options](const std::string& spec) {
+           analysis::GateLimits limits;
+           std::string error;
+           if (!analysis::parse_gate_spec(spec, &limits, &error))
+             throw CLI::ValidationError("--gate", error);
+           options->gate = limits;
+         },
+         "After the run, judge the trace as 'vramtrace gate' does: limits such as "
+         "'leaked_bytes=0,leaked_count<=10,peak<=2GiB' (sizes take B, KiB, MiB, GiB, KB, MB, "
+         "GB)")
+      ->type_name("SPEC");
   run->add_option("command", options->command, "The command to run, after --")
       ->required()
       ->take_all();
@@ -257,8 +275,19 @@ void register_run_command(CLI::App& app, int* exit_status) {
       "Example: vramtrace run -o train.db -- python train.py\n\n"
       "Exit status: the command's own (128+N if it was killed by signal N; 127 if it could "
       "not be found); 2 if vramtrace could not record (a bad option, an output file that "
-      "exists, no shim).");
-  run->callback([options, exit_status] { *exit_status = vramtrace::cli::run(*options); });
+      "exists, no shim). With --gate, the command's own failure still wins; when it exits 0, "
+      "the status is the gate's: 0 when every limit holds, 1 when one is broken, 2 when the "
+      "trace cannot be judged.");
+  run->callback([options, exit_status] {
+    const int status = vramtrace::cli::run(*options);
+    *exit_status = status;
+    if (!options->gate || options->written.empty() || !fs::exists(options->written)) return;
+    analysis::GateOptions gate;
+    gate.limits = *options->gate;
+    // On stderr, where vramtrace's own lines go: stdout is the command's.
+    const int verdict = judge_trace("run --gate", options->written, gate, "", {}, false, stderr);
+    if (status == 0) *exit_status = verdict;
+  });
 }
 
 }  // namespace vramtrace::cli

@@ -16,17 +16,8 @@ import unittest
 from pathlib import Path
 
 from built_files import binary
+from planted import SCRIPT, planted_line
 from typing import Any, Dict, List, Tuple
-
-SCRIPT = Path(__file__).with_name("torch_like_train.py").resolve()
-
-
-def planted_line(tag: str) -> int:
-    """The line of torch_like_train.py that carries `# PLANT: tag`."""
-    for number, text in enumerate(SCRIPT.read_text().splitlines(), start=1):
-        if text.rstrip().endswith(f"# PLANT: {tag}"):
-            return number
-    raise AssertionError(f"no '# PLANT: {tag}' in {SCRIPT}")
 
 
 def python_frames(stack: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

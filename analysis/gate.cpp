@@ -1,0 +1,166 @@
+#include "analysis/gate.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+#include "analysis/device_peaks.h"
+
+namespace vramtrace::analysis {
+namespace {
+
+// Drops the suppressed groups from `report`, fixing its totals; adds what each rule hid to
+// `uses` when given.
+void apply_suppressions(LeakReport* report, const std::vector<SuppressionRule>& rules,
+                        std::vector<SuppressionUse>* uses) {
+  if (rules.empty()) return;
+  std::vector<LeakGroup> kept;
+  for (LeakGroup& group : report->groups) {
+    const std::optional<std::size_t> rule = matching_rule(rules, group.stack);
+    if (!rule) {
+      kept.push_back(std::move(group));
+      continue;
+    }
+    report->total_bytes -= group.bytes;
+    report->total_count -= group.count;
+    if (uses != nullptr) {
+      SuppressionUse& use = (*uses)[*rule];
+      use.leaks += 1;
+      use.count += group.count;
+      use.bytes += group.bytes;
+    }
+  }
+  report->groups = std::move(kept);
+}
+
+LeakReport leaks_after_suppressions(const storage::TraceReader& trace,
+                                    const LeakReportOptions& options,
+                                    const std::vector<SuppressionRule>& rules,
+                                    std::vector<SuppressionUse>* uses) {
+  LeakReport report = build_leak_report(trace, options);
+  apply_suppressions(&report, rules, uses);
+  return report;
+}
+
+GateCheck at_most(std::string name, std::string subject, std::string unit, double actual,
+                  double limit) {
+  GateCheck check;
+  check.name = std::move(name);
+  check.subject = std::move(subject);
+  check.unit = std::move(unit);
+  check.actual = actual;
+  check.limit = limit;
+  check.passed = actual <= limit;
+  return check;
+}
+
+// The largest peak of any selected process, per device.
+std::map<int, std::uint64_t> peak_by_device(const storage::TraceReader& trace,
+                                            const ProcessSelection& processes) {
+  std::map<int, std::uint64_t> peaks;
+  for (const DevicePeak& peak : find_device_peaks(trace, processes))
+    peaks[peak.device] = std::max(peaks[peak.device], peak.bytes);
+  return peaks;
+}
+
+std::vector<TestLeaks> leaks_by_test(const storage::TraceReader& trace,
+                                     const GateOptions& options) {
+  std::vector<TestLeaks> tests;
+  for (const storage::MarkerRecord& marker : trace.markers()) {
+    const storage::MarkerRow& start = marker.start;
+    if (start.type != storage::kMarkerRange || !start.name.starts_with(kTestMarkerPrefix)) continue;
+    if (!is_selected(options.processes, start.upid)) continue;
+    LeakReportOptions in_test;
+    in_test.upid = start.upid;
+    in_test.level = options.level;
+    in_test.allocated_in =
+        LeakReportOptions::SeqRange{start.start_seq, marker.end ? marker.end->end_seq : UINT64_MAX};
+    const LeakReport report =
+        leaks_after_suppressions(trace, in_test, options.suppressions, nullptr);
+    TestLeaks test;
+    test.test = start.name.substr(kTestMarkerPrefix.size());
+    test.upid = start.upid;
+    test.bytes = report.total_bytes;
+    test.count = report.total_count;
+    test.leaks = report.groups;
+    tests.push_back(std::move(test));
+  }
+  return tests;
+}
+
+}  // namespace
+
+bool GateResult::passed() const {
+  return std::all_of(checks.begin(), checks.end(), [](const GateCheck& c) { return c.passed; });
+}
+
+GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& options,
+                         const storage::TraceReader* baseline) {
+  const GateLimits& limits = options.limits;
+  if (limits.needs_baseline() && baseline == nullptr)
+    throw std::invalid_argument("--max-peak-increase and --max-leak-increase need --baseline");
+
+  GateResult result;
+  for (const SuppressionRule& rule : options.suppressions) result.suppressions.push_back({rule});
+  LeakReportOptions leak_options;
+  leak_options.processes = options.processes;
+  leak_options.level = options.level;
+  const LeakReport leaks =
+      leaks_after_suppressions(trace, leak_options, options.suppressions, &result.suppressions);
+  result.level = leaks.level;
+  result.warnings = leaks.warnings;
+
+  if (limits.max_leaked_bytes) {
+    GateCheck check =
+        at_most("leaked_bytes", "all processes", "bytes", static_cast<double>(leaks.total_bytes),
+                static_cast<double>(*limits.max_leaked_bytes));
+    check.leaks = leaks.groups;
+    result.checks.push_back(std::move(check));
+  }
+  if (limits.max_leaked_count) {
+    GateCheck check = at_most("leaked_count", "all processes", "allocations",
+                              static_cast<double>(leaks.total_count),
+                              static_cast<double>(*limits.max_leaked_count));
+    check.leaks = leaks.groups;
+    result.checks.push_back(std::move(check));
+  }
+  if (limits.max_peak) {
+    for (const DevicePeak& peak : find_device_peaks(trace, options.processes)) {
+      result.checks.push_back(
+          at_most("peak", fmt::format("pid {}, device {}", peak.pid, peak.device), "bytes",
+                  static_cast<double>(peak.bytes), static_cast<double>(*limits.max_peak)));
+    }
+  }
+  if (limits.max_peak_increase_percent) {
+    const std::map<int, std::uint64_t> now = peak_by_device(trace, options.processes);
+    const std::map<int, std::uint64_t> before = peak_by_device(*baseline, std::nullopt);
+    for (const auto& [device, bytes] : now) {
+      const auto old = before.find(device);
+      const double base = old == before.end() ? 0.0 : static_cast<double>(old->second);
+      const double increase = base > 0
+                                  ? (static_cast<double>(bytes) - base) * 100.0 / base
+                                  : (bytes > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+      result.checks.push_back(at_most("peak_increase", fmt::format("device {}", device), "percent",
+                                      increase, *limits.max_peak_increase_percent));
+    }
+  }
+  if (limits.max_leak_increase) {
+    LeakReportOptions whole;
+    whole.level = options.level;
+    const LeakReport old =
+        leaks_after_suppressions(*baseline, whole, options.suppressions, nullptr);
+    GateCheck check =
+        at_most("leak_increase", "all processes", "bytes",
+                static_cast<double>(leaks.total_bytes) - static_cast<double>(old.total_bytes),
+                static_cast<double>(*limits.max_leak_increase));
+    if (!check.passed) check.leaks = leaks.groups;
+    result.checks.push_back(std::move(check));
+  }
+  result.tests = leaks_by_test(trace, options);
+  return result;
+}
+
+}  // namespace vramtrace::analysis

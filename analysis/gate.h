@@ -1,0 +1,85 @@
+// The CI leak gate: a trace (and optionally a baseline trace) against limits, with the evidence
+// for every limit it breaks. `vramtrace gate` and `vramtrace run --gate` print what this finds.
+//
+// Checks, each made only when its limit is given:
+// - leaked_bytes, leaked_count: the leak report's totals (leak_report.h, at the chosen level),
+//   after suppressions (suppressions.h); the evidence is the leaks, largest first.
+// - peak: the most device memory each process held on each device at once (device_peaks.h:
+//   device allocations, managed, async and VMM mappings, what the allocator reserved, not only
+//   its tensors), one check per process and device.
+// - peak_increase (percent) and leak_increase (bytes): against the baseline trace, the largest
+//   peak of any process on each device, and the leaked bytes after suppressions.
+// Leaks are also attributed to tests: a range marker named "test:ID" (the pytest plugin and the
+// GoogleTest listener make one per test) owns the leaks allocated inside it by its process.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/leak_report.h"
+#include "analysis/process_filter.h"
+#include "analysis/suppressions.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct GateLimits {
+  std::optional<std::uint64_t> max_leaked_bytes;
+  std::optional<std::uint64_t> max_leaked_count;
+  std::optional<std::uint64_t> max_peak;            // bytes, per process and device
+  std::optional<double> max_peak_increase_percent;  // needs a baseline
+  std::optional<std::uint64_t> max_leak_increase;   // bytes; needs a baseline
+
+  bool needs_baseline() const { return max_peak_increase_percent || max_leak_increase; }
+};
+
+struct GateOptions {
+  GateLimits limits;
+  std::optional<LeakLevel> level;
+  ProcessSelection processes;  // of the trace under test; the baseline is taken whole
+  std::vector<SuppressionRule> suppressions;
+};
+
+struct GateCheck {
+  std::string name;     // "leaked_bytes", "leaked_count", "peak", "peak_increase", "leak_increase"
+  std::string subject;  // what was measured: "all processes", "pid 4242, device 0", "device 0"
+  std::string unit;     // "bytes", "allocations" or "percent"
+  double actual = 0;    // for peak_increase with a baseline of 0 bytes: infinity
+  double limit = 0;
+  bool passed = true;
+  std::vector<LeakGroup> leaks;  // leak checks: the leaks that count, largest first
+};
+
+struct SuppressionUse {
+  SuppressionRule rule;
+  std::uint64_t leaks = 0;  // groups hidden
+  std::uint64_t count = 0;  // allocations hidden
+  std::uint64_t bytes = 0;
+};
+
+struct TestLeaks {
+  std::string test;  // the marker's name without "test:"
+  std::int64_t upid = 0;
+  std::uint64_t bytes = 0, count = 0;
+  std::vector<LeakGroup> leaks;  // after suppressions
+};
+
+struct GateResult {
+  std::string level;  // of the leak checks: "block" or "segment"
+  std::vector<GateCheck> checks;
+  std::vector<SuppressionUse> suppressions;  // one per rule, in the file's order
+  std::vector<TestLeaks> tests;              // by start of the test
+  std::vector<std::string> warnings;         // the trace's (incomplete, data loss...)
+
+  bool passed() const;
+};
+
+// Throws std::invalid_argument when a baseline limit is given without a baseline.
+GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& options,
+                         const storage::TraceReader* baseline = nullptr);
+
+inline constexpr std::string_view kTestMarkerPrefix = "test:";
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,171 @@
+#include "cli/gate_command.h"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "analysis/byte_size.h"
+#include "cli/exit_status.h"
+#include "cli/gate_reports.h"
+#include "cli/output_format.h"
+#include "cli/report_scope.h"
+#include "cli/trace_command.h"
+
+namespace vramtrace::cli {
+namespace {
+
+struct GateCommandOptions {
+  std::string trace;
+  std::string baseline;
+  std::string suppressions;
+  OutputFormat format = OutputFormat::kText;
+  analysis::ProcessFilter filter;
+  analysis::GateOptions gate;
+  GateOutputs outputs;
+};
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << content;
+  file.flush();
+  if (!file) throw ReportRefusal("cannot write " + path);
+}
+
+// A size option: "512MiB", "2GB", "0".
+void add_size_option(CLI::App* command, const std::string& name,
+                     std::optional<std::uint64_t>* target, const std::string& help) {
+  command
+      ->add_option_function<std::string>(
+          name,
+          [name, target](const std::string& text) {
+            const std::optional<std::uint64_t> bytes = analysis::parse_byte_size(text);
+            if (!bytes)
+              throw CLI::ValidationError(name, "'" + text +
+                                                   "' is not a size (such as 0, 512MiB, 2GB; "
+                                                   "units B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+            *target = bytes;
+          },
+          help)
+      ->type_name("SIZE");
+}
+
+std::vector<analysis::SuppressionRule> read_suppressions(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw ReportRefusal("cannot read the suppressions file " + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  analysis::SuppressionParseError error;
+  std::vector<analysis::SuppressionRule> rules = analysis::parse_suppressions(text.str(), &error);
+  if (rules.empty() && error.line != 0)
+    throw ReportRefusal(fmt::format("{}:{}: {}", path, error.line, error.message));
+  return rules;
+}
+
+}  // namespace
+
+int judge_trace(std::string_view command, const std::string& trace_path,
+                const analysis::GateOptions& options, const std::string& baseline_path,
+                const GateOutputs& outputs, bool json, std::FILE* report_to) {
+  std::unique_ptr<storage::TraceReader> baseline;
+  if (!baseline_path.empty()) {
+    const int opened = run_on_trace(command, baseline_path, [&](const storage::TraceReader&) {});
+    if (opened != kExitOk) return opened;
+    storage::OpenFailure failure;
+    baseline = storage::TraceReader::open(baseline_path, &failure);
+  } else if (options.limits.needs_baseline()) {
+    fmt::print(stderr,
+               "vramtrace {}: --max-peak-increase and --max-leak-increase need --baseline\n",
+               command);
+    return kExitUsageOrTraceError;
+  }
+  bool passed = false;
+  const int status = run_on_trace(command, trace_path, [&](const storage::TraceReader& trace) {
+    const analysis::GateResult result = analysis::evaluate_gate(trace, options, baseline.get());
+    passed = result.passed();
+    if (!outputs.junit.empty()) write_file(outputs.junit, gate_junit(trace_path, result));
+    if (!outputs.json.empty())
+      write_file(outputs.json,
+                 gate_json(trace_path, result)
+                         .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                     "\n");
+    if (!outputs.markdown.empty()) write_file(outputs.markdown, gate_markdown(trace_path, result));
+    if (json)
+      fmt::print(report_to, "{}\n",
+                 gate_json(trace_path, result)
+                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+    else
+      fmt::print(report_to, "{}", gate_text(trace_path, result));
+  });
+  if (status != kExitOk) return status;
+  return passed ? kExitOk : kExitGateFailed;
+}
+
+void register_gate_command(CLI::App& app, int* exit_status) {
+  auto options = std::make_shared<GateCommandOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "gate",
+      "Fail (exit 1) when a trace breaks a limit: leaked bytes or allocations, peak "
+      "device memory, or growth against a baseline trace");
+  sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
+      ->required();
+  analysis::GateLimits& limits = options->gate.limits;
+  add_size_option(sub, "--max-leaked-bytes", &limits.max_leaked_bytes,
+                  "Most bytes leaked (after suppressions), all selected processes together");
+  sub->add_option("--max-leaked-count", limits.max_leaked_count,
+                  "Most allocations leaked (after suppressions)");
+  add_size_option(sub, "--max-peak", &limits.max_peak,
+                  "Most device memory any process may hold on any device at once");
+  sub->add_option("--baseline", options->baseline,
+                  "An earlier trace of the same workload, for the --max-*-increase limits");
+  sub->add_option("--max-peak-increase", limits.max_peak_increase_percent,
+                  "Most growth of the peak on each device against --baseline, in percent")
+      ->type_name("PCT");
+  add_size_option(sub, "--max-leak-increase", &limits.max_leak_increase,
+                  "Most growth of the leaked bytes against --baseline");
+  sub->add_option_function<std::string>(
+         "--level",
+         [options](const std::string& name) {
+           options->gate.level =
+               name == "block" ? analysis::LeakLevel::kBlock : analysis::LeakLevel::kSegment;
+         },
+         "block: a caching allocator's live blocks (tensors) are leaks, its segments cache; "
+         "segment: every live allocation but blocks. Default: block where there are allocator "
+         "events")
+      ->check(CLI::IsMember({"block", "segment"}));
+  sub->add_option("--suppressions", options->suppressions,
+                  "A file of rules (function:GLOB, file:GLOB, module:GLOB; '#' comments) whose "
+                  "leaks do not count; the report says how many each hid")
+      ->type_name("FILE");
+  sub->add_option("--junit", options->outputs.junit, "Also write a JUnit XML report here")
+      ->type_name("OUT.xml");
+  sub->add_option("--json", options->outputs.json, "Also write the JSON report here")
+      ->type_name("OUT.json");
+  sub->add_option("--markdown", options->outputs.markdown,
+                  "Also write a Markdown summary here (for CI job summaries)")
+      ->type_name("OUT.md");
+  add_format_option(sub, &options->format);
+  add_process_filter_options(sub, &options->filter);
+  sub->footer(
+      "Exit status: 0 when every limit given holds (or none is given); 1 when a limit is "
+      "broken; 2 for a usage error, a filter that matches no process, a suppressions file that "
+      "does not parse, or a trace that cannot be read.");
+  sub->callback([options, exit_status] {
+    analysis::GateOptions gate = options->gate;
+    const int resolved = run_on_trace("gate", options->trace, [&](const storage::TraceReader& t) {
+      gate.processes = resolve_scope(t, options->trace, options->filter).processes;
+      if (!options->suppressions.empty())
+        gate.suppressions = read_suppressions(options->suppressions);
+    });
+    if (resolved != kExitOk) {
+      *exit_status = resolved;
+      return;
+    }
+    *exit_status = judge_trace("gate", options->trace, gate, options->baseline, options->outputs,
+                               options->format == OutputFormat::kJson, stdout);
+  });
+}
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,29 @@
+// `vramtrace gate FILE`: the CI leak gate (analysis/gate.h). Exit status 0 when every limit
+// holds, 1 when one is broken, 2 for a usage error or a trace that cannot be read.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "analysis/gate.h"
+
+namespace vramtrace::cli {
+
+inline constexpr int kExitGateFailed = 1;
+
+// Where the gate's reports go besides the text on stdout; empty: not written.
+struct GateOutputs {
+  std::string junit, json, markdown;
+};
+
+// Opens the trace (and the baseline, when given), judges it, prints the text report (the JSON
+// one with `json`) to `report_to` and writes the files. Returns the exit status above; errors
+// are one line on stderr, prefixed with `command`.
+int judge_trace(std::string_view command, const std::string& trace_path,
+                const analysis::GateOptions& options, const std::string& baseline_path,
+                const GateOutputs& outputs, bool json, std::FILE* report_to);
+
+void register_gate_command(CLI::App& app, int* exit_status);
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,134 @@
+// `vramtrace gate` and `vramtrace run --gate` as a CI job runs them: every exit status, the
+// files they write, and the command's own failure winning over the gate's verdict.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_vramtrace.h"
+#include "synthetic_trace.h"
+#include "temp_dir.h"
+
+namespace vramtrace::testing {
+namespace {
+
+using nlohmann::json;
+
+class CliGateTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(write_synthetic_trace(trace_), ""); }
+  CommandResult gate(std::vector<std::string> args) {
+    args.insert(args.begin(), {"gate", trace_.string()});
+    return run_vramtrace(args, scratch_.path());
+  }
+
+  TempDir dir_;
+  TempDir scratch_;
+  std::filesystem::path trace_ = dir_ / "synthetic.db";
+};
+
+TEST_F(CliGateTest, PassingLimitsExit0) {
+  const CommandResult result =
+      gate({"--max-leaked-bytes", "20.5MiB", "--max-leaked-count", "8", "--max-peak", "22MiB"});
+  EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
+  // The synthetic trace's second process was killed: the report warns first.
+  EXPECT_EQ(result.out.rfind("warning: process 4300", 0), 0u) << result.out;
+  EXPECT_NE(result.out.find("\nvramtrace gate: passed 5 checks on "), std::string::npos)
+      << result.out;
+}
+
+TEST_F(CliGateTest, ABrokenLimitExits1AndShowsTheLeaksWithTheirStacks) {
+  const CommandResult result = gate({"--max-leaked-bytes", "0"});
+  EXPECT_EQ(result.exit_status, 1);
+  EXPECT_NE(result.out.find("FAILED 1 of 1 check"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("FAIL leaked_bytes (all processes): 20.5 MiB (21495808 bytes), "
+                            "limit 0 B"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("#0 make_pinned at leaky.cu:20 (/usr/bin/leaky)"), std::string::npos)
+      << result.out;
+}
+
+TEST_F(CliGateTest, SuppressionsFileHidesLeaksAndTheReportSaysHowMany) {
+  const auto rules = dir_ / "gpu.supp";
+  std::ofstream(rules) << "# staging buffers live for the process\nfunction:make_pinned\n";
+  const CommandResult result =
+      gate({"--max-leaked-bytes", "9.5MiB", "--suppressions", rules.string()});
+  EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
+  EXPECT_NE(result.out.find("function:make_pinned (line 2: staging buffers live for the process): "
+                            "hid 2 leaks, 11.0 MiB in 2 allocations"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(CliGateTest, UsageAndTraceErrorsExit2WithOneLine) {
+  const auto bad_rules = dir_ / "bad.supp";
+  std::ofstream(bad_rules) << "leak:foo\n";
+  const std::vector<std::vector<std::string>> cases = {
+      {"gate", trace_.string(), "--max-leaked-bytes", "lots"},
+      {"gate", trace_.string(), "--max-leak-increase", "1MiB"},  // no --baseline
+      {"gate", trace_.string(), "--baseline", (dir_ / "missing.db").string(), "--max-leak-increase",
+       "0"},
+      {"gate", (dir_ / "missing.db").string(), "--max-leaked-bytes", "0"},
+      {"gate", trace_.string(), "--suppressions", bad_rules.string()},
+      {"gate", trace_.string(), "--level", "tensor"},
+      {"gate", trace_.string(), "--rank", "7", "--max-leaked-bytes", "0"},
+  };
+  for (const auto& args : cases) {
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 2) << args[2] << ": " << result.out << result.err;
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
+    EXPECT_EQ(result.err.rfind("vramtrace gate", 0), 0u) << result.err;
+  }
+}
+
+TEST_F(CliGateTest, BaselineLimitsCompareWithTheOlderTrace) {
+  const auto baseline = dir_ / "baseline.db";
+  ASSERT_EQ(write_synthetic_trace(baseline), "");
+  EXPECT_EQ(gate({"--baseline", baseline.string(), "--max-leak-increase", "0",
+                  "--max-peak-increase", "0"})
+                .exit_status,
+            0);
+}
+
+TEST_F(CliGateTest, JsonAndMarkdownFilesCarryTheVerdict) {
+  const auto json_path = dir_ / "gate.json";
+  const auto markdown_path = dir_ / "gate.md";
+  const CommandResult result = gate({"--max-leaked-count", "3", "--json", json_path.string(),
+                                     "--markdown", markdown_path.string()});
+  EXPECT_EQ(result.exit_status, 1);
+  const json report = json::parse(slurp(json_path));
+  EXPECT_EQ(report["passed"], false);
+  ASSERT_EQ(report["checks"].size(), 1u);
+  EXPECT_EQ(report["checks"][0]["name"], "leaked_count");
+  EXPECT_EQ(report["checks"][0]["actual"], 8);
+  EXPECT_EQ(report["checks"][0]["limit"], 3);
+  EXPECT_EQ(report["checks"][0]["leaks"].size(), 5u);
+  EXPECT_EQ(report["checks"][0]["leaks"][0]["stack"][0]["function"], "make_pinned");
+  const std::string markdown = slurp(markdown_path);
+  EXPECT_NE(markdown.find("## vramtrace gate: **failed**"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("| leaked_count | all processes | 8 allocations | 3 | **FAIL** |"),
+            std::string::npos)
+      << markdown;
+}
+
+TEST_F(CliGateTest, RunGateExitsWithTheCommandsFailureFirstThenTheVerdict) {
+  const auto trace = dir_ / "run.db";
+  const auto run = [&](const std::string& spec, const std::string& script) {
+    return run_vramtrace(
+        {"run", "--force", "-o", trace.string(), "--gate", spec, "--", "/bin/sh", "-c", script},
+        scratch_.path());
+  };
+  // /bin/sh allocates no GPU memory: nothing leaks, every limit holds.
+  const CommandResult passed = run("leaked_bytes=0,peak<=1GiB", "echo done");
+  EXPECT_EQ(passed.exit_status, 0) << passed.err;
+  EXPECT_EQ(passed.out, "done\n");  // the command's stdout is its own; the verdict is on stderr
+  EXPECT_NE(passed.err.find("vramtrace gate: passed 1 check on"), std::string::npos) << passed.err;
+  EXPECT_EQ(run("leaked_bytes=0", "exit 3").exit_status, 3);
+  const CommandResult bad_spec = run("leaks=0", "true");
+  EXPECT_EQ(bad_spec.exit_status, 2);
+  EXPECT_NE(bad_spec.err.find("unknown limit 'leaks'"), std::string::npos) << bad_spec.err;
+}
+
+}  // namespace
+}  // namespace vramtrace::testing
