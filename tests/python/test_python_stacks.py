@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import unittest
-from pathlib import Path
 
 from built_files import binary
 from planted import SCRIPT, planted_line
