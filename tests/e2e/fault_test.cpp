@@ -207,5 +207,26 @@ TEST_F(FaultTest, DlcloseOfTheDriverAndALoadElsewhere) {
   expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
 }
 
+// Linux paths and arguments are bytes: a program in a directory named in Latin-1, given a
+// Latin-1 argument, must keep its process row, its module (the stacks are symbolized) and
+// its allocation; nothing may be undecodable.
+TEST_F(FaultTest, PathsAndArgumentsThatAreNotUtf8AreKept) {
+  const fs::path latin1_dir = dir_ / "caf\xe9";
+  fs::create_directories(latin1_dir);
+  const fs::path program = latin1_dir / "exit_with";
+  fs::copy_file(EXIT_WITH_BIN, program);
+  ProcessResult run = record({program.string(), "exit", "0", "na\xefve"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  EXPECT_EQ(q.integer("SELECT count(*) FROM process WHERE exe LIKE '%exit_with'"), 1);
+  EXPECT_EQ(q.integer("SELECT json_array_length(argv) FROM process"), 4);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE severity != 'info' AND value > 0"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), 1);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a JOIN callsite c ON c.id = "
+                      "a.alloc_callsite_id JOIN frame f ON f.id = c.frame_id "
+                      "WHERE f.function = 'main'"),
+            1);
+}
+
 }  // namespace
 }  // namespace vramtrace::test
