@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,16 @@ bool CollectorLink::open(const char* socket_path, uint64_t capacity, uint32_t pi
   if (std::strlen(socket_path) >= sizeof addr.sun_path) return fail(why, "socket path too long");
   std::strcpy(addr.sun_path, socket_path);
 
+  // A file-size limit (ulimit -f, common on clusters) applies to the memfd too, and growing
+  // it past the limit raises SIGXFSZ, which kills the program: take the largest ring that
+  // fits, or none.
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    while (capacity > ring::kMinCapacity && ring::kHeaderBytes + capacity > limit.rlim_cur)
+      capacity /= 2;
+    if (ring::kHeaderBytes + capacity > limit.rlim_cur)
+      return fail(why, "the file-size limit (ulimit -f) is smaller than the smallest ring");
+  }
   const uint64_t bytes = ring::kHeaderBytes + capacity;
   int memfd = memfd_create("vramtrace-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (memfd < 0) return fail(why, "memfd_create failed");

@@ -139,5 +139,30 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
             (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
+// A file-size limit (ulimit -f, 256 KiB), which also works where no mount namespace can be
+// made: vramtrace must report it as it reports a full disk, not die of SIGXFSZ (it did).
+TEST_F(CollectorFaultTest, FileSizeLimitIsAClearErrorAndTheProgramRunsToItsEnd) {
+  const std::string output = trace();
+  ProcessOptions o;
+  o.argv = {"sh",
+            "-c",
+            "ulimit -f 256 && exec \"$1\" run -o \"$2\" -- \"$3\" 1 100000",
+            "sh",
+            VRAMTRACE_BIN,
+            output,
+            THREAD_STORM_BIN};
+  ProcessResult run = run_process(o);
+  EXPECT_NE(run.out.find("thread_storm: 1 threads x 100000 pairs, 0 failures"), std::string::npos)
+      << run.out << run.err;
+  EXPECT_EQ(run.exit_code(), 2) << run.err;
+  // SQLite reports the failed write (EFBIG) as "disk I/O error".
+  EXPECT_NE(run.err.find("the trace " + output + " is incomplete: cannot write trace"),
+            std::string::npos)
+      << run.err;
+  TraceQuery q(output);
+  EXPECT_NE(q.rows("SELECT value FROM meta WHERE key = 'complete'"),
+            (std::vector<std::vector<std::string>>{{"1"}}));
+}
+
 }  // namespace
 }  // namespace vramtrace::test
