@@ -170,6 +170,10 @@ int run(RunOptions& options) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   sigaction(SIGTERM, &forward, nullptr);
   sigaction(SIGHUP, &forward, nullptr);
+  // A file-size limit (ulimit -f) reached while writing the trace must be an error that
+  // vramtrace reports, like a full disk, not a signal that kills it: ignored, the write fails
+  // with EFBIG and SQLite says the disk is full. The command gets the default back.
+  signal(SIGXFSZ, SIG_IGN);
 
   const pid_t child = fork();
   if (child < 0) {
@@ -181,6 +185,7 @@ int run(RunOptions& options) {
     sigaction(SIGQUIT, &old_quit, nullptr);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGXFSZ, SIG_DFL);
     execvpe(argv[0], argv.data(), envp.data());
     const int err = errno;
     std::fprintf(stderr, "vramtrace run: cannot run '%s': %s\n", argv[0], std::strerror(err));

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -28,6 +30,16 @@ bool CollectorLink::open(const char* socket_path, uint64_t capacity, uint32_t pi
   if (std::strlen(socket_path) >= sizeof addr.sun_path) return fail(why, "socket path too long");
   std::strcpy(addr.sun_path, socket_path);
 
+  // A file-size limit (ulimit -f, common on clusters) applies to the memfd too, and growing
+  // it past the limit raises SIGXFSZ, which kills the program: take the largest ring that
+  // fits, or none.
+  rlimit limit{};
+  if (getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    while (capacity > ring::kMinCapacity && ring::kHeaderBytes + capacity > limit.rlim_cur)
+      capacity /= 2;
+    if (ring::kHeaderBytes + capacity > limit.rlim_cur)
+      return fail(why, "the file-size limit (ulimit -f) is smaller than the smallest ring");
+  }
   const uint64_t bytes = ring::kHeaderBytes + capacity;
   int memfd = memfd_create("vramtrace-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (memfd < 0) return fail(why, "memfd_create failed");
@@ -84,14 +96,32 @@ bool CollectorLink::open(const char* socket_path, uint64_t capacity, uint32_t pi
     munmap(mapping, bytes);
     return fail(why, "cannot hand the ring to the collector");
   }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    munmap(mapping, bytes);
+    return fail(why, "cannot identify the socket");
+  }
   socket_fd_ = fd;
+  socket_dev_ = st.st_dev;
+  socket_ino_ = st.st_ino;
   ring_ = mapping;
   capacity_ = capacity;
   return true;
 }
 
+bool CollectorLink::owns_socket() const {
+  struct stat st {};
+  return socket_fd_ >= 0 && fstat(socket_fd_, &st) == 0 && st.st_dev == socket_dev_ &&
+         st.st_ino == socket_ino_;
+}
+
+// Called only while a writer waits for space, so the fstat costs nothing on the record path.
+// Without it, a program that closed the socket and made a pipe on its number would look like
+// a live collector for ever, and the writer would wait for ever: the collector took the
+// hang-up for the end of the process and no longer reads the ring.
 bool CollectorLink::collector_alive() const {
-  if (socket_fd_ < 0) return false;
+  if (!owns_socket()) return false;
   pollfd p{socket_fd_, POLLIN, 0};
   int n = poll(&p, 1, 0);
   if (n < 0) return errno == EINTR;
@@ -100,7 +130,7 @@ bool CollectorLink::collector_alive() const {
 }
 
 void CollectorLink::abandon_after_fork() {
-  if (socket_fd_ >= 0) close(socket_fd_);
+  if (owns_socket()) close(socket_fd_);  // never a descriptor the program reopened
   if (ring_ != nullptr) munmap(ring_, ring::kHeaderBytes + capacity_);
   socket_fd_ = -1;
   ring_ = nullptr;

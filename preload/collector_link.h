@@ -25,7 +25,8 @@ class CollectorLink {
   void* ring() const { return ring_; }
   uint64_t capacity() const { return capacity_; }
 
-  // False once the collector has closed its end of the socket.
+  // False once the collector has closed its end of the socket, or once the program has
+  // closed the socket itself (programs that close every descriptor do).
   bool collector_alive() const;
 
   // After fork, in the child: drops the parent's ring and socket without touching them (the
@@ -33,7 +34,12 @@ class CollectorLink {
   void abandon_after_fork();
 
  private:
+  // Whether socket_fd_ is still our socket: the program may have closed it, and a descriptor
+  // it opened since may have taken its number.
+  bool owns_socket() const;
+
   int socket_fd_ = -1;
+  uint64_t socket_dev_ = 0, socket_ino_ = 0;
   void* ring_ = nullptr;
   uint64_t capacity_ = 0;
 };

@@ -303,10 +303,12 @@ void* wrap_driver_function(const char* versioned_name, void* real) {
 #undef VRAMTRACE_ENTRY
   for (const Entry& entry : kEntries) {
     if (std::strcmp(entry.name, versioned_name) != 0) continue;
-    // Never take one of our own wrappers for the real function: that would loop.
+    // Never take one of our own wrappers for the real function: that would loop. The
+    // driver's latest answer wins: after a dlclose and a new dlopen, the first pointer points
+    // into the unloaded copy (tests/e2e/programs/dlclose_driver.cpp).
     if (real != nullptr && real != entry.wrapper) {
-      void* expected = nullptr;
-      entry.real->compare_exchange_strong(expected, real);
+      entry.real->store(real, std::memory_order_release);
+      remember_real_function(*entry.real);
     }
     return entry.wrapper;
   }

@@ -66,6 +66,10 @@ uint64_t module_key(uint64_t start, const char* path) {
 
 }  // namespace
 
+uint64_t loader_unload_count() {
+  return loader_counters().subs;
+}
+
 bool ModuleMap::changed() const {
   Counters c = loader_counters();
   return c.adds != adds_ || c.subs != subs_;

@@ -19,6 +19,9 @@ struct ModuleInfo {
   uint32_t build_id_bytes;
 };
 
+// How many objects the loader has unloaded so far (dlpi_subs). Cheap, as changed() is.
+uint64_t loader_unload_count();
+
 class ModuleMap {
  public:
   // True when objects were loaded or unloaded since the last scan. Cheap: one call into the

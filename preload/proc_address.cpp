@@ -111,16 +111,20 @@ void* wrap_driver_pointer(void* real) {
   Dl_info info{};
   if (dladdr(real, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != real) return real;
   const char* name = info.dli_sname;
+  // The latest pointer wins, as in wrap_driver_function: a driver unloaded and loaded again
+  // is elsewhere.
   if (std::strcmp(name, "cuGetProcAddress_v2") == 0) {
-    void* expected = nullptr;
-    if (real != reinterpret_cast<void*>(&cuGetProcAddress_v2))
-      g_real_cuGetProcAddress_v2.compare_exchange_strong(expected, real);
+    if (real != reinterpret_cast<void*>(&cuGetProcAddress_v2)) {
+      g_real_cuGetProcAddress_v2.store(real, std::memory_order_release);
+      vramtrace::preload::remember_real_function(g_real_cuGetProcAddress_v2);
+    }
     return reinterpret_cast<void*>(&cuGetProcAddress_v2);
   }
   if (std::strcmp(name, "cuGetProcAddress") == 0) {
-    void* expected = nullptr;
-    if (real != reinterpret_cast<void*>(&cuGetProcAddress))
-      g_real_cuGetProcAddress_v1.compare_exchange_strong(expected, real);
+    if (real != reinterpret_cast<void*>(&cuGetProcAddress)) {
+      g_real_cuGetProcAddress_v1.store(real, std::memory_order_release);
+      vramtrace::preload::remember_real_function(g_real_cuGetProcAddress_v1);
+    }
     return reinterpret_cast<void*>(&cuGetProcAddress);
   }
   void* wrapper = vramtrace::preload::wrap_driver_function(name, real);

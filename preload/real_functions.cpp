@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace vramtrace::preload {
@@ -48,7 +49,27 @@ void* loaded_library(const char* library) {
   return dlopen(search.path, RTLD_LAZY | RTLD_NOLOAD);
 }
 
+// Every slot real_function() or a wrapper ever filled; a few dozen in all.
+constexpr int kMaxSlots = 512;
+std::atomic<std::atomic<void*>*> g_slots[kMaxSlots];
+std::atomic<int> g_slot_count{0};
+
 }  // namespace
+
+void remember_real_function(std::atomic<void*>& slot) {
+  const int known = std::min(g_slot_count.load(std::memory_order_acquire), kMaxSlots);
+  for (int i = 0; i < known; ++i)
+    if (g_slots[i].load(std::memory_order_acquire) == &slot) return;
+  const int i = g_slot_count.fetch_add(1, std::memory_order_acq_rel);
+  if (i < kMaxSlots) g_slots[i].store(&slot, std::memory_order_release);
+}
+
+void forget_real_functions() {
+  const int known = std::min(g_slot_count.load(std::memory_order_acquire), kMaxSlots);
+  for (int i = 0; i < known; ++i)
+    if (std::atomic<void*>* slot = g_slots[i].load(std::memory_order_acquire))
+      slot->store(nullptr, std::memory_order_release);
+}
 
 void* real_dlsym(void* handle, const char* name) {
   DlsymFn fn = glibc_dlsym();

@@ -15,13 +15,23 @@ void* real_dlsym(void* handle, const char* name);
 // `library` ("libcudart.so", "libcuda.so") is asked. Null when nothing defines it.
 void* find_real_function(const char* name, const char* library);
 
-// Resolves once and caches in `slot`; safe to race (every racer stores the same pointer).
+// Remembers `slot` as holding a pointer into a loaded library, for forget_real_functions().
+void remember_real_function(std::atomic<void*>& slot);
+
+// The program unloaded a library (dlclose_hook.cpp): any remembered pointer may point into
+// it, and a copy loaded again lands elsewhere. Clears them all; each is resolved again on its
+// next use.
+void forget_real_functions();
+
+// Resolves once and caches in `slot` until a library is unloaded; safe to race (every racer
+// stores the same pointer).
 template <class Fn>
 Fn real_function(std::atomic<void*>& slot, const char* name, const char* library) {
   void* fn = slot.load(std::memory_order_acquire);
   if (fn == nullptr) {
     fn = find_real_function(name, library);
     slot.store(fn, std::memory_order_release);
+    if (fn != nullptr) remember_real_function(slot);
   }
   return reinterpret_cast<Fn>(fn);
 }

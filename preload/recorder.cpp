@@ -167,6 +167,10 @@ void connect_process() {
 void on_process_exit(int status, void*) {
   if (!is_recording()) return;
   ReentryGuard guard;
+  // exit() called by a signal handler that interrupted the shim on this thread: the ring's
+  // lock may be held beneath us, and waiting for it would hang the program. The exit record
+  // is left out; the collector learns the status from whoever waits for the process.
+  if (!guard.outermost()) return;
   uint8_t buf[64];
   write_record(buf, encode_process_exit(status, buf, sizeof buf));
   g_ring.mark_closed();

@@ -11,6 +11,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   python3 python3-dev
+  clang libclang-rt-dev  # the fuzz preset: clang++ and libFuzzer (docs/fuzzing.md)
+  util-linux             # unshare, setpriv: the full-disk and other-uid tests
 )
 
 missing=()

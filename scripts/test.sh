@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite twice: with the dev preset
 # (warnings are errors), then with the asan preset (AddressSanitizer and UBSan on everything
-# but the code loaded into traced programs). This is what CI runs (.ci/run).
+# but the code loaded into traced programs). Then the fuzzers (docs/fuzzing.md): every seed
+# once, and a bounded run of each, under two minutes in all. This is what CI runs (.ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,3 +13,9 @@ for preset in dev asan; do
   cmake --build --preset "$preset"
   ctest --preset "$preset" --timeout 600
 done
+
+echo "== fuzz =="
+cmake --preset fuzz
+cmake --build --preset fuzz
+ctest --preset fuzz --timeout 120
+./scripts/fuzz.sh 50

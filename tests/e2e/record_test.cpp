@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "process_runner.h"
+#include "scratch_dir_test.h"
 #include "trace_query.h"
 
 namespace vramtrace::test {
@@ -21,20 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A scratch directory per test, removed afterwards.
-class RecordTest : public ::testing::Test {
+class RecordTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("vramtrace-e2e-" + std::to_string(getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string trace(const std::string& name = "trace.db") const { return (dir_ / name).string(); }
-
   ProcessResult record(const std::string& output, std::vector<std::string> command,
                        std::vector<std::string> extra_env = {}) const {
     ProcessOptions options;
@@ -43,8 +32,6 @@ class RecordTest : public ::testing::Test {
     options.extra_env = std::move(extra_env);
     return run_process(options);
   }
-
-  fs::path dir_;
 };
 
 struct PlantedLeak {

@@ -54,6 +54,8 @@ TEST(Shim, ExportsOnlyHooksAndItsCApi) {
       "cuMemAddressFree", "cuMemMap", "cuMemUnmap",
       // the resolvers through which a static cudart finds the driver
       "cuGetProcAddress", "cuGetProcAddress_v2", "dlsym",
+      // unloads: the shim forgets its pointers into the unloaded library
+      "dlclose",
       // NVTX 3's injection entry point: the shim receives a program's NVTX calls
       "InitializeInjectionNvtx2",
       // the wait family: a parent reports how its children ended

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# vramtrace side by side with heaptrack (issue #9): one workload, three runs.
+#
+#   bench/vs-heaptrack.sh [BUILD_DIR] [N] [D]      (defaults: build/release 200000 16)
+#
+# The workload (bench/alloc_workload.cpp) makes N iterations, each at stack depth D, of one
+# malloc/free pair and one cudaMalloc/cudaFree pair on the simulated GPU (tests/simcuda),
+# whose runtime itself calls malloc a few times per call. It runs untraced, under heaptrack
+# (which records every malloc and free, with a stack per malloc) and under `vramtrace run`
+# (which records every cudaMalloc and cudaFree, each with a stack). Each is timed, wall clock,
+# best of RUNS (default 3), the tools' start-up and finishing included.
+#
+# An event is one allocation with its free, as each tool counts them: heaptrack's "calls to
+# allocation functions", vramtrace's allocation rows. Each command also runs with 0
+# iterations, to tell the tool's fixed cost (start-up, finishing the file) from its cost per
+# event: overhead per event = ((traced(N) - traced(0)) - (untraced(N) - untraced(0))) / events. Trace bytes per event = the tool's output file / events. The
+# collector's sustained ingest rate comes from bench/collector_ingest_bench.cpp at the nearest
+# depth it runs (16 or 64), in records (an allocation or a free) per second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build="${1:-build/release}"
+n="${2:-200000}"
+d="${3:-16}"
+runs="${RUNS:-3}"
+workload="$build/bin/vramtrace_alloc_workload"
+vramtrace="$build/bin/vramtrace"
+ingest_bench="$build/bin/vramtrace_collector_bench"
+for tool in "$workload" "$vramtrace" heaptrack heaptrack_print sqlite3; do
+  command -v "$tool" >/dev/null || { echo "vs-heaptrack: $tool not found" >&2; exit 2; }
+done
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+# Best wall time of $runs runs of the command, in nanoseconds; its output is kept in
+# $scratch/out and $scratch/err (the last run's). `prepare` runs before each run.
+best_ns() {
+  local prepare="$1"
+  shift
+  local best=""
+  for _ in $(seq "$runs"); do
+    eval "$prepare"
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >"$scratch/out" 2>"$scratch/err" || {
+      echo "vs-heaptrack: failed: $*" >&2
+      cat "$scratch/err" >&2
+      exit 1
+    }
+    t1=$(date +%s%N)
+    if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then best=$((t1 - t0)); fi
+  done
+  echo "$best"
+}
+
+untraced0=$(best_ns ":" "$workload" 0 "$d")
+heaptrack0=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" 0 "$d")
+vramtrace0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" 0 "$d")
+untraced=$(best_ns ":" "$workload" "$n" "$d")
+heaptrack_ns=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$n" "$d")
+heaptrack_file=$(ls "$scratch"/ht.*)
+heaptrack_events=$(heaptrack_print -f "$heaptrack_file" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
+  sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
+vramtrace_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
+vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
+if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
+  echo "vs-heaptrack: vramtrace recorded $vramtrace_all allocations ($vramtrace_events freed) of $n" >&2
+  exit 1
+fi
+heaptrack_bytes=$(stat -c %s "$heaptrack_file")
+vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
+
+ingest_depth=16
+if [ "$d" -gt 40 ]; then ingest_depth=64; fi
+ingest="(not built)"
+if [ -x "$ingest_bench" ]; then
+  ingest=$("$ingest_bench" --benchmark_filter="BM_CollectorIngest/$ingest_depth/" \
+    --benchmark_min_time=1 --benchmark_format=json 2>/dev/null |
+    python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.2f M records/s" % (b["items_per_second"]/1e6))')
+fi
+
+awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
+  -v n="$n" -v d="$d" -v u="$untraced" -v h="$heaptrack_ns" -v he="$heaptrack_events" \
+  -v v="$vramtrace_ns" -v ve="$vramtrace_events" -v hb="$heaptrack_bytes" -v vb="$vramtrace_bytes" \
+  -v ingest="$ingest" -v idepth="$ingest_depth" -v runs="$runs" 'BEGIN {
+  ho = ((h - h0) - (u - u0)) / he; vo = ((v - v0) - (u - u0)) / ve;
+  printf "workload: %d iterations at stack depth %d (best of %d runs, wall clock)\n", n, d, runs;
+  printf "%-10s %9s %9s %10s %15s %12s %12s\n", "run", "N=0 (s)", "N (s)", "events", "overhead/event", "trace bytes", "bytes/event";
+  printf "%-10s %9.3f %9.3f %10s %15s %12s %12s\n", "untraced", u0 / 1e9, u / 1e9, "-", "-", "-", "-";
+  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.1f\n", "heaptrack", h0 / 1e9, h / 1e9, he, ho, hb, hb / he;
+  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.1f\n", "vramtrace", v0 / 1e9, v / 1e9, ve, vo, vb, vb / ve;
+  printf "overhead per event, vramtrace / heaptrack: %.2f\n", vo / ho;
+  printf "collector ingest (bench, depth %d): %s\n", idepth, ingest;
+}'

@@ -1,0 +1,26 @@
+// The program unloads a library. The shim keeps pointers to the real functions it forwards to
+// (real_functions.h); when the library they point into is unloaded, those pointers dangle,
+// and a copy of the library loaded again lands elsewhere: a static cudart or a framework that
+// dlcloses libcuda and dlopens it again would crash in the shim's next call
+// (tests/e2e/programs/dlclose_driver.cpp). So after a dlclose that really unloaded something,
+// the shim forgets every such pointer and resolves each again on its next use.
+//
+// dlclose, unlike dlsym, does not depend on its caller, so an ordinary hook is enough.
+#include <atomic>
+
+#include "module_map.h"
+#include "real_functions.h"
+
+namespace {
+std::atomic<void*> g_real_dlclose{nullptr};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
+  using namespace vramtrace::preload;
+  auto real = real_function<int (*)(void*)>(g_real_dlclose, "dlclose", "libc.so");
+  if (real == nullptr) return -1;
+  const uint64_t unloads_before = loader_unload_count();
+  const int result = real(handle);
+  if (loader_unload_count() != unloads_before) forget_real_functions();
+  return result;
+}
