@@ -10,11 +10,14 @@
 #include <vector>
 
 #include "cli/exit_status.h"
+#include "cli/frag_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
+#include "cli/peak_command.h"
 #include "cli/run_command.h"
 #include "cli/summary_command.h"
+#include "cli/timeline_command.h"
 
 namespace {
 
@@ -48,6 +51,9 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_leaks_command(app, &exit_status);
   vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
+  vramtrace::cli::register_timeline_command(app, &exit_status);
+  vramtrace::cli::register_peak_command(app, &exit_status);
+  vramtrace::cli::register_frag_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);
