@@ -17,9 +17,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "analysis/moment.h"
 #include "analysis/process_filter.h"
+#include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -28,7 +31,7 @@ struct LeakGroup {
   std::optional<std::int64_t> callsite_id;  // empty: allocated with no stack recorded
   int kind = 0;
   std::string kind_name;
-  std::string level;  // "block" for kind block, "segment" for every other kind
+  std::string level;        // "block" for kind block, "segment" for every other kind
   std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
   std::uint64_t count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
@@ -46,14 +49,18 @@ struct LeakReport {
   // "block" when the block level was asked for, or by default where a selected process had
   // allocator events; "segment" otherwise.
   std::string level;
-  bool allocator_events = false;  // a selected process had allocator events
-  CacheTotals cached;             // block level only
+  bool allocator_events = false;      // a selected process had allocator events
+  CacheTotals cached;                 // block level only
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;
   // Largest first: bytes, then count, both descending; then callsite id (no stack last) and
   // kind, ascending, so that equal groups always come out in the same order.
   std::vector<LeakGroup> groups;
+  // With a moment (--at, --between): the moment in each process it applies to; a process it
+  // does not apply to (no such marker) is left out of the report. Empty: the end of the trace.
+  std::vector<ProcessMoment> at;
+  std::vector<ProcessMoment> since;  // --between's first moment, per process
 };
 
 struct LeakReportOptions {
@@ -64,5 +71,25 @@ struct LeakReportOptions {
 
 LeakReport build_leak_report(const storage::TraceReader& trace,
                              const LeakReportOptions& options = {});
+
+// What was live at a moment (allocated at or before it, not freed by then) counts as leaked
+// there, read from the time index rather than the whole trace. With `since`, only what was
+// allocated after that moment (the same process's) counts: what M1..M2 left behind. The levels
+// are as above; the end of the trace gives build_leak_report()'s report.
+LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                                const MomentSpec& at, const std::optional<MomentSpec>& since,
+                                const LeakReportOptions& options = {});
+
+// The live allocations of one moment as leak groups at a level: the shared step of the reports
+// above and of the growth report. `allocator_segments`: allocation ids that held a block.
+struct LiveGroups {
+  std::vector<LeakGroup> groups;  // unsorted; no stacks resolved
+  CacheTotals cached;
+};
+LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool block_level,
+                      const std::unordered_set<std::int64_t>& allocator_segments);
+
+// Sorts groups largest first and fills in kind names, levels and stacks.
+void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups);
 
 }  // namespace vramtrace::analysis

@@ -61,6 +61,13 @@ MomentSpec parse_moment(std::string_view text) {
   } else {
     moment.kind = MomentSpec::Kind::kMarker;
     moment.marker = moment.text;
+    const std::size_t hash = text.rfind('#');
+    if (hash != std::string_view::npos && hash > 0) {
+      if (const auto k = parse_unsigned(text.substr(hash + 1)); k && *k > 0) {
+        moment.marker = std::string(text.substr(0, hash));
+        moment.occurrence = static_cast<std::size_t>(*k);
+      }
+    }
   }
   return moment;
 }
@@ -119,17 +126,23 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
       break;
     }
     case Kind::kMarker:
-      // Markers come in (upid, start_seq) order: the last one wins.
+      // Markers come in (upid, start_seq) order: without an occurrence, the last one wins.
+      std::map<std::int64_t, std::size_t> seen;
       for (const storage::MarkerRecord& marker : trace.markers()) {
         if (marker.start.name != moment.marker || !pids.contains(marker.start.upid)) continue;
+        const std::size_t occurrence = ++seen[marker.start.upid];
+        if (moment.occurrence && occurrence != *moment.occurrence) continue;
         const bool ended = marker.end.has_value();
         found[marker.start.upid] = {marker.start.upid, pids[marker.start.upid],
                                     ended ? marker.end->end_seq : marker.start.start_seq,
                                     ended ? marker.end->end_ns : marker.start.start_ns};
       }
       if (found.empty()) {
-        throw BadMoment("no marker named '" + moment.marker +
-                        "' (and not end, peak, oom, seq:N, a time in ns or +D)");
+        throw BadMoment(moment.occurrence
+                            ? "no process has " + std::to_string(*moment.occurrence) +
+                                  " markers named '" + moment.marker + "'"
+                            : "no marker named '" + moment.marker +
+                                  "' (and not end, peak, oom, seq:N, a time in ns or +D)");
       }
       break;
   }

@@ -9,6 +9,7 @@
 //   +D           D after the trace's first allocation: 1.5s, 250ms, 40us, 100ns
 //   NAME         the last marker (mark or range) so named, in each process that has one: the
 //                end of a range, the point of a mark
+//   NAME#K       the K-th (from 1) marker so named, in each process that has that many
 // and resolves, per process, to a sequence number s: the moment just after that process's
 // event s, when the allocations with alloc_seq <= s < free_seq were live.
 #pragma once
@@ -41,7 +42,8 @@ struct MomentSpec {
   std::uint64_t seq = 0;  // kSeq
   std::int64_t ns = 0;    // kTime: absolute; kSinceStart: after the first allocation
   std::string marker;     // kMarker
-  std::string text;       // as given
+  std::optional<std::size_t> occurrence;  // kMarker: from 1; unset: the last
+  std::string text;                       // as given
 };
 
 // Never fails: what is not one of the forms above is a marker name. Throws BadMoment for a

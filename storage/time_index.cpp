@@ -458,6 +458,11 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
   return std::unique_ptr<TimeIndex>(new TimeIndex(std::move(impl)));
 }
 
+bool TimeIndex::kept_in_file(const std::filesystem::path& path) {
+  std::string why;
+  return open_for_index(path, &why) != nullptr;
+}
+
 const std::string& TimeIndex::note() const {
   return impl_->note;
 }

@@ -65,6 +65,10 @@ class TimeIndex {
   static std::unique_ptr<TimeIndex> open(
       const std::filesystem::path& path,
       const std::function<bool(int kind)>& occupies_device_memory, std::string* error);
+  // True when open() keeps (or has kept) the index in the file: a finished trace this user can
+  // write. Reports that can also scan the trace use the index only then, since building it
+  // aside costs more than one scan.
+  static bool kept_in_file(const std::filesystem::path& path);
   ~TimeIndex();
   TimeIndex(const TimeIndex&) = delete;
   TimeIndex& operator=(const TimeIndex&) = delete;
