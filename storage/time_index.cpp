@@ -417,9 +417,14 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
     try {
       if (!impl->index_is_current()) {
         impl->execute("BEGIN IMMEDIATE");
-        impl->build();
-        impl->build_rollups(occupies_device_memory);
-        impl->execute("COMMIT");
+        // Another report may have built it while this one waited for the lock.
+        if (impl->index_is_current()) {
+          impl->execute("COMMIT");
+        } else {
+          impl->build();
+          impl->build_rollups(occupies_device_memory);
+          impl->execute("COMMIT");
+        }
       }
     } catch (const TraceError& failure) {
       // Locked by another writer, or the disk is full: index aside instead.
