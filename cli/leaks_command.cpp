@@ -267,6 +267,7 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
                          "With --growth: iterations looked at, evenly spaced, first and last "
                          "included (default 32)")
              ->check(CLI::Range(std::size_t{2}, std::size_t{100000}))
+             ->needs(growth)
              ->group(kWhen);
        }});
 }
