@@ -18,9 +18,9 @@ namespace vramtrace::cli {
 
 // The help of --at, and of --between's two moments.
 inline constexpr const char* kMomentHelp =
-    "end, peak, oom, a marker's name (its last occurrence: the end of a range), a CLOCK_MONOTONIC "
-    "time in ns, +D after the first allocation (1.5s, 250ms, 40us), or seq:N (one process's "
-    "event N)";
+    "end, peak, oom, a marker's name (its last occurrence: the end of a range; NAME#K: the K-th), "
+    "a CLOCK_MONOTONIC time in ns, +D after the first allocation (1.5s, 250ms, 40us), or seq:N "
+    "(one process's event N)";
 
 // Calls query(index) with the trace's time index. A note on how the index was made (built aside
 // for a trace that cannot keep it) goes to stderr; a moment the trace does not have becomes the
