@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
@@ -175,6 +176,31 @@ TEST(TimeIndex, PeaksAreTheFirstEventToReachTheMost) {
   EXPECT_EQ(peaks[2].upid, 2);
   EXPECT_EQ(peaks[2].device, 1);
   EXPECT_EQ(peaks[2].bytes, 8 * M);
+}
+
+// `summary` sweeps every event for its peaks; the index keeps them: the two must agree.
+TEST(TimeIndex, PeaksAgreeWithSummarysSweep) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> swept;
+  for (const auto& peak : analysis::find_device_peaks(*trace))
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupDeviceMemory, peak.bytes,
+                       peak.at_seq);
+  for (const auto& peak : analysis::find_block_peaks(*trace))
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupBlocks, peak.bytes, peak.at_seq);
+  std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> indexed;
+  for (const auto& peak : index->peaks())
+    indexed.emplace_back(peak.upid, peak.device, peak.group, peak.bytes, peak.seq);
+  std::sort(swept.begin(), swept.end());
+  std::sort(indexed.begin(), indexed.end());
+  EXPECT_EQ(indexed, swept);
+  EXPECT_EQ(indexed.size(), 3u);
 }
 
 TEST(TimeIndex, TimesMapToTheLastEventAtOrBefore) {
