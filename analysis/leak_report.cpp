@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "analysis/allocator_level.h"
 #include "analysis/trace_warnings.h"
@@ -27,11 +28,52 @@ bool larger_first(const LeakGroup& a, const LeakGroup& b) {
 
 }  // namespace
 
-LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReportOptions& options) {
-  LeakReport report;
-  report.trace_complete = trace.complete();
-  report.warnings = trace_warnings(trace, options.processes);
+LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool block_level,
+                      const std::unordered_set<std::int64_t>& allocator_segments) {
+  std::unordered_map<std::int64_t, std::uint64_t> live_block_bytes_in;  // by segment id
+  for (const storage::AllocationRecord& record : live) {
+    const storage::AllocationRow& a = record.allocation;
+    if (a.kind == storage::allocation_kind::kBlock && a.segment_id)
+      live_block_bytes_in[*a.segment_id] += a.size;
+  }
+  LiveGroups out;
+  std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
+  for (const storage::AllocationRecord& record : live) {
+    const storage::AllocationRow& a = record.allocation;
+    const bool is_block = a.kind == storage::allocation_kind::kBlock;
+    if (!block_level && is_block) continue;  // inside segments, which count at this level
+    if (block_level && allocator_segments.contains(a.id)) {
+      const auto in_use = live_block_bytes_in.find(a.id);
+      const std::uint64_t used = in_use == live_block_bytes_in.end() ? 0 : in_use->second;
+      out.cached.bytes += a.size > used ? a.size - used : 0;
+      out.cached.count += 1;
+      continue;
+    }
+    LeakGroup& group = groups[{a.alloc_callsite_id, a.kind}];
+    group.bytes += a.size;
+    group.count += 1;
+  }
+  out.groups.reserve(groups.size());
+  for (auto& [key, group] : groups) {
+    group.callsite_id = key.first;
+    group.kind = key.second;
+    out.groups.push_back(std::move(group));
+  }
+  return out;
+}
 
+void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups) {
+  for (LeakGroup& group : *groups) {
+    group.kind_name = trace.kind_name(group.kind);
+    group.level = group.kind == storage::allocation_kind::kBlock ? "block" : "segment";
+    group.stack = trace.stack(group.callsite_id);
+  }
+  std::sort(groups->begin(), groups->end(), larger_first);
+}
+
+namespace {
+
+ProcessSelection selected_processes(const LeakReportOptions& options) {
   ProcessSelection selected = options.processes;
   if (options.upid) {
     std::set<std::int64_t> only{*options.upid};
@@ -40,49 +82,84 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
     else
       selected = std::set<std::int64_t>{};
   }
+  return selected;
+}
+
+// "block" when asked for, or by default where a selected process had allocator events.
+std::string level_name(const LeakReportOptions& options, bool allocator_events) {
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  return block_level && (options.level || allocator_events) ? "block" : "segment";
+}
+
+void add_totals(LeakReport* report, LiveGroups live) {
+  report->cached = live.cached;
+  report->groups = std::move(live.groups);
+  for (const LeakGroup& group : report->groups) {
+    report->total_bytes += group.bytes;
+    report->total_count += group.count;
+  }
+}
+
+}  // namespace
+
+LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReportOptions& options) {
+  LeakReport report;
+  report.trace_complete = trace.complete();
+  report.warnings = trace_warnings(trace, options.processes);
+  const ProcessSelection selected = selected_processes(options);
   const AllocatorView allocator = build_allocator_view(trace, selected);
   for (const auto& [upid, totals] : allocator.processes)
     report.allocator_events = report.allocator_events || totals.allocator_events;
-  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
-  report.level = block_level && (options.level || report.allocator_events) ? "block" : "segment";
+  report.level = level_name(options, report.allocator_events);
 
   storage::AllocationFilter live_at_end;
   live_at_end.upid = options.upid;
   live_at_end.lifetime = storage::AllocationFilter::Lifetime::kLiveAtEnd;
-
-  std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
+  std::vector<storage::AllocationRecord> live;
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
     if (!is_selected(selected, allocation.upid)) return;
     if (options.allocated_in && (allocation.alloc_seq < options.allocated_in->first ||
                                  allocation.alloc_seq > options.allocated_in->last))
       return;
-    const bool is_block = allocation.kind == storage::allocation_kind::kBlock;
-    if (!block_level && is_block) return;  // inside segments, which count at this level
-    if (block_level && allocator.allocator_segments.contains(allocation.id)) {
-      const auto in_use = allocator.live_block_bytes_in.find(allocation.id);
-      const std::uint64_t used = in_use == allocator.live_block_bytes_in.end() ? 0 : in_use->second;
-      report.cached.bytes += allocation.size > used ? allocation.size - used : 0;
-      report.cached.count += 1;
-      return;
-    }
-    LeakGroup& group = groups[{allocation.alloc_callsite_id, allocation.kind}];
-    group.bytes += allocation.size;
-    group.count += 1;
-    report.total_bytes += allocation.size;
-    report.total_count += 1;
+    live.push_back(record);
   });
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  add_totals(&report, group_live(live, block_level, allocator.allocator_segments));
+  finish_groups(trace, &report.groups);
+  return report;
+}
 
-  report.groups.reserve(groups.size());
-  for (auto& [key, group] : groups) {
-    group.callsite_id = key.first;
-    group.kind = key.second;
-    group.kind_name = trace.kind_name(group.kind);
-    group.level = group.kind == storage::allocation_kind::kBlock ? "block" : "segment";
-    group.stack = trace.stack(group.callsite_id);
-    report.groups.push_back(std::move(group));
+LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                                const MomentSpec& at, const std::optional<MomentSpec>& since,
+                                const LeakReportOptions& options) {
+  LeakReport report;
+  report.trace_complete = trace.complete();
+  report.warnings = trace_warnings(trace, options.processes);
+  const ProcessSelection selected = selected_processes(options);
+  const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  for (const std::int64_t upid : with_allocator)
+    report.allocator_events = report.allocator_events || is_selected(selected, upid);
+  report.level = level_name(options, report.allocator_events);
+
+  report.at = resolve_moment(trace, index, at, selected);
+  std::map<std::int64_t, std::uint64_t> since_seq;
+  if (since) {
+    report.since = resolve_moment(trace, index, *since, selected);
+    for (const ProcessMoment& moment : report.since) since_seq[moment.upid] = moment.seq;
   }
-  std::sort(report.groups.begin(), report.groups.end(), larger_first);
+  std::vector<storage::AllocationRecord> live;
+  for (const ProcessMoment& moment : report.at) {
+    const auto after = since_seq.find(moment.upid);
+    if (since && after == since_seq.end()) continue;  // M1 never happened in this process
+    for (storage::AllocationRecord& record : index.live_at(moment.upid, moment.seq)) {
+      if (since && record.allocation.alloc_seq <= after->second) continue;
+      live.push_back(std::move(record));
+    }
+  }
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  add_totals(&report, group_live(live, block_level, index.allocator_segments()));
+  finish_groups(trace, &report.groups);
   return report;
 }
 

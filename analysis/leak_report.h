@@ -17,9 +17,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "analysis/moment.h"
 #include "analysis/process_filter.h"
+#include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -54,6 +57,10 @@ struct LeakReport {
   // Largest first: bytes, then count, both descending; then callsite id (no stack last) and
   // kind, ascending, so that equal groups always come out in the same order.
   std::vector<LeakGroup> groups;
+  // With a moment (--at, --between): the moment in each process it applies to; a process it
+  // does not apply to (no such marker) is left out of the report. Empty: the end of the trace.
+  std::vector<ProcessMoment> at;
+  std::vector<ProcessMoment> since;  // --between's first moment, per process
 };
 
 struct LeakReportOptions {
@@ -69,5 +76,25 @@ struct LeakReportOptions {
 
 LeakReport build_leak_report(const storage::TraceReader& trace,
                              const LeakReportOptions& options = {});
+
+// What was live at a moment (allocated at or before it, not freed by then) counts as leaked
+// there, read from the time index rather than the whole trace. With `since`, only what was
+// allocated after that moment (the same process's) counts: what M1..M2 left behind. The levels
+// are as above; the end of the trace gives build_leak_report()'s report.
+LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                                const MomentSpec& at, const std::optional<MomentSpec>& since,
+                                const LeakReportOptions& options = {});
+
+// The live allocations of one moment as leak groups at a level: the shared step of the reports
+// above and of the growth report. `allocator_segments`: allocation ids that held a block.
+struct LiveGroups {
+  std::vector<LeakGroup> groups;  // unsorted; no stacks resolved
+  CacheTotals cached;
+};
+LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool block_level,
+                      const std::unordered_set<std::int64_t>& allocator_segments);
+
+// Sorts groups largest first and fills in kind names, levels and stacks.
+void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups);
 
 }  // namespace vramtrace::analysis

@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/stack_json.h"
 #include "cli/text_style.h"
+#include "cli/time_query.h"
 #include "cli/trace_command.h"
 
 namespace vramtrace::cli {
@@ -82,38 +84,191 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
 
 namespace {
 
-analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
-                                 std::optional<analysis::LeakLevel> level) {
+// --at, --between and --growth, as given; all empty: the end of the trace.
+struct LeaksWhen {
+  std::optional<analysis::LeakLevel> level;
+  std::string at;
+  std::vector<std::string> between;
+  std::string growth;
+  std::size_t iterations = 32;
+};
+
+Json moments_json(const std::vector<analysis::ProcessMoment>& moments) {
+  Json out = Json::array();
+  for (const analysis::ProcessMoment& moment : moments) {
+    out.push_back({{"upid", moment.upid},
+                   {"pid", moment.pid},
+                   {"seq", moment.seq},
+                   {"time_ns", moment.time_ns ? Json(*moment.time_ns) : Json(nullptr)}});
+  }
+  return out;
+}
+
+std::string moments_text(const std::vector<analysis::ProcessMoment>& moments) {
+  std::string text;
+  for (const analysis::ProcessMoment& moment : moments)
+    text += fmt::format("{}pid {} at seq {}", text.empty() ? "" : ", ", moment.pid, moment.seq);
+  return text;
+}
+
+analysis::LeakReportOptions options_for(const ReportScope& scope, const LeaksWhen& when) {
   analysis::LeakReportOptions options;
   options.processes = scope.processes;
-  options.level = level;
-  return analysis::build_leak_report(trace, options);
+  options.level = when.level;
+  return options;
+}
+
+// The whole-trace scan for the end of a trace that cannot keep a time index; the index
+// otherwise (it answers without reading every allocation).
+analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
+                                 const LeaksWhen& when) {
+  const analysis::LeakReportOptions options = options_for(scope, when);
+  const bool moment = !when.at.empty() || !when.between.empty();
+  if (!moment && !storage::TimeIndex::kept_in_file(trace.path()))
+    return analysis::build_leak_report(trace, options);
+  const analysis::MomentSpec at = moment_from_option(
+      when.between.empty() ? (when.at.empty() ? "end" : when.at) : when.between[1]);
+  std::optional<analysis::MomentSpec> since;
+  if (!when.between.empty()) since = moment_from_option(when.between[0]);
+  return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
+    return analysis::build_leak_report_at(trace, index, at, since, options);
+  });
+}
+
+analysis::LeakGrowth leak_growth(const storage::TraceReader& trace, const ReportScope& scope,
+                                 const LeaksWhen& when) {
+  return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
+    return analysis::build_leak_growth(trace, index, when.growth, when.iterations,
+                                       options_for(scope, when));
+  });
+}
+
+Json leaks_json(const std::string& path, const storage::TraceReader& trace,
+                const ReportScope& scope, const LeaksWhen& when) {
+  if (!when.growth.empty()) return leak_growth_json(path, leak_growth(trace, scope, when));
+  const analysis::LeakReport report = leak_report(trace, scope, when);
+  Json document = leak_report_json(path, report);
+  if (!when.at.empty() || !when.between.empty()) document["at"] = moments_json(report.at);
+  if (!when.between.empty()) document["since"] = moments_json(report.since);
+  return document;
+}
+
+std::string leaks_text(const std::string& path, const storage::TraceReader& trace,
+                       const ReportScope& scope, const LeaksWhen& when) {
+  if (!when.growth.empty())
+    return leak_growth_text(path, leak_growth(trace, scope, when), scope.describe());
+  const analysis::LeakReport report = leak_report(trace, scope, when);
+  std::string text;
+  if (!when.between.empty()) {
+    text = fmt::format("counting what was allocated after {} ({}) and still live at {} ({})\n",
+                       when.between[0], moments_text(report.since), when.between[1],
+                       moments_text(report.at));
+  } else if (!when.at.empty()) {
+    text = fmt::format("counting what was live at {} ({})\n", when.at, moments_text(report.at));
+  }
+  return text + leak_report_text(path, report, scope.describe());
 }
 
 }  // namespace
 
+Json leak_growth_json(const std::string& trace_path, const analysis::LeakGrowth& growth) {
+  Json processes = Json::array();
+  for (const analysis::ProcessIterations& process : growth.processes) {
+    processes.push_back({{"upid", process.upid},
+                         {"pid", process.pid},
+                         {"iterations", process.iterations},
+                         {"sampled", process.sampled},
+                         {"sampled_seq", process.sampled_seq}});
+  }
+  Json growing = Json::array();
+  for (const analysis::GrowingGroup& entry : growth.growing) {
+    growing.push_back({{"upid", entry.upid},
+                       {"pid", entry.pid},
+                       {"kind", entry.group.kind_name},
+                       {"level", entry.group.level},
+                       {"bytes_per_iteration", entry.bytes_per_iteration},
+                       {"bytes", entry.bytes},
+                       {"count", entry.group.count},
+                       {"stack", stack_json(entry.group.stack)}});
+  }
+  return {{"trace", trace_path},
+          {"marker", growth.marker},
+          {"level", growth.level},
+          {"processes", std::move(processes)},
+          {"growing", std::move(growing)}};
+}
+
+std::string leak_growth_text(const std::string& trace_path, const analysis::LeakGrowth& growth,
+                             const std::string& scope) {
+  const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
+  std::string text;
+  for (const analysis::ProcessIterations& process : growth.processes) {
+    text += fmt::format("pid {}: {} of '{}', {} looked at\n", process.pid,
+                        count_of(process.iterations, "iteration", "iterations"), growth.marker,
+                        process.sampled.size());
+  }
+  if (growth.growing.empty()) {
+    return text +
+           fmt::format("vramtrace: nothing grows from one '{}' to the next in {} ({} level)\n",
+                       growth.marker, where, growth.level);
+  }
+  text += fmt::format("vramtrace: {} grow from one '{}' to the next in {} ({} level)\n",
+                      count_of(growth.growing.size(), "stack", "stacks"), growth.marker, where,
+                      growth.level);
+  for (const analysis::GrowingGroup& entry : growth.growing) {
+    text += fmt::format("\n+{} per iteration in pid {}, {}: {} at the last looked at, from:\n",
+                        format_bytes(static_cast<std::uint64_t>(entry.bytes_per_iteration + 0.5)),
+                        entry.pid, entry.group.kind_name, format_bytes(entry.bytes.back()));
+    if (entry.group.stack.empty()) text += "    (no stack recorded)\n";
+    for (std::size_t i = 0; i < entry.group.stack.size(); ++i)
+      text += fmt::format("    {}\n", format_frame(i, entry.group.stack[i]));
+  }
+  return text;
+}
+
 void register_leaks_command(CLI::App& app, int* exit_status) {
-  auto level = std::make_shared<std::optional<analysis::LeakLevel>>();
+  auto when = std::make_shared<LeaksWhen>();
   register_report_command(
       app, exit_status,
       {"leaks", "Report memory never freed, grouped by allocation stack and kind, largest first",
-       [level](const std::string& path, const storage::TraceReader& trace,
-               const ReportScope& scope) {
-         return leak_report_json(path, leak_report(trace, scope, *level));
-       },
-       [level](const std::string& path, const storage::TraceReader& trace,
-               const ReportScope& scope) {
-         return leak_report_text(path, leak_report(trace, scope, *level), scope.describe());
-       },
-       [level](CLI::App* sub) {
+       [when](const std::string& path, const storage::TraceReader& trace,
+              const ReportScope& scope) { return leaks_json(path, trace, scope, *when); },
+       [when](const std::string& path, const storage::TraceReader& trace,
+              const ReportScope& scope) { return leaks_text(path, trace, scope, *when); },
+       [when](CLI::App* sub) {
          const std::map<std::string, analysis::LeakLevel> levels{
              {"block", analysis::LeakLevel::kBlock}, {"segment", analysis::LeakLevel::kSegment}};
          sub->add_option_function<std::string>(
-                "--level", [level, levels](const std::string& name) { *level = levels.at(name); },
+                "--level",
+                [when, levels](const std::string& name) { when->level = levels.at(name); },
                 "block: a caching allocator's live blocks (tensors) are leaks and its segments "
                 "cache; segment: every live allocation but blocks is a leak. Default: block, "
                 "which is the segment level in a process without allocator events")
              ->check(CLI::IsMember({"block", "segment"}));
+         constexpr const char* kWhen = "When (one of these; default: the end of the trace)";
+         auto* at =
+             sub->add_option("--at", when->at,
+                             std::string("Count what was live at a moment instead: ") + kMomentHelp)
+                 ->group(kWhen);
+         auto* between =
+             sub->add_option("--between", when->between,
+                             "M1 M2: count what was allocated after moment M1 and still live at "
+                             "M2 (moments as for --at; a marker's name#K is its K-th occurrence)")
+                 ->expected(2)
+                 ->group(kWhen);
+         auto* growth =
+             sub->add_option("--growth", when->growth,
+                             "MARKER: the stacks whose live bytes rise from one occurrence of "
+                             "MARKER (an iteration) to the next, with bytes per iteration")
+                 ->group(kWhen);
+         at->excludes(between)->excludes(growth);
+         between->excludes(growth);
+         sub->add_option("--iterations", when->iterations,
+                         "With --growth: iterations looked at, evenly spaced, first and last "
+                         "included (default 32)")
+             ->check(CLI::Range(std::size_t{2}, std::size_t{100000}))
+             ->needs(growth)
+             ->group(kWhen);
        }});
 }
 

@@ -1,11 +1,13 @@
-// `vramtrace leaks FILE [--format text|json] [--pid N] [--rank N] [--host NAME]`: what was
-// never freed, and where.
+// `vramtrace leaks FILE [--at MOMENT | --between M1 M2 | --growth MARKER] [--level L]
+// [--format text|json] [--pid N] [--rank N] [--host NAME]`: what was never freed (or was live
+// at a moment, or grows from iteration to iteration), and where.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "analysis/leak_growth.h"
 #include "analysis/leak_report.h"
 
 namespace vramtrace::cli {
@@ -19,6 +21,12 @@ nlohmann::ordered_json leak_report_json(const std::string& trace_path,
 // The LeakSanitizer-style text report. `scope` describes the processes it covers when a filter
 // chose them ("only processes matching --rank 3 (1 of 4)"); empty: the whole trace.
 std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
+                             const std::string& scope = {});
+
+// --growth's JSON document (docs/cli.md) and text report.
+nlohmann::ordered_json leak_growth_json(const std::string& trace_path,
+                                        const analysis::LeakGrowth& growth);
+std::string leak_growth_text(const std::string& trace_path, const analysis::LeakGrowth& growth,
                              const std::string& scope = {});
 
 }  // namespace vramtrace::cli

@@ -1,7 +1,7 @@
 // `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
-// `leaks`, `oom`), and merge the traces of several nodes (`merge`). Each subcommand lives in its
-// own file; this one only wires them up and maps every parse failure to exit status 2 with one line
-// on stderr.
+// `leaks`, `oom`, `timeline`, `peak`, `frag`), and merge the traces of several nodes (`merge`).
+// Each subcommand lives in its own file; this one only wires them up and maps every parse failure
+// to exit status 2 with one line on stderr.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -11,11 +11,14 @@
 
 #include "cli/exit_status.h"
 #include "cli/gate_command.h"
+#include "cli/frag_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
+#include "cli/peak_command.h"
 #include "cli/run_command.h"
 #include "cli/summary_command.h"
+#include "cli/timeline_command.h"
 
 namespace {
 
@@ -37,8 +40,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.failure_message(one_line_failure);
   app.footer(
-      "Exit status: 'summary', 'leaks' and 'oom' exit 0 when the report was written (also when it "
-      "finds leaks or OOMs), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 "
+      "Exit status: 'summary', 'leaks', 'oom', 'timeline', 'peak' and 'frag' exit 0 when the "
+      "report was written (also when it finds leaks or OOMs), 2 for a usage error, a moment the "
+      "trace does not have, or a trace that cannot be read; 'merge' exits 0 "
       "when "
       "the merged trace was written, else 2; 'gate' exits 0 when every limit holds, 1 when one is "
       "broken, 2 for a usage or trace error; 'run' exits with the recorded program's status, "
@@ -52,6 +56,9 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
   vramtrace::cli::register_gate_command(app, &exit_status);
+  vramtrace::cli::register_timeline_command(app, &exit_status);
+  vramtrace::cli::register_peak_command(app, &exit_status);
+  vramtrace::cli::register_frag_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

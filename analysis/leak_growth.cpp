@@ -1,0 +1,91 @@
+#include "analysis/leak_growth.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace vramtrace::analysis {
+
+LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                             const std::string& marker, std::size_t max_iterations,
+                             const LeakReportOptions& options) {
+  LeakGrowth growth;
+  growth.marker = marker;
+  std::map<std::int64_t, std::uint32_t> pids;
+  for (const storage::ProcessRecord& process : trace.processes())
+    pids[process.start.upid] = process.start.pid;
+  // Each occurrence's point, per process, in order.
+  std::map<std::int64_t, std::vector<std::uint64_t>> points;
+  for (const storage::MarkerRecord& record : trace.markers()) {
+    if (record.start.name != marker || !is_selected(options.processes, record.start.upid)) continue;
+    points[record.start.upid].push_back(record.end ? record.end->end_seq : record.start.start_seq);
+  }
+  const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  bool allocator_events = false;
+  for (const auto& [upid, seqs] : points) allocator_events |= with_allocator.contains(upid);
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  growth.level = block_level && (options.level || allocator_events) ? "block" : "segment";
+  const std::unordered_set<std::int64_t> segments = index.allocator_segments();
+  const std::size_t samples = std::max<std::size_t>(max_iterations, 2);
+
+  for (auto& [upid, seqs] : points) {
+    std::sort(seqs.begin(), seqs.end());
+    if (seqs.size() < 2) continue;
+    ProcessIterations& process = growth.processes.emplace_back();
+    process.upid = upid;
+    process.pid = pids[upid];
+    process.iterations = seqs.size();
+    const std::size_t taken = std::min(samples, seqs.size());
+    for (std::size_t i = 0; i < taken; ++i) {
+      const std::size_t which = i * (seqs.size() - 1) / (taken - 1);
+      process.sampled.push_back(which);
+      process.sampled_seq.push_back(seqs[which]);
+    }
+    // (callsite, kind) -> bytes at each sampled iteration.
+    std::map<std::pair<std::optional<std::int64_t>, int>, GrowingGroup> series;
+    for (std::size_t i = 0; i < taken; ++i) {
+      const LiveGroups live =
+          group_live(index.live_at(upid, process.sampled_seq[i]), block_level, segments);
+      for (const LeakGroup& group : live.groups) {
+        GrowingGroup& entry = series[{group.callsite_id, group.kind}];
+        entry.bytes.resize(taken, 0);
+        entry.bytes[i] = group.bytes;
+        if (i + 1 == taken) entry.group = group;
+      }
+    }
+    const double span = static_cast<double>(process.sampled.back() - process.sampled.front());
+    for (auto& [key, entry] : series) {
+      entry.bytes.resize(taken, 0);
+      const bool rising = std::is_sorted(entry.bytes.begin(), entry.bytes.end()) &&
+                          entry.bytes.back() > entry.bytes.front();
+      if (!rising) continue;
+      entry.upid = upid;
+      entry.pid = process.pid;
+      entry.group.callsite_id = key.first;
+      entry.group.kind = key.second;
+      entry.bytes_per_iteration =
+          static_cast<double>(entry.bytes.back() - entry.bytes.front()) / span;
+      growth.growing.push_back(std::move(entry));
+    }
+  }
+  if (growth.processes.empty()) {
+    throw BadMoment("no selected process has the marker '" + marker +
+                    "' twice: growth compares successive iterations");
+  }
+  for (GrowingGroup& entry : growth.growing) {
+    std::vector<LeakGroup> one{entry.group};
+    finish_groups(trace, &one);
+    entry.group = std::move(one.front());
+  }
+  std::sort(growth.growing.begin(), growth.growing.end(),
+            [](const GrowingGroup& a, const GrowingGroup& b) {
+              const auto key = [](const GrowingGroup& g) {
+                return std::tuple(-g.bytes_per_iteration, g.upid, !g.group.callsite_id.has_value(),
+                                  g.group.callsite_id.value_or(0), g.group.kind);
+              };
+              return key(a) < key(b);
+            });
+  return growth;
+}
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,52 @@
+// Growth across iterations: a leak in progress. At the same point of successive iterations (the
+// successive occurrences of one marker: the end of each range so named, or each mark), the live
+// bytes per (allocation stack, kind) at the leak level (leak_report.h); the groups whose live
+// bytes never fall from one iteration to the next and end higher than they began are growing,
+// by (last - first) / (iterations - 1) bytes per iteration.
+//
+// A long run has many thousands of iterations: at most `max_iterations` of them are looked at,
+// evenly spaced, the first and last included, and the bytes per iteration are per real
+// iteration (divided by the occurrences between the first and last sampled).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/leak_report.h"
+#include "analysis/process_filter.h"
+#include "storage/time_index.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct GrowingGroup {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0;
+  LeakGroup group;                   // bytes, count: at the last iteration looked at
+  std::vector<std::uint64_t> bytes;  // at each iteration looked at
+  double bytes_per_iteration = 0;
+};
+
+struct ProcessIterations {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0;
+  std::uint64_t iterations = 0;            // occurrences of the marker
+  std::vector<std::uint64_t> sampled;      // which (0-based) were looked at
+  std::vector<std::uint64_t> sampled_seq;  // and their sequence numbers
+};
+
+struct LeakGrowth {
+  std::string marker;
+  std::string level;                         // as LeakReport's
+  std::vector<ProcessIterations> processes;  // those with at least two occurrences
+  // Fastest growing first (bytes per iteration, then upid, callsite, kind).
+  std::vector<GrowingGroup> growing;
+};
+
+// Throws BadMoment when no selected process has the marker twice.
+LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                             const std::string& marker, std::size_t max_iterations,
+                             const LeakReportOptions& options = {});
+
+}  // namespace vramtrace::analysis

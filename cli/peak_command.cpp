@@ -1,0 +1,129 @@
+#include "cli/peak_command.h"
+
+#include <fmt/core.h>
+
+#include "cli/stack_json.h"
+#include "cli/text_style.h"
+#include "cli/time_query.h"
+
+namespace vramtrace::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Nodes holding less than this share of the peak are folded, so a tree stays readable.
+constexpr double kFoldBelow = 0.01;
+
+Json tree_json(const std::vector<analysis::CallsiteNode>& nodes) {
+  Json out = Json::array();
+  for (const analysis::CallsiteNode& node : nodes) {
+    out.push_back(
+        {{"frame", node.frame.function || !node.frame.module.empty() ? frame_json(node.frame)
+                                                                     : Json(nullptr)},
+         {"bytes", node.bytes},
+         {"count", node.count},
+         {"children", tree_json(node.children)}});
+  }
+  return out;
+}
+
+std::string place(const storage::StackFrame& frame) {
+  if (!frame.function && frame.module.empty()) return "(no stack recorded)";
+  std::string text = frame.function.value_or("??");
+  if (frame.file) {
+    text += fmt::format(" at {}", *frame.file);
+    if (frame.line) text += fmt::format(":{}", *frame.line);
+  }
+  if (!frame.function) text += fmt::format(" ({}+{:#x})", frame.module, frame.rel_pc);
+  return text;
+}
+
+void tree_text(const std::vector<analysis::CallsiteNode>& nodes, std::uint64_t total, int depth,
+               std::string* text) {
+  std::uint64_t folded_bytes = 0, folded = 0;
+  for (const analysis::CallsiteNode& node : nodes) {
+    const double share =
+        total == 0 ? 0 : static_cast<double>(node.bytes) / static_cast<double>(total);
+    if (share < kFoldBelow) {
+      folded_bytes += node.bytes;
+      folded += 1;
+      continue;
+    }
+    *text += fmt::format("    {:>10} {:>5.1f}% {:>6}  {:{}}{}\n", format_bytes(node.bytes),
+                         share * 100, node.count, "", depth * 2, place(node.frame));
+    tree_text(node.children, total, depth + 1, text);
+  }
+  if (folded != 0) {
+    *text +=
+        fmt::format("    {:>10} {:>5.1f}% {:>6}  {:{}}({} under 1%)\n", format_bytes(folded_bytes),
+                    100.0 * static_cast<double>(folded_bytes) / static_cast<double>(total), "", "",
+                    depth * 2, count_of(folded, "more frame", "more frames"));
+  }
+}
+
+std::string group_text(const std::string& group) {
+  return group == storage::kPeakGroupBlocks ? "allocator blocks (tensors)" : "device memory in use";
+}
+
+}  // namespace
+
+Json peak_report_json(const std::string& trace_path,
+                      const std::vector<analysis::DevicePeakAt>& peaks) {
+  Json out = Json::array();
+  for (const analysis::DevicePeakAt& peak : peaks) {
+    out.push_back({{"upid", peak.upid},
+                   {"pid", peak.pid},
+                   {"device", peak.device},
+                   {"level", peak.group},
+                   {"bytes", peak.bytes},
+                   {"seq", peak.seq},
+                   {"time_ns", peak.time_ns},
+                   {"live_count", peak.live_count},
+                   {"top_down", tree_json(peak.top_down)},
+                   {"bottom_up", tree_json(peak.bottom_up)}});
+  }
+  return {{"trace", trace_path}, {"peaks", std::move(out)}};
+}
+
+std::string peak_report_text(const std::string& trace_path,
+                             const std::vector<analysis::DevicePeakAt>& peaks,
+                             const std::string& scope) {
+  const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
+  if (peaks.empty()) return fmt::format("vramtrace: no device memory was in use in {}\n", where);
+  std::string text = fmt::format("vramtrace: peaks in {}\n", where);
+  for (const analysis::DevicePeakAt& peak : peaks) {
+    text += fmt::format("\npid {} device {}, {}: peak {} at seq {} (+{}), {} live\n", peak.pid,
+                        peak.device, group_text(peak.group), format_bytes_exact(peak.bytes),
+                        peak.seq, format_seconds(peak.since_start_ns),
+                        count_of(peak.live_count, "allocation", "allocations"));
+    text += fmt::format("  top-down (callers first):\n    {:>10} {:>6} {:>6}  frame\n", "bytes",
+                        "share", "count");
+    tree_text(peak.top_down, peak.bytes, 0, &text);
+    text += fmt::format("  bottom-up (allocating frames first):\n    {:>10} {:>6} {:>6}  frame\n",
+                        "bytes", "share", "count");
+    tree_text(peak.bottom_up, peak.bytes, 0, &text);
+  }
+  return text;
+}
+
+void register_peak_command(CLI::App& app, int* exit_status) {
+  const auto report = [](const storage::TraceReader& trace, const ReportScope& scope) {
+    return with_time_index("peak", trace, [&](const storage::TimeIndex& index) {
+      return analysis::build_peak_report(trace, index, scope.processes);
+    });
+  };
+  register_report_command(
+      app, exit_status,
+      {"peak",
+       "Per process and device, the moment of the most live memory and what was live then, as "
+       "callsite trees (top-down and bottom-up)",
+       [report](const std::string& path, const storage::TraceReader& trace,
+                const ReportScope& scope) { return peak_report_json(path, report(trace, scope)); },
+       [report](const std::string& path, const storage::TraceReader& trace,
+                const ReportScope& scope) {
+         return peak_report_text(path, report(trace, scope), scope.describe());
+       },
+       nullptr});
+}
+
+}  // namespace vramtrace::cli

@@ -1,0 +1,43 @@
+// What the time-indexed commands (timeline, peak, frag, leaks --at) share: the trace's time
+// index, opened once per report, and the `--at MOMENT` option.
+#pragma once
+
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "analysis/moment.h"
+#include "cli/trace_command.h"
+#include "storage/time_index.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::cli {
+
+// The help of --at, and of --between's two moments.
+inline constexpr const char* kMomentHelp =
+    "end, peak, oom, a marker's name (its last occurrence: the end of a range; NAME#K: the K-th), "
+    "a CLOCK_MONOTONIC time in ns, +D after the first allocation (1.5s, 250ms, 40us), or seq:N "
+    "(one process's event N)";
+
+// Calls query(index) with the trace's time index. A note on how the index was made (built aside
+// for a trace that cannot keep it) goes to stderr; a moment the trace does not have becomes the
+// command's one-line error (exit status 2).
+template <typename Query>
+auto with_time_index(std::string_view command, const storage::TraceReader& trace, Query&& query) {
+  const auto index = analysis::open_time_index(trace);
+  if (!index->note().empty())
+    fmt::print(stderr, "vramtrace {}: note: {}\n", command, index->note());
+  try {
+    return query(*index);
+  } catch (const analysis::BadMoment& bad) {
+    throw ReportRefusal(bad.what());
+  }
+}
+
+// Parses a moment given on the command line; a malformed one is the command's one-line error.
+analysis::MomentSpec moment_from_option(const std::string& text);
+
+}  // namespace vramtrace::cli

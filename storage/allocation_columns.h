@@ -1,0 +1,23 @@
+// The allocation table's columns as the reader reads them: one column list and one decoder,
+// shared by TraceReader and TimeIndex so that both give back the same AllocationRecord.
+// Internal to storage/.
+#pragma once
+
+#include <string_view>
+
+#include "storage/sqlite_statement.h"
+#include "storage/trace_rows.h"
+
+namespace vramtrace::storage {
+
+// Unqualified names; prefix them with a table alias where a query joins (see TimeIndex).
+inline constexpr std::string_view kAllocationColumns =
+    "id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, "
+    "result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
+    "free_callsite_id, free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated, "
+    "allocator_reserved, free_allocator_allocated, free_allocator_reserved";
+
+// Decodes a row whose columns are kAllocationColumns, in that order, from column 0.
+AllocationRecord read_allocation(const sqlite::Statement& row);
+
+}  // namespace vramtrace::storage

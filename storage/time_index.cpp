@@ -1,0 +1,575 @@
+#include "storage/time_index.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "storage/allocation_columns.h"
+#include "storage/sqlite_statement.h"
+#include "storage/trace_file_uri.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::storage {
+namespace {
+
+using sqlite::Statement;
+
+// Bumped when the tables below change, so that an older build's index is rebuilt.
+constexpr std::int64_t kTimeIndexVersion = 1;
+// Level L of live_span files intervals whose first and last live events share one bin of
+// 2^(kFirstShift + kShiftStep * L) events; never-freed allocations go to kNeverFreedLevel.
+constexpr int kFirstShift = 12;
+constexpr int kShiftStep = 3;
+constexpr int kLevels = 17;  // shifts 12 .. 60; level kLevels takes what crosses 2^60
+constexpr int kNeverFreedLevel = 255;
+constexpr std::int64_t kNeverFreed = INT64_MAX;
+
+// Time offsets times kBuckets overflow 64 bits on long traces.
+__extension__ using Wide = unsigned __int128;
+
+int shift_of(int level) {
+  return kFirstShift + kShiftStep * level;
+}
+
+std::int64_t bin_of(int level, std::uint64_t seq) {
+  if (level >= kLevels) return 0;
+  return static_cast<std::int64_t>(seq >> shift_of(level));
+}
+
+// The SQL that files one allocation row (columns alloc_seq, free_seq) in its level.
+std::string level_expression() {
+  std::string sql = "CASE WHEN free_seq IS NULL THEN " + std::to_string(kNeverFreedLevel);
+  for (int level = 0; level < kLevels; ++level) {
+    const std::string shift = std::to_string(shift_of(level));
+    sql += " WHEN (alloc_seq >> " + shift + ") = ((free_seq - 1) >> " + shift + ") THEN " +
+           std::to_string(level);
+  }
+  return sql + " ELSE " + std::to_string(kLevels) + " END";
+}
+
+std::string bin_expression() {
+  std::string sql = "CASE";
+  for (int level = 0; level < kLevels; ++level) {
+    sql += " WHEN level = " + std::to_string(level) + " THEN alloc_seq >> " +
+           std::to_string(shift_of(level));
+  }
+  return sql + " ELSE 0 END";
+}
+
+bool writable(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+  if (ec) return false;
+  // SQLite writes a journal next to the file: the folder must be writable too.
+  return ::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0;
+}
+
+// One allocation starting or ending, as the rollup pass reads it.
+struct Event {
+  std::int64_t upid = 0;
+  std::uint64_t seq = 0;
+  std::int64_t ns = 0;
+  int device = 0, kind = 0;
+  std::uint64_t size = 0;
+};
+
+}  // namespace
+
+struct TimeIndex::Impl {
+  std::filesystem::path path;
+  sqlite::Database db;
+  // Schema names: the trace's tables and the index's (both "main" when the index is in the file).
+  std::string trace_schema = "main", index_schema = "main";
+  std::string note;
+  std::int64_t start_ns = 0, end_ns = 0;
+  bool seq_indexes = false;  // the trace has allocation_by_alloc_seq and allocation_by_free_seq
+
+  [[noreturn]] void fail(int rc) const {
+    const std::string reason = sqlite3_errmsg(db.get());
+    if (sqlite::is_corruption(rc)) {
+      throw TraceError(path.string() + ": the trace is truncated or corrupt (" + reason +
+                       "); record it again");
+    }
+    throw TraceError(path.string() + ": cannot index the trace for time queries (" + reason + ")");
+  }
+
+  // `$T.` names a trace table, `$X.` an index table.
+  std::string qualify(std::string_view sql) const {
+    std::string out;
+    for (std::size_t i = 0; i < sql.size(); ++i) {
+      if (sql[i] == '$' && i + 2 < sql.size() && sql[i + 2] == '.') {
+        out += sql[i + 1] == 'T' ? trace_schema : index_schema;
+        ++i;
+        continue;
+      }
+      out += sql[i];
+    }
+    return out;
+  }
+
+  Statement prepare(std::string_view sql) const {
+    Statement statement;
+    if (const int rc = Statement::prepare(db.get(), qualify(sql), &statement); rc != SQLITE_OK)
+      fail(rc);
+    return statement;
+  }
+
+  void execute(std::string_view sql) const {
+    std::string error;
+    if (const int rc = sqlite::execute(db.get(), qualify(sql), &error); rc != SQLITE_OK) fail(rc);
+  }
+
+  template <typename Visit>
+  void each_row(Statement& statement, Visit&& visit) const {
+    for (;;) {
+      const int rc = statement.step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) fail(rc);
+      visit(statement);
+    }
+    statement.reset();
+  }
+
+  std::optional<std::int64_t> single_int(std::string_view sql) const {
+    Statement statement = prepare(sql);
+    std::optional<std::int64_t> value;
+    each_row(statement, [&](const Statement& row) { value = row.optional_int64(0); });
+    return value;
+  }
+
+  std::int64_t info(std::string_view key) const {
+    Statement statement = prepare("SELECT value FROM $X.time_index_info WHERE key = ?1");
+    statement.bind_text(1, key);
+    std::int64_t value = 0;
+    each_row(statement, [&](const Statement& row) { value = row.int64(0); });
+    return value;
+  }
+
+  // A kept index is current when its version and the trace's last allocation id match.
+  bool index_is_current() const {
+    const auto exists = single_int(
+        "SELECT count(*) FROM $X.sqlite_master WHERE type = 'table' AND name = "
+        "'time_index_info'");
+    if (exists.value_or(0) == 0) return false;
+    return info("version") == kTimeIndexVersion &&
+           info("last_allocation_id") ==
+               single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+  }
+
+  void build() {
+    execute(
+        "DROP TABLE IF EXISTS $X.time_index_info; DROP TABLE IF EXISTS $X.live_span;"
+        "DROP TABLE IF EXISTS $X.allocator_segment; DROP TABLE IF EXISTS $X.allocator_process;"
+        "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
+        "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;"
+        "CREATE TABLE $X.live_span (upid INTEGER, level INTEGER, bin INTEGER, alloc_seq INTEGER,"
+        "  end_seq INTEGER, allocation_id INTEGER,"
+        "  PRIMARY KEY (upid, level, bin, alloc_seq, allocation_id)) WITHOUT ROWID;"
+        "CREATE TABLE $X.allocator_segment (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE $X.allocator_process (upid INTEGER PRIMARY KEY);"
+        "CREATE TABLE $X.live_bytes_bucket (upid INTEGER, device INTEGER, kind INTEGER,"
+        "  bucket INTEGER, min_bytes INTEGER, max_bytes INTEGER, last_bytes INTEGER,"
+        "  PRIMARY KEY (upid, device, kind, bucket)) WITHOUT ROWID;"
+        "CREATE TABLE $X.live_bytes_peak (upid INTEGER, device INTEGER, peak_group TEXT,"
+        "  bytes INTEGER, seq INTEGER, ns INTEGER,"
+        "  PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;");
+    // Sorted as the primary key, so the table is written in order rather than by random
+    // inserts.
+    execute("INSERT INTO $X.live_span SELECT upid, level, " + bin_expression() +
+            ", alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
+            std::to_string(kNeverFreed) + ") AS end_seq, " + level_expression() +
+            " AS level FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
+    execute(
+        "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
+        "WHERE kind = 8 AND segment_id IS NOT NULL ORDER BY 1;"
+        "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
+        "WHERE kind = 8 ORDER BY 1;");
+    Statement range = prepare(
+        "SELECT min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation WHERE result = 0");
+    each_row(range, [&](const Statement& row) {
+      start_ns = row.optional_int64(0).value_or(0);
+      end_ns = std::max(row.optional_int64(1).value_or(0), row.optional_int64(2).value_or(0));
+    });
+    Statement put = prepare(
+        "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
+        " ('start_ns', ?3), ('end_ns', ?4)");
+    put.bind_int64(1, kTimeIndexVersion);
+    put.bind_int64(2, single_int("SELECT max(id) FROM $T.allocation").value_or(0));
+    put.bind_int64(3, start_ns);
+    put.bind_int64(4, end_ns);
+    each_row(put, [](const Statement&) {});
+  }
+
+  std::uint32_t bucket_of(std::int64_t ns) const {
+    if (end_ns <= start_ns || ns <= start_ns) return 0;
+    const Wide offset = static_cast<Wide>(ns - start_ns) * kBuckets;
+    const Wide bucket = offset / static_cast<Wide>(end_ns - start_ns + 1);
+    return static_cast<std::uint32_t>(std::min<Wide>(bucket, kBuckets - 1));
+  }
+
+  // One pass over every process's allocations and frees in sequence order (two ordered scans,
+  // merged), keeping running sums: the buckets and the peaks.
+  void build_rollups(const std::function<bool(int kind)>& occupies_device_memory) {
+    Statement allocs = prepare(
+        "SELECT upid, alloc_seq, alloc_ns, device, kind, size FROM $T.allocation "
+        "WHERE result = 0 ORDER BY upid, alloc_seq");
+    Statement frees = prepare(
+        "SELECT upid, free_seq, free_ns, device, kind, size FROM $T.allocation "
+        "WHERE result = 0 AND free_seq IS NOT NULL ORDER BY upid, free_seq");
+    Statement put_bucket =
+        prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+
+    const auto next = [&](Statement& statement, std::optional<Event>* event) {
+      const int rc = statement.step();
+      if (rc == SQLITE_DONE) {
+        event->reset();
+        return;
+      }
+      if (rc != SQLITE_ROW) fail(rc);
+      *event = Event{statement.int64(0), statement.uint64(1), statement.int64(2),
+                     statement.int32(3), statement.int32(4),  statement.uint64(5)};
+    };
+
+    struct Series {
+      std::optional<std::uint32_t> bucket;
+      std::uint64_t min = 0, max = 0, last = 0;
+    };
+    struct Peak {
+      std::uint64_t live = 0, bytes = 0, seq = 0;
+      std::int64_t ns = 0;
+    };
+    std::int64_t upid = 0;
+    std::map<std::pair<int, int>, Series> series;       // (device, kind)
+    std::map<std::pair<int, std::string>, Peak> peaks;  // (device, group)
+
+    const auto flush_bucket = [&](const std::pair<int, int>& key, const Series& s) {
+      if (!s.bucket) return;
+      put_bucket.bind_int64(1, upid);
+      put_bucket.bind_int64(2, key.first);
+      put_bucket.bind_int64(3, key.second);
+      put_bucket.bind_int64(4, *s.bucket);
+      put_bucket.bind_uint64(5, s.min);
+      put_bucket.bind_uint64(6, s.max);
+      put_bucket.bind_uint64(7, s.last);
+      each_row(put_bucket, [](const Statement&) {});
+    };
+    const auto flush_process = [&] {
+      for (const auto& [key, s] : series) flush_bucket(key, s);
+      for (const auto& [key, peak] : peaks) {
+        if (peak.bytes == 0) continue;
+        put_peak.bind_int64(1, upid);
+        put_peak.bind_int64(2, key.first);
+        put_peak.bind_text(3, key.second);
+        put_peak.bind_uint64(4, peak.bytes);
+        put_peak.bind_uint64(5, peak.seq);
+        put_peak.bind_int64(6, peak.ns);
+        each_row(put_peak, [](const Statement&) {});
+      }
+      series.clear();
+      peaks.clear();
+    };
+    const auto apply = [&](const Event& event, bool is_free) {
+      if (event.upid != upid) {
+        flush_process();
+        upid = event.upid;
+      }
+      const std::pair<int, int> key{event.device, event.kind};
+      Series& s = series[key];
+      const std::uint32_t bucket = bucket_of(event.ns);
+      if (s.bucket != bucket) {
+        flush_bucket(key, s);
+        s.bucket = bucket;
+        s.min = s.max = s.last;
+      }
+      s.last = is_free ? s.last - std::min(s.last, event.size) : s.last + event.size;
+      s.min = std::min(s.min, s.last);
+      s.max = std::max(s.max, s.last);
+      const char* group = event.kind == 8                      ? kPeakGroupBlocks
+                          : occupies_device_memory(event.kind) ? kPeakGroupDeviceMemory
+                                                               : nullptr;
+      if (group == nullptr) return;
+      Peak& peak = peaks[{event.device, group}];
+      peak.live = is_free ? peak.live - std::min(peak.live, event.size) : peak.live + event.size;
+      if (peak.live > peak.bytes) peak = {peak.live, peak.live, event.seq, event.ns};
+    };
+
+    std::optional<Event> alloc, free;
+    next(allocs, &alloc);
+    next(frees, &free);
+    while (alloc || free) {
+      // A free sorts before an allocation of the same sequence number (a damaged trace), so
+      // that a peak is never overstated.
+      const bool take_free = free && (!alloc || std::pair(free->upid, free->seq) <=
+                                                    std::pair(alloc->upid, alloc->seq));
+      if (take_free) {
+        apply(*free, true);
+        next(frees, &free);
+      } else {
+        apply(*alloc, false);
+        next(allocs, &alloc);
+      }
+    }
+    flush_process();
+    allocs.reset();
+    frees.reset();
+  }
+
+  void load_range() {
+    start_ns = info("start_ns");
+    end_ns = info("end_ns");
+    seq_indexes = single_int(
+                      "SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN "
+                      "('allocation_by_alloc_seq', 'allocation_by_free_seq')")
+                      .value_or(0) == 2;
+  }
+
+  // The largest value of `seq_column` at or before `ns` (its time in `ns_column`), by binary
+  // search over the (upid, seq) index: sequence and time rise together within a process.
+  std::uint64_t last_at(std::int64_t upid, std::int64_t ns, std::string_view seq_column,
+                        std::string_view ns_column) const {
+    const std::string seq(seq_column), time(ns_column);
+    if (!seq_indexes) {
+      Statement scan = prepare("SELECT max(" + seq + ") FROM $T.allocation WHERE upid = ?1 AND " +
+                               time + " <= ?2");
+      scan.bind_int64(1, upid);
+      scan.bind_int64(2, ns);
+      std::uint64_t found = 0;
+      each_row(scan, [&](const Statement& row) { found = row.optional_uint64(0).value_or(0); });
+      return found;
+    }
+    Statement at_or_before =
+        prepare("SELECT " + seq + ", " + time + " FROM $T.allocation WHERE upid = ?1 AND " + seq +
+                " <= ?2 ORDER BY " + seq + " DESC LIMIT 1");
+    Statement highest = prepare("SELECT max(" + seq + ") FROM $T.allocation WHERE upid = ?1");
+    highest.bind_int64(1, upid);
+    std::uint64_t hi = 0;
+    each_row(highest, [&](const Statement& row) { hi = row.optional_uint64(0).value_or(0); });
+    std::uint64_t lo = 0, found = 0;
+    while (lo <= hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      at_or_before.bind_int64(1, upid);
+      at_or_before.bind_uint64(2, mid);
+      std::optional<std::pair<std::uint64_t, std::int64_t>> row_found;
+      each_row(at_or_before,
+               [&](const Statement& row) { row_found = std::pair(row.uint64(0), row.int64(1)); });
+      if (!row_found || row_found->second <= ns) {
+        if (row_found) found = row_found->first;
+        lo = mid + 1;
+      } else {
+        if (mid == 0) break;
+        hi = mid - 1;
+      }
+    }
+    return found;
+  }
+};
+
+TimeIndex::TimeIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TimeIndex::~TimeIndex() = default;
+
+namespace {
+
+// In the file: a finished trace (no collector writing) that this user may write. Returns the
+// open connection, or null with *why set to the reason the index goes elsewhere.
+sqlite::Database open_for_index(const std::filesystem::path& path, std::string* why) {
+  if (trace_may_be_written(path)) {
+    *why = "may still be written by a collector";
+    return nullptr;
+  }
+  if (!writable(path)) {
+    *why = "is not writable";
+    return nullptr;
+  }
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(sqlite_file_uri(path, "").c_str(), &raw,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
+  sqlite::Database db(raw);
+  Statement complete;
+  if (rc != SQLITE_OK || Statement::prepare(raw, "SELECT value FROM meta WHERE key = 'complete'",
+                                            &complete) != SQLITE_OK) {
+    *why = "cannot be opened for writing";
+    return nullptr;
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  if (complete.step() != SQLITE_ROW || complete.text(0) != "1") {
+    *why = "is not a finished trace";
+    return nullptr;
+  }
+  return db;
+}
+
+}  // namespace
+
+std::unique_ptr<TimeIndex> TimeIndex::open(
+    const std::filesystem::path& path, const std::function<bool(int kind)>& occupies_device_memory,
+    std::string* error) {
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  const auto started = std::chrono::steady_clock::now();
+  std::string why;
+  impl->db = open_for_index(path, &why);
+  if (impl->db) {
+    try {
+      if (!impl->index_is_current()) {
+        impl->execute("BEGIN IMMEDIATE");
+        // Another report may have built it while this one waited for the lock.
+        if (impl->index_is_current()) {
+          impl->execute("COMMIT");
+        } else {
+          impl->build();
+          impl->build_rollups(occupies_device_memory);
+          impl->execute("COMMIT");
+        }
+      }
+    } catch (const TraceError& failure) {
+      // Locked by another writer, or the disk is full: index aside instead.
+      why = std::string("could not be indexed in place (") + failure.what() + ")";
+      impl->db.reset();
+    }
+  }
+  try {
+    if (!impl->db) {
+      // A private temporary database (deleted on close), with the trace attached read-only.
+      sqlite3* raw = nullptr;
+      const int rc = sqlite3_open_v2("", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
+      impl->db.reset(raw);
+      if (rc != SQLITE_OK) impl->fail(rc);
+      sqlite3_busy_timeout(raw, 5000);
+      impl->trace_schema = "trace";
+      Statement attach = impl->prepare("ATTACH DATABASE ?1 AS trace");
+      attach.bind_text(1, read_only_trace_uri(path));
+      impl->each_row(attach, [](const Statement&) {});
+      impl->execute("BEGIN");
+      impl->build();
+      impl->build_rollups(occupies_device_memory);
+      impl->execute("COMMIT");
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      char took[32];
+      std::snprintf(took, sizeof took, "%.2f", seconds);
+      impl->note = path.string() + " " + why + ": its time index was built aside for this run (" +
+                   took + " s) and not kept";
+    }
+    impl->load_range();
+  } catch (const TraceError& failure) {
+    if (error != nullptr) *error = failure.what();
+    return nullptr;
+  }
+  return std::unique_ptr<TimeIndex>(new TimeIndex(std::move(impl)));
+}
+
+bool TimeIndex::kept_in_file(const std::filesystem::path& path) {
+  std::string why;
+  return open_for_index(path, &why) != nullptr;
+}
+
+const std::string& TimeIndex::note() const {
+  return impl_->note;
+}
+std::int64_t TimeIndex::start_ns() const {
+  return impl_->start_ns;
+}
+std::int64_t TimeIndex::end_ns() const {
+  return impl_->end_ns;
+}
+
+std::vector<AllocationRecord> TimeIndex::live_at(std::int64_t upid, std::uint64_t seq) const {
+  // Every column prefixed with the alias a.
+  std::string prefixed = "a.";
+  for (const char c : kAllocationColumns) {
+    prefixed += c;
+    if (c == ' ') prefixed += "a.";
+  }
+  Statement statement = impl_->prepare(
+      "SELECT " + prefixed +
+      " FROM $X.live_span AS s JOIN $T.allocation AS a ON a.id = s.allocation_id "
+      "WHERE s.upid = ?1 AND s.level = ?2 AND s.bin = ?3 AND s.alloc_seq <= ?4 AND s.end_seq > ?4");
+  std::vector<AllocationRecord> live;
+  const auto read_level = [&](int level) {
+    statement.bind_int64(1, upid);
+    statement.bind_int64(2, level);
+    statement.bind_int64(3, bin_of(level, seq));
+    statement.bind_uint64(4, seq);
+    impl_->each_row(statement, [&](const Statement& row) { live.push_back(read_allocation(row)); });
+  };
+  for (int level = 0; level <= kLevels; ++level) read_level(level);
+  read_level(kNeverFreedLevel);
+  std::sort(live.begin(), live.end(), [](const AllocationRecord& x, const AllocationRecord& y) {
+    return std::pair(x.allocation.alloc_seq, x.allocation.id) <
+           std::pair(y.allocation.alloc_seq, y.allocation.id);
+  });
+  return live;
+}
+
+std::uint64_t TimeIndex::last_seq_at(std::int64_t upid, std::int64_t ns) const {
+  return std::max(impl_->last_at(upid, ns, "alloc_seq", "alloc_ns"),
+                  impl_->last_at(upid, ns, "free_seq", "free_ns"));
+}
+
+std::uint64_t TimeIndex::last_seq(std::int64_t upid) const {
+  Statement statement = impl_->prepare(
+      "SELECT max((SELECT max(alloc_seq) FROM $T.allocation WHERE upid = ?1),"
+      " coalesce((SELECT max(free_seq) FROM $T.allocation WHERE upid = ?1), 0))");
+  statement.bind_int64(1, upid);
+  std::uint64_t last = 0;
+  impl_->each_row(statement,
+                  [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
+  return last;
+}
+
+std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t seq) const {
+  Statement statement = impl_->prepare(
+      "SELECT alloc_ns FROM $T.allocation WHERE upid = ?1 AND alloc_seq = ?2 "
+      "UNION ALL SELECT free_ns FROM $T.allocation WHERE upid = ?1 AND free_seq = ?2 LIMIT 1");
+  statement.bind_int64(1, upid);
+  statement.bind_uint64(2, seq);
+  std::optional<std::int64_t> ns;
+  impl_->each_row(statement, [&](const Statement& row) { ns = row.int64(0); });
+  return ns;
+}
+
+std::vector<LiveBytesBucket> TimeIndex::buckets() const {
+  Statement statement = impl_->prepare(
+      "SELECT upid, device, kind, bucket, min_bytes, max_bytes, last_bytes FROM "
+      "$X.live_bytes_bucket ORDER BY upid, device, kind, bucket");
+  std::vector<LiveBytesBucket> rows;
+  impl_->each_row(statement, [&](const Statement& row) {
+    rows.push_back({row.int64(0), row.int32(1), row.int32(2),
+                    static_cast<std::uint32_t>(row.int64(3)), row.uint64(4), row.uint64(5),
+                    row.uint64(6)});
+  });
+  return rows;
+}
+
+std::vector<LiveBytesPeak> TimeIndex::peaks() const {
+  Statement statement = impl_->prepare(
+      "SELECT upid, device, peak_group, bytes, seq, ns FROM $X.live_bytes_peak "
+      "ORDER BY upid, device, peak_group");
+  std::vector<LiveBytesPeak> rows;
+  impl_->each_row(statement, [&](const Statement& row) {
+    rows.push_back(
+        {row.int64(0), row.int32(1), row.text(2), row.uint64(3), row.uint64(4), row.int64(5)});
+  });
+  return rows;
+}
+
+std::unordered_set<std::int64_t> TimeIndex::allocator_segments() const {
+  Statement statement = impl_->prepare("SELECT id FROM $X.allocator_segment");
+  std::unordered_set<std::int64_t> ids;
+  impl_->each_row(statement, [&](const Statement& row) { ids.insert(row.int64(0)); });
+  return ids;
+}
+
+std::set<std::int64_t> TimeIndex::processes_with_allocator_events() const {
+  Statement statement = impl_->prepare("SELECT upid FROM $X.allocator_process");
+  std::set<std::int64_t> upids;
+  impl_->each_row(statement, [&](const Statement& row) { upids.insert(row.int64(0)); });
+  return upids;
+}
+
+}  // namespace vramtrace::storage

@@ -1,0 +1,109 @@
+// TimeIndex: what a trace looked like at any moment, without rereading the whole trace.
+//
+// Contract:
+// - open() makes sure the precomputed tables of docs/schema.md ("Time index") exist, then
+//   answers from them. A finished trace in a writable file keeps them: the first open builds
+//   them into the file (once; later opens reuse them). A trace that is still being written, or
+//   that cannot be written (a read-only file or folder), gets them in a temporary database
+//   that SQLite deletes on close, and note() says so: each open then pays the build again.
+// - Three precomputations, each built in one pass:
+//   live_span: every successful allocation's [alloc_seq, free_seq) interval, filed in the
+//     smallest of a ladder of sequence bins (4096 events, x8 per level) that holds it whole,
+//     so that "live just after event s" reads the one bin per level that contains s: the rows
+//     read are about the live set, not the trace.
+//   live_bytes_bucket: live bytes per (process, device, kind), as min, max and last in each of
+//     kBuckets equal slices of the trace's time.
+//   live_bytes_peak: the most live bytes per (process, device) of device memory in use and of
+//     allocator blocks, with the event that first reached it.
+// - Queries that fail throw TraceError (one line, naming the file), as TraceReader's do.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "storage/trace_rows.h"
+
+namespace vramtrace::storage {
+
+// Live bytes of one (process, device, kind) in one time slice of the trace.
+struct LiveBytesBucket {
+  std::int64_t upid = 0;
+  int device = 0, kind = 0;
+  std::uint32_t bucket = 0;  // 0 .. TimeIndex::kBuckets - 1
+  // Over the slice, the value it started with included; `last` holds until the next bucket of
+  // the same series (a slice without events is not stored).
+  std::uint64_t min_bytes = 0, max_bytes = 0, last_bytes = 0;
+};
+
+// The peak of a group of kinds of one process on one device.
+struct LiveBytesPeak {
+  std::int64_t upid = 0;
+  int device = 0;
+  std::string group;  // kPeakGroupDeviceMemory or kPeakGroupBlocks
+  std::uint64_t bytes = 0;
+  std::uint64_t seq = 0;  // the event that first reached it
+  std::int64_t ns = 0;
+};
+
+inline constexpr const char* kPeakGroupDeviceMemory = "device_memory";
+inline constexpr const char* kPeakGroupBlocks = "blocks";
+
+class TimeIndex {
+ public:
+  // Time slices of live_bytes_bucket, equal parts of [start_ns(), end_ns()].
+  static constexpr std::uint32_t kBuckets = 16384;
+
+  // `occupies_device_memory` says which kinds the device_memory peak adds up (analysis/ owns
+  // that rule). On failure returns nullptr with *error set (one line, naming the file).
+  static std::unique_ptr<TimeIndex> open(
+      const std::filesystem::path& path,
+      const std::function<bool(int kind)>& occupies_device_memory, std::string* error);
+  // True when open() keeps (or has kept) the index in the file: a finished trace this user can
+  // write. Reports that can also scan the trace use the index only then, since building it
+  // aside costs more than one scan.
+  static bool kept_in_file(const std::filesystem::path& path);
+  ~TimeIndex();
+  TimeIndex(const TimeIndex&) = delete;
+  TimeIndex& operator=(const TimeIndex&) = delete;
+
+  // Empty when the index came from the file; otherwise one line on how it was made.
+  const std::string& note() const;
+
+  // The time range the buckets divide: the first allocation to the last allocation or free.
+  std::int64_t start_ns() const;
+  std::int64_t end_ns() const;
+
+  // Successful allocations of process `upid` live just after its event `seq`:
+  // alloc_seq <= seq < free_seq (free_seq NULL: never freed). In (alloc_seq, id) order.
+  std::vector<AllocationRecord> live_at(std::int64_t upid, std::uint64_t seq) const;
+  // The process's last event (an allocation, failed ones included, or a free) at or before
+  // `ns`; 0 when it had none by then.
+  std::uint64_t last_seq_at(std::int64_t upid, std::int64_t ns) const;
+  // The process's last event; 0 when it had none.
+  std::uint64_t last_seq(std::int64_t upid) const;
+  // When the process's event `seq` (an allocation or a free) happened; unset: no such event.
+  std::optional<std::int64_t> time_of(std::int64_t upid, std::uint64_t seq) const;
+
+  // In (upid, device, kind, bucket) order.
+  std::vector<LiveBytesBucket> buckets() const;
+  // In (upid, device, group) order.
+  std::vector<LiveBytesPeak> peaks() const;
+  // Allocations that held a caching allocator's block at some time (segment_id of a block).
+  std::unordered_set<std::int64_t> allocator_segments() const;
+  // Processes with allocator events (a block, or an allocator out-of-memory report).
+  std::set<std::int64_t> processes_with_allocator_events() const;
+
+ private:
+  struct Impl;
+  explicit TimeIndex(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace vramtrace::storage

@@ -1,0 +1,103 @@
+// `vramtrace timeline` as a user runs it, on the allocator trace (tests/unit/allocator_trace.h):
+// min, max and last per bucket, worked out from the trace's table, the chart, and the errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "allocator_trace.h"
+#include "run_vramtrace.h"
+#include "temp_dir.h"
+
+namespace vramtrace::testing {
+namespace {
+
+using nlohmann::json;
+constexpr std::uint64_t M = 1024 * 1024, K = 1024;
+
+class CliTimelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(write_allocator_trace(trace_), ""); }
+
+  TempDir dir_;
+  TempDir scratch_;
+  std::filesystem::path trace_ = dir_ / "allocator.db";
+};
+
+// The trace's allocations and frees run from 1001 ms to 1013 ms (seq 1 to 13 of upid 1, 1 ms
+// apart). Four buckets of 3 ms: events of seq 1-3, 4-6 (5, 6, 7 for the device: 7 lies in the
+// second), 7-9 and 10-13. A bucket starts from the value before it, so a bucket's min is the
+// lowest it went and its last what it ended at.
+TEST_F(CliTimelineTest, JsonKeepsMinMaxAndLastPerBucket) {
+  const CommandResult result = run_vramtrace(
+      {"timeline", trace_.string(), "--buckets", "4", "--format", "json"}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  const json doc = json::parse(result.out);
+  EXPECT_EQ(doc["start_ns"], 1'001'000'000);
+  EXPECT_EQ(doc["end_ns"], 1'013'000'000);
+  // Bucket edges fall on the index's 16384 fine buckets of (12 ms + 1 ns) / 16384 each.
+  EXPECT_EQ(doc["bucket_start_ns"],
+            json({1'001'000'000, 1'004'000'001, 1'007'000'001, 1'010'000'001}));
+  ASSERT_EQ(doc["series"].size(), 3u);
+  const json& device = doc["series"][0];
+  EXPECT_EQ(device["pid"], 5000);
+  EXPECT_EQ(device["kind"], "device");
+  EXPECT_EQ(device["level"], "segment");
+  EXPECT_EQ(device["peak_bytes"], 6 * M);
+  // S1 at 1; S2 at 7 (second bucket: 7 - 1 = 6 ms < 6.000001); S2 freed at 11, R1 12, R2 13.
+  EXPECT_EQ(device["min"], json({0, 2 * M, 6 * M, 2 * M}));
+  EXPECT_EQ(device["max"], json({2 * M, 6 * M, 6 * M, 6 * M}));
+  EXPECT_EQ(device["last"], json({2 * M, 6 * M, 6 * M, 4 * M}));
+  const json& blocks = doc["series"][1];
+  EXPECT_EQ(blocks["kind"], "block");
+  EXPECT_EQ(blocks["level"], "block");
+  // B1 + B2 by 3; B3 at 5, B1 freed at 6; B4 at 8, freed at 10 (the third bucket).
+  EXPECT_EQ(blocks["min"], json({0, 1280 * K, 1280 * K, 1280 * K}));
+  EXPECT_EQ(blocks["max"], json({1536 * K, 1792 * K, 4352 * K, 1280 * K}));
+  EXPECT_EQ(blocks["last"], json({1536 * K, 1280 * K, 1280 * K, 1280 * K}));
+  const json& other = doc["series"][2];
+  EXPECT_EQ(other["pid"], 5001);
+  EXPECT_EQ(other["device"], 1);
+  EXPECT_EQ(other["last"], json({8 * M, 8 * M, 8 * M, 8 * M}));
+}
+
+TEST_F(CliTimelineTest, TextDrawsOneChartPerSeries) {
+  const CommandResult result = run_vramtrace(
+      {"timeline", trace_.string(), "--buckets", "8", "--pid", "5000"}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "vramtrace: live bytes over 12.000 ms in " + trace_.string() +
+                ", only processes matching --pid 5000 (1 of 2) (8 buckets, each bucket's max)\n"
+                "\n"
+                "pid 5000 device 0 device (segment level): peak 6.0 MiB, at the end 4.0 MiB\n"
+                "   6.0 MiB |   ████ \n"
+                "           |   ████▅\n"
+                "           |▃▃▃█████\n"
+                "       0 B |████████\n"
+                "           +--------\n"
+                "            0 s 12.000 ms\n"
+                "\n"
+                "pid 5000 device 0 block (block level): peak 4.2 MiB, at the end 1.2 MiB\n"
+                "   4.2 MiB |    ██  \n"
+                "           |    ██  \n"
+                "           | ▃▅▅██▁▁\n"
+                "       0 B |▄███████\n"
+                "           +--------\n"
+                "            0 s 12.000 ms\n");
+}
+
+TEST_F(CliTimelineTest, BucketsOutOfRangeAreAUsageError) {
+  for (const std::string buckets : {"0", "16385", "many"}) {
+    const CommandResult result =
+        run_vramtrace({"timeline", trace_.string(), "--buckets", buckets}, scratch_.path());
+    EXPECT_EQ(result.exit_status, 2) << buckets;
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
+  }
+  const CommandResult no_match =
+      run_vramtrace({"timeline", trace_.string(), "--rank", "9"}, scratch_.path());
+  EXPECT_EQ(no_match.exit_status, 2);
+  EXPECT_EQ(no_match.err.rfind("vramtrace timeline: ", 0), 0u) << no_match.err;
+}
+
+}  // namespace
+}  // namespace vramtrace::testing

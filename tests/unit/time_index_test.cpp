@@ -1,0 +1,248 @@
+// TimeIndex: the live set at any event agrees with a brute-force sweep of the allocation table
+// (on a generated trace whose lifetimes cross every level of the bin ladder), the index is kept
+// in a finished trace and built aside for one that is not, and the rollups (peaks, buckets)
+// match the allocator trace's table (allocator_trace.h).
+#include "storage/time_index.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "allocator_trace.h"
+#include "analysis/device_peaks.h"
+#include "storage/schema.h"
+#include "storage/trace_reader.h"
+#include "storage/trace_writer.h"
+#include "temp_dir.h"
+
+namespace vramtrace {
+namespace {
+
+using testing::kAllocatorTraceStartNs;
+constexpr std::uint64_t M = 1024 * 1024;
+
+std::unique_ptr<storage::TimeIndex> open_index(const std::filesystem::path& path) {
+  std::string error;
+  auto index = storage::TimeIndex::open(path, analysis::occupies_device_memory, &error);
+  EXPECT_NE(index, nullptr) << error;
+  return index;
+}
+
+bool file_has_table(const std::filesystem::path& path, const std::string& table) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* statement = nullptr;
+  sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE name = ?1", -1, &statement,
+                     nullptr);
+  sqlite3_bind_text(statement, 1, table.c_str(), -1, SQLITE_TRANSIENT);
+  const bool found = sqlite3_step(statement) == SQLITE_ROW && sqlite3_column_int(statement, 0) == 1;
+  sqlite3_finalize(statement);
+  sqlite3_close(db);
+  return found;
+}
+
+// 3000 allocations of one process; sequence numbers advance by 1 to 20000 per event, and
+// lifetimes run from one event to the whole trace (a fifth are never freed), so intervals land
+// on every level from 4096-event bins up.
+std::string write_random_trace(const std::filesystem::path& path, std::uint64_t* last_seq) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  storage::ProcessRow process;
+  process.upid = 1;
+  process.pid = 77;
+  writer->add_process(process);
+  std::mt19937_64 random(6);
+  struct Pending {
+    std::int64_t id;
+    std::uint64_t free_after;  // events
+  };
+  std::vector<Pending> pending;
+  std::uint64_t seq = 0;
+  std::int64_t next_id = 1;
+  const auto step = [&] {
+    seq += 1 + random() % 20000;
+    return seq;
+  };
+  for (int i = 0; i < 3000; ++i) {
+    storage::AllocationRow row;
+    row.id = next_id++;
+    row.upid = 1;
+    row.kind = storage::allocation_kind::kDevice;
+    row.size = 1 + random() % M;
+    row.address = 0x1000 * static_cast<std::uint64_t>(row.id);
+    row.alloc_seq = step();
+    row.alloc_ns = static_cast<std::int64_t>(row.alloc_seq);
+    writer->add_allocation(row);
+    const std::uint64_t roll = random() % 10;
+    if (roll >= 2) pending.push_back({row.id, roll < 7 ? random() % 4 : random() % 3000});
+    for (auto it = pending.begin(); it != pending.end();) {
+      if (it->free_after-- > 0) {
+        ++it;
+        continue;
+      }
+      storage::FreeRow free;
+      free.free_seq = step();
+      free.free_ns = static_cast<std::int64_t>(free.free_seq);
+      writer->set_free(it->id, free);
+      it = pending.erase(it);
+    }
+  }
+  *last_seq = seq;
+  return writer->finish(&error) ? std::string() : error;
+}
+
+TEST(TimeIndex, LiveSetMatchesABruteForceSweep) {
+  testing::TempDir dir;
+  const auto path = dir / "random.db";
+  std::uint64_t last_seq = 0;
+  ASSERT_EQ(write_random_trace(path, &last_seq), "");
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  const auto all = trace->allocations({});
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  std::mt19937_64 random(7);
+  std::size_t checked_nonempty = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::uint64_t s = i == 0 ? last_seq : random() % (last_seq + 2);
+    std::vector<std::int64_t> expected;
+    for (const auto& r : all) {
+      if (!r.failed() && r.allocation.alloc_seq <= s && (!r.free || r.free->free_seq > s))
+        expected.push_back(r.allocation.id);
+    }
+    std::vector<std::int64_t> got;
+    for (const auto& r : index->live_at(1, s)) got.push_back(r.allocation.id);
+    std::sort(got.begin(), got.end());
+    ASSERT_EQ(got, expected) << "at seq " << s;
+    checked_nonempty += expected.empty() ? 0 : 1;
+  }
+  EXPECT_GT(checked_nonempty, 250u);
+}
+
+TEST(TimeIndex, KeptInAFinishedTraceAndReused) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  {
+    const auto index = open_index(path);
+    ASSERT_NE(index, nullptr);
+    EXPECT_EQ(index->note(), "");
+  }
+  EXPECT_TRUE(file_has_table(path, "live_span"));
+  EXPECT_TRUE(file_has_table(path, "live_bytes_bucket"));
+  const auto modified = std::filesystem::last_write_time(path);
+  const auto again = open_index(path);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->note(), "");
+  EXPECT_EQ(std::filesystem::last_write_time(path), modified);  // reused, not rebuilt
+  EXPECT_EQ(again->live_at(1, 13).size(), 5u);                  // S1, B2, B3, R1, R2
+}
+
+TEST(TimeIndex, AnUnfinishedTraceIsIndexedAsideWithANote) {
+  testing::TempDir dir;
+  const auto path = dir / "unfinished.db";
+  ASSERT_EQ(testing::write_allocator_trace(path, /*finish=*/false), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  EXPECT_NE(index->note().find("built aside"), std::string::npos) << index->note();
+  EXPECT_FALSE(file_has_table(path, "live_span"));
+  // Without the trace's sequence indexes, time lookups still answer (by scanning).
+  EXPECT_EQ(index->last_seq_at(1, kAllocatorTraceStartNs + 6'000'000), 6u);
+  EXPECT_EQ(index->live_at(1, 7).size(), 4u);  // S1, B2, B3, S2
+}
+
+TEST(TimeIndex, PeaksAreTheFirstEventToReachTheMost) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  const auto peaks = index->peaks();
+  ASSERT_EQ(peaks.size(), 3u);
+  EXPECT_EQ(peaks[0].upid, 1);
+  EXPECT_EQ(peaks[0].group, storage::kPeakGroupBlocks);
+  EXPECT_EQ(peaks[0].bytes, 4 * M + M / 4);
+  EXPECT_EQ(peaks[0].seq, 8u);
+  EXPECT_EQ(peaks[1].group, storage::kPeakGroupDeviceMemory);
+  EXPECT_EQ(peaks[1].bytes, 6 * M);
+  EXPECT_EQ(peaks[1].seq, 7u);
+  EXPECT_EQ(peaks[1].ns, kAllocatorTraceStartNs + 7'000'000);
+  EXPECT_EQ(peaks[2].upid, 2);
+  EXPECT_EQ(peaks[2].device, 1);
+  EXPECT_EQ(peaks[2].bytes, 8 * M);
+}
+
+// `summary` sweeps every event for its peaks; the index keeps them: the two must agree.
+TEST(TimeIndex, PeaksAgreeWithSummarysSweep) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> swept;
+  for (const auto& peak : analysis::find_device_peaks(*trace))
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupDeviceMemory, peak.bytes,
+                       peak.at_seq);
+  for (const auto& peak : analysis::find_block_peaks(*trace))
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupBlocks, peak.bytes, peak.at_seq);
+  std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> indexed;
+  for (const auto& peak : index->peaks())
+    indexed.emplace_back(peak.upid, peak.device, peak.group, peak.bytes, peak.seq);
+  std::sort(swept.begin(), swept.end());
+  std::sort(indexed.begin(), indexed.end());
+  EXPECT_EQ(indexed, swept);
+  EXPECT_EQ(indexed.size(), 3u);
+}
+
+TEST(TimeIndex, TimesMapToTheLastEventAtOrBefore) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  const auto at = [](std::int64_t seq) { return kAllocatorTraceStartNs + seq * 1'000'000; };
+  EXPECT_EQ(index->last_seq_at(1, at(6)), 6u);      // the free of B1
+  EXPECT_EQ(index->last_seq_at(1, at(6) - 1), 5u);  // just before it
+  EXPECT_EQ(index->last_seq_at(1, at(0)), 0u);      // before the first event
+  EXPECT_EQ(index->last_seq_at(1, at(100)), 13u);   // R2, the last allocation event
+  EXPECT_EQ(index->last_seq(1), 13u);
+  EXPECT_EQ(index->time_of(1, 11), at(11));       // a free
+  EXPECT_EQ(index->time_of(1, 4), std::nullopt);  // a marker, not an allocation event
+  EXPECT_EQ(index->start_ns(), at(1));
+  EXPECT_EQ(index->end_ns(), at(13));
+}
+
+TEST(TimeIndex, BucketsKeepMinMaxAndLast) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  // upid 1, device 0, kind device: 5 events in 5 distinct buckets (events are 1 ms apart over
+  // 12 ms, buckets 12 ms / 16384 wide): each bucket starts from the value before it.
+  std::vector<storage::LiveBytesBucket> device;
+  for (const auto& b : index->buckets())
+    if (b.upid == 1 && b.kind == storage::allocation_kind::kDevice) device.push_back(b);
+  ASSERT_EQ(device.size(), 5u);
+  EXPECT_EQ(device[0].bucket, 0u);
+  EXPECT_EQ(device[0].min_bytes, 0u);
+  EXPECT_EQ(device[0].max_bytes, 2 * M);
+  EXPECT_EQ(device[1].min_bytes, 2 * M);
+  EXPECT_EQ(device[1].last_bytes, 6 * M);
+  EXPECT_EQ(device[2].min_bytes, 2 * M);  // the free of S2 at seq 11
+  EXPECT_EQ(device[2].max_bytes, 6 * M);
+  EXPECT_EQ(device[4].last_bytes, 4 * M);
+  EXPECT_EQ(device[4].bucket, storage::TimeIndex::kBuckets - 1);
+}
+
+}  // namespace
+}  // namespace vramtrace
