@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/trace_advice.h"
 #include "analysis/trace_warnings.h"
 #include "storage/schema.h"
 
@@ -109,6 +110,7 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   summary.block_peaks = find_block_peaks(trace, selected);
   for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
     summary.allocator.push_back(totals);
+  summary.advice = build_trace_advice(trace, selected);
   summary.start_ns = span.start();
   summary.end_ns = span.end();
   summary.duration_ns = span.end() - span.start();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"
 #include "analysis/allocator_level.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
@@ -63,13 +64,14 @@ struct Summary {
   std::vector<storage::ProcessRecord> processes;  // by upid
   std::vector<KindTotals> kinds;                  // kinds with at least one call, by kind id
   VirtualMemoryTotals virtual_memory;
-  std::vector<DevicePeak> peaks;           // by upid, then device
+  std::vector<DevicePeak> peaks;  // by upid, then device
   // The allocator level: per process, blocks (tensors) against the segments holding them and
   // the cache; a process without allocator events is seen at the segment level only.
   std::vector<AllocatorTotals> allocator;  // by upid, every selected process
   std::vector<DevicePeak> block_peaks;     // peak live block bytes, by upid, then device
   std::vector<BadFreeCount> bad_frees;     // by reason
   std::vector<storage::StatRecord> stats;  // by name, for the whole trace
+  std::vector<Advice> advice;              // trace_advice.h: the rules that fired
 };
 
 struct SummaryOptions {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "analysis/cuda_errors.h"
+#include "cli/advice_output.h"
 #include "cli/stack_json.h"
 #include "cli/text_style.h"
 #include "cli/trace_command.h"
@@ -48,13 +49,6 @@ Json allocator_json(const analysis::AllocatorAtOom& a) {
       {"external_fragmentation", a.external_fragmentation},
       {"segments", std::move(segments)},
   };
-}
-
-Json advice_json(const analysis::Advice& advice) {
-  Json evidence = Json::object();
-  for (const auto& [name, value] : advice.evidence) evidence[name] = value;
-  if (advice.fraction) evidence["external_fragmentation"] = *advice.fraction;
-  return {{"id", advice.id}, {"text", advice.text}, {"evidence", std::move(evidence)}};
 }
 
 std::string allocator_text(const analysis::AllocatorAtOom& a) {
@@ -116,8 +110,7 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
   text += oom.allocator ? allocator_text(*oom.allocator)
                         : "  no allocator events: segment level only\n";
   if (!oom.advice.empty()) text += "  advice:\n";
-  for (const analysis::Advice& advice : oom.advice)
-    text += fmt::format("    [{}] {}\n", advice.id, advice.text);
+  text += advice_text(oom.advice, "    ");
   return text;
 }
 
@@ -133,8 +126,6 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
                      {"count", group.count},
                      {"stack", stack_json(group.stack)}});
     }
-    Json advice = Json::array();
-    for (const analysis::Advice& a : oom.advice) advice.push_back(advice_json(a));
     records.push_back({
         {"upid", oom.upid},
         {"pid", oom.pid},
@@ -153,7 +144,7 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
           {"by_kind", oom.live.bytes_by_kind},
           {"top", std::move(top)}}},
         {"allocator", oom.allocator ? allocator_json(*oom.allocator) : Json(nullptr)},
-        {"advice", std::move(advice)},
+        {"advice", advice_json(oom.advice)},
     });
   }
   return {{"trace", trace_path}, {"ooms", std::move(records)}};

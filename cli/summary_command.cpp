@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "analysis/cuda_errors.h"
+#include "cli/advice_output.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/text_style.h"
@@ -196,6 +197,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
         {"mapped", kind_json(summary.virtual_memory.mapped)}}},
       {"allocator", std::move(allocator)},
       {"block_peaks", std::move(block_peaks)},
+      {"advice", advice_json(summary.advice)},
   };
 }
 
@@ -308,6 +310,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
                          stat.value, stat.description);
   }
   if (!stats.empty()) text += "\nimport stats:\n" + stats;
+  if (!summary.advice.empty()) text += "\nadvice:\n" + advice_text(summary.advice, "  ");
   return text;
 }
 
