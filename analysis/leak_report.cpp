@@ -53,7 +53,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
-    if (!is_selected(selected, allocation.upid)) return;
+    if (!is_selected(selected, allocation.upid) || !options.allocations.matches(allocation)) return;
     const bool is_block = allocation.kind == storage::allocation_kind::kBlock;
     if (!block_level && is_block) return;  // inside segments, which count at this level
     if (block_level && allocator.allocator_segments.contains(allocation.id)) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/allocation_scope.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
@@ -28,13 +29,13 @@ struct LeakGroup {
   std::optional<std::int64_t> callsite_id;  // empty: allocated with no stack recorded
   int kind = 0;
   std::string kind_name;
-  std::string level;  // "block" for kind block, "segment" for every other kind
+  std::string level;        // "block" for kind block, "segment" for every other kind
   std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
   std::uint64_t count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
 };
 
-enum class LeakLevel { kBlock, kSegment };
+using LeakLevel = MemoryLevel;  // allocation_scope.h
 
 struct CacheTotals {
   std::uint64_t bytes = 0;  // live allocator segments' bytes not in a live block
@@ -46,8 +47,8 @@ struct LeakReport {
   // "block" when the block level was asked for, or by default where a selected process had
   // allocator events; "segment" otherwise.
   std::string level;
-  bool allocator_events = false;  // a selected process had allocator events
-  CacheTotals cached;             // block level only
+  bool allocator_events = false;      // a selected process had allocator events
+  CacheTotals cached;                 // block level only
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;
@@ -60,6 +61,7 @@ struct LeakReportOptions {
   std::optional<std::int64_t> upid;  // only this process's leaks
   ProcessSelection processes;        // only these processes' leaks (and warnings)
   std::optional<LeakLevel> level;    // unset: the block level (see above)
+  AllocationScope allocations;       // only leaks of these allocations (device, kind)
 };
 
 LeakReport build_leak_report(const storage::TraceReader& trace,

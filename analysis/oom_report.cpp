@@ -24,12 +24,13 @@ bool larger_first(const LiveGroup& a, const LiveGroup& b) {
 }
 
 std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const ProcessRows& process,
-                                   std::uint64_t seq, LiveAtOom* live) {
+                                   std::uint64_t seq, const AllocationScope& allocations,
+                                   LiveAtOom* live) {
   std::map<std::pair<std::optional<std::int64_t>, int>, LiveGroup> groups;
   for (const auto& r : process.rows) {
     const storage::AllocationRow& a = r.allocation;
     if (a.alloc_seq >= seq) break;
-    if (!live_after(r, seq)) continue;
+    if (!live_after(r, seq) || !allocations.matches(a)) continue;
     // The allocator's segments are described at the block level, not listed (leaks does so).
     if (process.allocator_events && process.allocator_segments.contains(a.id)) continue;
     LiveGroup& group = groups[{a.alloc_callsite_id, a.kind}];
@@ -48,6 +49,15 @@ std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const Proc
   }
   std::sort(sorted.begin(), sorted.end(), larger_first);
   return sorted;
+}
+
+// The segment level: the process as if it had no allocator events.
+void without_blocks(ProcessRows* process) {
+  std::erase_if(process->rows, [](const storage::AllocationRecord& r) {
+    return r.allocation.kind == kind::kBlock;
+  });
+  process->allocator_events = false;
+  process->allocator_segments.clear();
 }
 
 const LiveGroup* largest_of_kind(const std::vector<LiveGroup>& groups, int kind_id) {
@@ -147,12 +157,15 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
 
 std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
                                         const OomReportOptions& options) {
+  const bool block_level = options.level == MemoryLevel::kBlock;
   storage::AllocationFilter failed;
   failed.outcome = storage::AllocationFilter::Outcome::kFailed;
   std::vector<storage::AllocationRecord> ooms;
   trace.for_each_allocation(failed, [&](const storage::AllocationRecord& r) {
     if (r.allocation.result == kOutOfMemoryResult &&
-        is_selected(options.processes, r.allocation.upid))
+        is_selected(options.processes, r.allocation.upid) &&
+        options.allocations.matches(r.allocation) &&
+        (block_level || r.allocation.kind != kind::kBlock))
       ooms.push_back(r);
   });
   std::vector<OomRecord> report;
@@ -169,6 +182,7 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     const storage::AllocationRow& a = failure.allocation;
     if (loaded_upid != a.upid) {
       process = load_process_rows(trace, a.upid);
+      if (!block_level) without_blocks(&process);
       loaded_upid = a.upid;
     }
     OomRecord oom;
@@ -188,7 +202,8 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     oom.kind_name = trace.kind_name(a.kind);
     oom.requested_bytes = a.size;
     oom.stack = trace.stack(a.alloc_callsite_id);
-    std::vector<LiveGroup> groups = live_groups(trace, process, a.alloc_seq, &oom.live);
+    std::vector<LiveGroup> groups =
+        live_groups(trace, process, a.alloc_seq, options.allocations, &oom.live);
     if (process.allocator_events) oom.allocator = allocator_state_at(process, a.alloc_seq);
     // Stacks only for the groups that are shown or that advice names.
     for (LiveGroup& group : groups) {

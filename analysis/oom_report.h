@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "analysis/advice.h"
+#include "analysis/allocation_scope.h"
 #include "analysis/allocator_state.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
@@ -64,6 +65,11 @@ struct OomRecord {
 struct OomReportOptions {
   ProcessSelection processes;
   std::size_t top = 10;  // live groups listed per OOM
+  // Only OOMs of these allocations (device, kind), and only these live beside them.
+  AllocationScope allocations;
+  // The segment level leaves blocks out: the allocator's own OOM reports, its live blocks and
+  // its state; its segments are then listed as live allocations.
+  MemoryLevel level = MemoryLevel::kBlock;
 };
 
 // In (upid, seq) order.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/advice.h"
+#include "analysis/allocation_scope.h"
 #include "analysis/allocator_level.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
@@ -78,6 +79,11 @@ struct SummaryOptions {
   // Only these processes: their rows, their allocations, peaks, bad frees and warnings, and
   // the time they span. Stats and the recorded command stay the whole trace's.
   ProcessSelection processes;
+  // Only these allocations in the kinds, the peaks and the advice (advice names a device).
+  AllocationScope allocations;
+  // The segment level leaves blocks out: no block kind, block peaks, allocator totals or
+  // advice (whose rules read blocks).
+  MemoryLevel level = MemoryLevel::kBlock;
 };
 
 Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& options = {});

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/stack_json.h"
@@ -80,40 +81,42 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
   return text;
 }
 
+std::string leak_report_csv(const analysis::LeakReport& report) {
+  CsvTable table({"kind", "level", "bytes", "count", "function", "file", "line", "stack"});
+  for (const analysis::LeakGroup& group : report.groups) {
+    std::vector<std::string> fields{group.kind_name, group.level, csv_number(group.bytes),
+                                    csv_number(group.count)};
+    for (std::string& field : csv_frame_fields(group.stack)) fields.push_back(std::move(field));
+    fields.push_back(csv_stack(group.stack));
+    table.row(fields);
+  }
+  return table.text();
+}
+
 namespace {
 
-analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
-                                 std::optional<analysis::LeakLevel> level) {
+analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope) {
   analysis::LeakReportOptions options;
   options.processes = scope.processes;
-  options.level = level;
+  options.level = scope.level;
+  options.allocations = scope.allocations;
   return analysis::build_leak_report(trace, options);
 }
 
 }  // namespace
 
 void register_leaks_command(CLI::App& app, int* exit_status) {
-  auto level = std::make_shared<std::optional<analysis::LeakLevel>>();
   register_report_command(
       app, exit_status,
       {"leaks", "Report memory never freed, grouped by allocation stack and kind, largest first",
-       [level](const std::string& path, const storage::TraceReader& trace,
-               const ReportScope& scope) {
-         return leak_report_json(path, leak_report(trace, scope, *level));
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leak_report_json(path, leak_report(trace, scope));
        },
-       [level](const std::string& path, const storage::TraceReader& trace,
-               const ReportScope& scope) {
-         return leak_report_text(path, leak_report(trace, scope, *level), scope.describe());
+       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leak_report_text(path, leak_report(trace, scope), scope.describe());
        },
-       [level](CLI::App* sub) {
-         const std::map<std::string, analysis::LeakLevel> levels{
-             {"block", analysis::LeakLevel::kBlock}, {"segment", analysis::LeakLevel::kSegment}};
-         sub->add_option_function<std::string>(
-                "--level", [level, levels](const std::string& name) { *level = levels.at(name); },
-                "block: a caching allocator's live blocks (tensors) are leaks and its segments "
-                "cache; segment: every live allocation but blocks is a leak. Default: block, "
-                "which is the segment level in a process without allocator events")
-             ->check(CLI::IsMember({"block", "segment"}));
+       [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leak_report_csv(leak_report(trace, scope));
        }});
 }
 

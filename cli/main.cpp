@@ -1,7 +1,7 @@
 // `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
-// `leaks`, `oom`), and merge the traces of several nodes (`merge`). Each subcommand lives in its
-// own file; this one only wires them up and maps every parse failure to exit status 2 with one line
-// on stderr.
+// `leaks`, `oom`), compare two traces (`diff`), and merge the traces of several nodes (`merge`).
+// Each subcommand lives in its own file; this one only wires them up and maps every parse failure
+// to exit status 2 with one line on stderr.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/diff_command.h"
 #include "cli/exit_status.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
@@ -36,8 +37,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.failure_message(one_line_failure);
   app.footer(
-      "Exit status: 'summary', 'leaks' and 'oom' exit 0 when the report was written (also when it "
-      "finds leaks or OOMs), 2 for a usage error or a trace that cannot be read; 'merge' exits 0 "
+      "Exit status: 'summary', 'leaks', 'oom' and 'diff' exit 0 when the report was written (also "
+      "when it finds leaks, OOMs or regressions), 2 for a usage error or a trace that cannot be "
+      "read; 'merge' exits 0 "
       "when "
       "the merged trace was written, else 2; 'run' exits with the recorded program's status, "
       "or 2 when it could not record.");
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_leaks_command(app, &exit_status);
   vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
+  vramtrace::cli::register_diff_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 
 #include "analysis/cuda_errors.h"
 #include "cli/advice_output.h"
+#include "cli/csv_table.h"
 #include "cli/stack_json.h"
 #include "cli/text_style.h"
 #include "cli/trace_command.h"
@@ -162,12 +163,38 @@ std::string oom_report_text(const std::string& trace_path,
   return text;
 }
 
+std::string oom_report_csv(const std::vector<analysis::OomRecord>& ooms) {
+  CsvTable table({"upid", "pid", "seq", "time_ns", "device", "api", "kind", "requested_bytes",
+                  "result", "live_bytes", "live_count", "function", "file", "line", "advice"});
+  for (const analysis::OomRecord& oom : ooms) {
+    std::vector<std::string> fields{csv_number(oom.upid),
+                                    csv_number(oom.pid),
+                                    csv_number(oom.seq),
+                                    csv_number(oom.time_ns),
+                                    csv_number(oom.device),
+                                    oom.api_name,
+                                    oom.kind_name,
+                                    csv_number(oom.requested_bytes),
+                                    csv_number(oom.result),
+                                    csv_number(oom.live.total_bytes),
+                                    csv_number(oom.live.total_count)};
+    for (std::string& field : csv_frame_fields(oom.stack)) fields.push_back(std::move(field));
+    std::string ids;
+    for (const analysis::Advice& advice : oom.advice) ids += (ids.empty() ? "" : ";") + advice.id;
+    fields.push_back(ids);
+    table.row(fields);
+  }
+  return table.text();
+}
+
 void register_oom_command(CLI::App& app, int* exit_status) {
   auto top = std::make_shared<std::size_t>(10);
   const auto report = [top](const storage::TraceReader& trace, const ReportScope& scope) {
     analysis::OomReportOptions options;
     options.processes = scope.processes;
     options.top = *top;
+    options.allocations = scope.allocations;
+    options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
     return analysis::build_oom_report(trace, options);
   };
   register_report_command(
@@ -180,6 +207,9 @@ void register_oom_command(CLI::App& app, int* exit_status) {
        [report](const std::string& path, const storage::TraceReader& trace,
                 const ReportScope& scope) {
          return oom_report_text(path, report(trace, scope), scope.describe());
+       },
+       [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return oom_report_csv(report(trace, scope));
        },
        [top](CLI::App* sub) {
          sub->add_option("--top", *top, "Live stacks listed per OOM, largest first (default 10)")
