@@ -29,11 +29,7 @@ void write_fragmented_trace(const std::filesystem::path& path) {
   auto writer = storage::TraceWriter::create(path, &error);
   ASSERT_TRUE(writer) << error;
   storage::TraceWriter& w = *writer;
-  w.add_module(1, "/work/train.py", "");
-  w.add_frame({1, 1, 0x10, "main", "train.py", 10, false});
-  w.add_frame({2, 1, 0x20, "forward", "model.py", 42, false});
-  w.add_callsite(1, std::nullopt, 1, 0);
-  w.add_callsite(2, 1, 2, 1);
+  add_train_stacks(w);
   const ProcessWriter p = start_process(w, 1, 5000);
   p.add(p.row(1, kind::kDevice, api::kCudaMalloc, S, 20 * M, 1, 1));
   p.block(2, S, 4 * M, 2, 1);

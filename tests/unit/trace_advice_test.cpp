@@ -39,12 +39,8 @@ class TraceAdviceTest : public ::testing::Test {
     EXPECT_TRUE(writer) << error;
     if (!writer) return {};
     storage::TraceWriter& w = *writer;
-    w.add_module(1, "/work/train.py", "");
-    w.add_frame({1, 1, 0x10, "main", "train.py", 10, false});
-    w.add_frame({2, 1, 0x20, "forward", "model.py", 42, false});
+    testing::add_train_stacks(w);
     w.add_frame({3, 1, 0x30, "decorate_autocast", "torch/amp/autocast_mode.py", 44, false});
-    w.add_callsite(1, std::nullopt, 1, 0);
-    w.add_callsite(2, 1, 2, 1);
     w.add_callsite(3, 1, 3, 1);
     fill(w);
     EXPECT_TRUE(w.finish(&error)) << error;

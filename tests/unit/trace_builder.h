@@ -16,6 +16,17 @@ inline std::int64_t ns_of_seq(std::uint64_t seq) {
   return 1'000'000'000 + static_cast<std::int64_t>(seq) * 1'000'000;
 }
 
+// The stacks most hand-built traces use, innermost first, in module 1 (/work/train.py):
+//   callsite 1: main (train.py:10)
+//   callsite 2: forward (model.py:42), main
+inline void add_train_stacks(storage::TraceWriter& w) {
+  w.add_module(1, "/work/train.py", "");
+  w.add_frame({1, 1, 0x10, "main", "train.py", 10, false});
+  w.add_frame({2, 1, 0x20, "forward", "model.py", 42, false});
+  w.add_callsite(1, std::nullopt, 1, 0);
+  w.add_callsite(2, 1, 2, 1);
+}
+
 // One process's rows.
 struct ProcessWriter {
   storage::TraceWriter& w;
