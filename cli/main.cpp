@@ -1,5 +1,6 @@
 // `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
-// `leaks`, `oom`), compare two traces (`diff`), and merge the traces of several nodes (`merge`).
+// `leaks`, `oom`), compare two traces (`diff`), export it for timeline viewers (`export`), and
+// merge the traces of several nodes (`merge`).
 // Each subcommand lives in its own file; this one only wires them up and maps every parse failure
 // to exit status 2 with one line on stderr.
 #include <fmt/core.h>
@@ -11,6 +12,7 @@
 
 #include "cli/diff_command.h"
 #include "cli/exit_status.h"
+#include "cli/export_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
@@ -39,9 +41,9 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit status: 'summary', 'leaks', 'oom' and 'diff' exit 0 when the report was written (also "
       "when it finds leaks, OOMs or regressions), 2 for a usage error or a trace that cannot be "
-      "read; 'merge' exits 0 "
+      "read; 'export' and 'merge' exit 0 "
       "when "
-      "the merged trace was written, else 2; 'run' exits with the recorded program's status, "
+      "the files were written, else 2; 'run' exits with the recorded program's status, "
       "or 2 when it could not record.");
 
   int exit_status = vramtrace::cli::kExitOk;
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_oom_command(app, &exit_status);
   vramtrace::cli::register_merge_command(app, &exit_status);
   vramtrace::cli::register_diff_command(app, &exit_status);
+  vramtrace::cli::register_export_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

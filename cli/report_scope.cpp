@@ -34,6 +34,10 @@ void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filt
 
 void add_report_options(CLI::App* command, ReportOptions* options) {
   add_format_option(command, &options->format);
+  add_scope_options(command, options);
+}
+
+void add_scope_options(CLI::App* command, ReportOptions* options) {
   add_process_filter_options(command, &options->processes);
   constexpr const char* kGroup = "Which allocations";
   command

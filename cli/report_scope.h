@@ -28,6 +28,8 @@ struct ReportOptions {
 
 // --format, --pid, --rank, --host, --device, --kind and --level, written to *options.
 void add_report_options(CLI::App* command, ReportOptions* options);
+// The same but --format, for a command whose output is not a report (export).
+void add_scope_options(CLI::App* command, ReportOptions* options);
 
 struct ReportScope {
   analysis::ProcessFilter filter;        // as given on the command line; empty: every process
