@@ -110,6 +110,7 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   }
   for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
 
+  summary.level = options.level;
   summary.peaks = find_device_peaks(trace, selected, options.allocations);
   if (block_level) {
     summary.block_peaks = find_block_peaks(trace, selected, options.allocations);

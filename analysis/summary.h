@@ -68,11 +68,12 @@ struct Summary {
   std::vector<DevicePeak> peaks;  // by upid, then device
   // The allocator level: per process, blocks (tensors) against the segments holding them and
   // the cache; a process without allocator events is seen at the segment level only.
-  std::vector<AllocatorTotals> allocator;  // by upid, every selected process
-  std::vector<DevicePeak> block_peaks;     // peak live block bytes, by upid, then device
-  std::vector<BadFreeCount> bad_frees;     // by reason
-  std::vector<storage::StatRecord> stats;  // by name, for the whole trace
-  std::vector<Advice> advice;              // trace_advice.h: the rules that fired
+  std::vector<AllocatorTotals> allocator;   // by upid, every selected process
+  std::vector<DevicePeak> block_peaks;      // peak live block bytes, by upid, then device
+  std::vector<BadFreeCount> bad_frees;      // by reason
+  std::vector<storage::StatRecord> stats;   // by name, for the whole trace
+  std::vector<Advice> advice;               // trace_advice.h: the rules that fired
+  MemoryLevel level = MemoryLevel::kBlock;  // as asked (SummaryOptions)
 };
 
 struct SummaryOptions {

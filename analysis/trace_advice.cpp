@@ -348,10 +348,21 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     ProcessFacts p;
     p.upid = process.start.upid;
     p.pid = process.start.pid;
-    p.rows = load_process_rows(trace, p.upid);
+    // Only a process whose tensors the trace saw needs all its rows in memory; for any other
+    // the pinned memory rule reads its pinned allocations alone.
+    const bool tensors = std::any_of(block_peaks.begin(), block_peaks.end(),
+                                     [&](const DevicePeak& peak) { return peak.upid == p.upid; });
+    if (tensors) {
+      p.rows = load_process_rows(trace, p.upid);
+    } else {
+      storage::AllocationFilter pinned;
+      pinned.upid = p.upid;
+      pinned.kind = kind::kHostPinned;
+      p.rows.rows = trace.allocations(pinned);
+    }
     p.sweep = sweep(p.rows);
     p.ranges = std::move(ranges[p.upid]);
-    if (p.rows.allocator_events) {
+    if (tensors) {
       for (const DevicePeak& peak : block_peaks)
         if (peak.upid == p.upid) advise_fragmentation(p, peak, &advice);
       for (const DevicePeak& peak : device_peaks) {

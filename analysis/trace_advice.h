@@ -32,6 +32,9 @@ namespace vramtrace::analysis {
 
 inline constexpr std::uint64_t kPinnedMemoryAdviceBytes = 1ull << 30;
 
+// Cost: one pass for the peaks, and the rows of each process with tensors (kind block) in
+// memory while its rules run, as the OOM report does; of other processes, only their pinned
+// allocations.
 // In upid order; within a process, rule by rule in the order listed above (device by device). Every
 // advice's evidence starts with "pid", then "device" where the rule is per device.
 std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,

@@ -267,7 +267,10 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   }
 
   text += "\nallocator level (blocks: tensors of a caching allocator; segments: its memory):\n";
-  if (summary.allocator.empty()) text += "  no processes\n";
+  if (summary.level == analysis::MemoryLevel::kSegment)
+    text += "  not looked at (--level segment)\n";
+  else if (summary.allocator.empty())
+    text += "  no processes\n";
   for (const analysis::AllocatorTotals& a : summary.allocator) {
     std::string label = fmt::format("pid {}", a.pid);
     for (const storage::ProcessRecord& process : summary.processes) {

@@ -152,6 +152,10 @@ TEST_F(CliReportOptionsTest, TheSegmentLevelLeavesBlocksOut) {
   EXPECT_EQ(segment["kinds"][0]["kind"], "device");
   EXPECT_EQ(segment["advice"], json::array());
   EXPECT_EQ(segment["block_peaks"], json::array());
+  EXPECT_NE(run({"summary", torch_.string(), "--level", "segment"})
+                .out.find("allocator level (blocks: tensors of a caching allocator; segments: its "
+                          "memory):\n  not looked at (--level segment)\n"),
+            std::string::npos);
   // leaks: the three blocks at the block level, the segment itself at the segment level.
   EXPECT_EQ(run_json({"leaks", torch_.string()})["total_bytes"], 12 * M);
   EXPECT_EQ(run_json({"leaks", torch_.string(), "--level", "segment"})["total_bytes"], 20 * M);
