@@ -68,6 +68,7 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
                 fmt::format("vramtrace {}: reading {}", command.name, options->trace));
             const ReportScope scope = resolve_scope(trace, options->trace, options->report);
             if (options->report.format == OutputFormat::kCsv) {
+              if (!command.csv) throw ReportRefusal("--format csv: this report has no CSV form");
               output = command.csv(options->trace, trace, scope);
             } else if (options->report.format == OutputFormat::kJson) {
               nlohmann::ordered_json document = command.json(options->trace, trace, scope);

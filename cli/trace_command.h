@@ -41,6 +41,7 @@ struct ReportCommand {
   std::function<std::string(const std::string& path, const storage::TraceReader&,
                             const ReportScope&)>
       text;
+  // Optional: without it, --format csv is refused with a one-line error (exit status 2).
   std::function<std::string(const std::string& path, const storage::TraceReader&,
                             const ReportScope&)>
       csv;
