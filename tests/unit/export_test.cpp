@@ -14,9 +14,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include <google/protobuf/unknown_field_set.h>
 #include "analysis/export/chrome_export.h"
 #include "analysis/export/export_timeline.h"
 #include "analysis/export/perfetto_export.h"
+
 #include "protos/perfetto/trace/trace.pb.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
@@ -186,6 +188,64 @@ TEST_F(ExportTest, PerfettoAnnotationsCarryTheAllocationsNumbers) {
     return;
   }
   ADD_FAILURE() << "no alloc block 8.0 MiB instant";
+}
+
+// The field numbers on the wire, read without our .proto files: the numbers of Perfetto's
+// published schema (google/perfetto protos/perfetto/trace/trace.proto, trace_packet.proto,
+// track_event/track_descriptor.proto, track_event.proto), written here by hand.
+TEST_F(ExportTest, PerfettoWireFieldsAreUpstreamsNumbers) {
+  std::ostringstream out;
+  analysis::write_perfetto_trace(timeline_, out);
+  google::protobuf::UnknownFieldSet trace;
+  ASSERT_TRUE(trace.ParseFromString(out.str()));
+  constexpr int kTracePacket = 1;                                    // Trace.packet
+  constexpr int kTimestamp = 8, kTrackEvent = 11, kSequenceId = 10;  // TracePacket
+  constexpr int kTrackDescriptor = 60;                               // TracePacket
+  constexpr int kUuid = 1, kProcess = 3, kCounter = 8;               // TrackDescriptor
+  constexpr int kType = 9, kTrackUuid = 11, kCounterValue = 30;      // TrackEvent
+  constexpr int kTypeCounter = 4;                                    // TrackEvent.Type
+  int descriptors = 0, processes = 0, counter_tracks = 0, counter_events = 0;
+  for (int i = 0; i < trace.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = trace.field(i);
+    ASSERT_EQ(field.number(), kTracePacket);
+    google::protobuf::UnknownFieldSet packet;
+    ASSERT_TRUE(packet.ParseFromString(field.length_delimited()));
+    std::map<int, const google::protobuf::UnknownField*> fields;
+    for (int j = 0; j < packet.field_count(); ++j)
+      fields[packet.field(j).number()] = &packet.field(j);
+    EXPECT_EQ(fields.at(kSequenceId)->varint(), 1u);
+    if (fields.contains(kTrackDescriptor)) {
+      ++descriptors;
+      google::protobuf::UnknownFieldSet track;
+      ASSERT_TRUE(track.ParseFromString(fields.at(kTrackDescriptor)->length_delimited()));
+      for (int j = 0; j < track.field_count(); ++j) {
+        processes += track.field(j).number() == kProcess;
+        counter_tracks += track.field(j).number() == kCounter;
+        if (track.field(j).number() == kUuid) {
+          EXPECT_NE(track.field(j).varint(), 0u);
+        }
+      }
+      continue;
+    }
+    ASSERT_TRUE(fields.contains(kTrackEvent));
+    ASSERT_TRUE(fields.contains(kTimestamp));
+    google::protobuf::UnknownFieldSet event;
+    ASSERT_TRUE(event.ParseFromString(fields.at(kTrackEvent)->length_delimited()));
+    std::map<int, std::uint64_t> numbers;
+    for (int j = 0; j < event.field_count(); ++j)
+      if (event.field(j).type() == google::protobuf::UnknownField::TYPE_VARINT)
+        numbers[event.field(j).number()] = event.field(j).varint();
+    EXPECT_TRUE(numbers.contains(kTrackUuid));
+    if (numbers.at(kType) == kTypeCounter) {
+      ++counter_events;
+      EXPECT_TRUE(numbers.contains(kCounterValue));
+    }
+  }
+  // A process, a lane, a thread and two counters; 2 + 4 counter points.
+  EXPECT_EQ(descriptors, 5);
+  EXPECT_EQ(processes, 1);
+  EXPECT_EQ(counter_tracks, 2);
+  EXPECT_EQ(counter_events, 6);
 }
 
 TEST_F(ExportTest, ChromeJsonHasCountersSlicesAndInstants) {
