@@ -15,7 +15,8 @@ bool occupies_device_memory(int kind) {
 namespace {
 
 std::vector<DevicePeak> find_peaks(const storage::TraceReader& trace,
-                                   const ProcessSelection& processes, bool (*counts)(int kind)) {
+                                   const ProcessSelection& processes, bool (*counts)(int kind),
+                                   const AllocationScope& allocations) {
   std::map<std::int64_t, std::uint32_t> pid_of_upid;
   for (const storage::ProcessRecord& process : trace.processes()) {
     pid_of_upid[process.start.upid] = process.start.pid;
@@ -29,7 +30,9 @@ std::vector<DevicePeak> find_peaks(const storage::TraceReader& trace,
   std::map<std::pair<std::int64_t, int>, DeviceSweep> sweeps;  // by (upid, device)
 
   trace.for_each_allocation_event([&](const storage::AllocationEvent& event) {
-    if (!counts(event.kind) || !is_selected(processes, event.upid)) return;
+    if (!counts(event.kind) || !allocations.matches(event.device, event.kind) ||
+        !is_selected(processes, event.upid))
+      return;
     DeviceSweep& sweep = sweeps[{event.upid, event.device}];
     const auto size = static_cast<std::int64_t>(event.size);
     if (event.type == storage::AllocationEvent::Type::kFree) {
@@ -59,14 +62,17 @@ std::vector<DevicePeak> find_peaks(const storage::TraceReader& trace,
 }  // namespace
 
 std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
-                                          const ProcessSelection& processes) {
-  return find_peaks(trace, processes, &occupies_device_memory);
+                                          const ProcessSelection& processes,
+                                          const AllocationScope& allocations) {
+  return find_peaks(trace, processes, &occupies_device_memory, allocations);
 }
 
 std::vector<DevicePeak> find_block_peaks(const storage::TraceReader& trace,
-                                         const ProcessSelection& processes) {
-  return find_peaks(trace, processes,
-                    [](int kind) { return kind == storage::allocation_kind::kBlock; });
+                                         const ProcessSelection& processes,
+                                         const AllocationScope& allocations) {
+  return find_peaks(
+      trace, processes, [](int kind) { return kind == storage::allocation_kind::kBlock; },
+      allocations);
 }
 
 }  // namespace vramtrace::analysis

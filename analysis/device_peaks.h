@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "analysis/allocation_scope.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
@@ -31,14 +32,16 @@ struct DevicePeak {
 };
 
 // One entry per (process, device) that held device memory, by upid then device; only the
-// selected processes.
+// selected processes, and of their allocations only those in `allocations`.
 std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
-                                          const ProcessSelection& processes = std::nullopt);
+                                          const ProcessSelection& processes = std::nullopt,
+                                          const AllocationScope& allocations = {});
 
 // The same sweep over a caching allocator's blocks (kind `block`): the most bytes its tensors
 // held at once, per process and device. Empty for processes with no allocator events. Blocks
 // sit inside segments that find_device_peaks() counts, so the two are never added up.
 std::vector<DevicePeak> find_block_peaks(const storage::TraceReader& trace,
-                                         const ProcessSelection& processes = std::nullopt);
+                                         const ProcessSelection& processes = std::nullopt,
+                                         const AllocationScope& allocations = {});
 
 }  // namespace vramtrace::analysis

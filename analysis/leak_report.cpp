@@ -118,7 +118,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   std::vector<storage::AllocationRecord> live;
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
-    if (!is_selected(selected, allocation.upid)) return;
+    if (!is_selected(selected, allocation.upid) || !options.allocations.matches(allocation)) return;
     if (options.allocated_in && (allocation.alloc_seq < options.allocated_in->first ||
                                  allocation.alloc_seq > options.allocated_in->last))
       return;
@@ -154,6 +154,7 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
     if (since && after == since_seq.end()) continue;  // M1 never happened in this process
     for (storage::AllocationRecord& record : index.live_at(moment.upid, moment.seq)) {
       if (since && record.allocation.alloc_seq <= after->second) continue;
+      if (!options.allocations.matches(record.allocation)) continue;
       live.push_back(std::move(record));
     }
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "analysis/moment.h"
+#include "analysis/allocation_scope.h"
 #include "analysis/process_filter.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -37,7 +38,7 @@ struct LeakGroup {
   std::vector<storage::StackFrame> stack;  // innermost first
 };
 
-enum class LeakLevel { kBlock, kSegment };
+using LeakLevel = MemoryLevel;  // allocation_scope.h
 
 struct CacheTotals {
   std::uint64_t bytes = 0;  // live allocator segments' bytes not in a live block
@@ -67,6 +68,7 @@ struct LeakReportOptions {
   std::optional<std::int64_t> upid;  // only this process's leaks
   ProcessSelection processes;        // only these processes' leaks (and warnings)
   std::optional<LeakLevel> level;    // unset: the block level (see above)
+  AllocationScope allocations;       // only leaks of these allocations (device, kind)
   // Only allocations made at sequence numbers first..last of `upid` (a test's range, say).
   struct SeqRange {
     std::uint64_t first = 0, last = UINT64_MAX;

@@ -14,31 +14,6 @@ namespace vramtrace::analysis {
 namespace {
 
 namespace kind = storage::allocation_kind;
-using Rows = std::vector<storage::AllocationRecord>;
-
-bool live_at(const storage::AllocationRecord& r, std::uint64_t seq) {
-  return !r.failed() && r.allocation.alloc_seq < seq && (!r.free || r.free->free_seq > seq);
-}
-
-// "4.0 MiB": advice text is for people; the exact numbers are in its evidence.
-std::string bytes_text(std::uint64_t bytes) {
-  constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  std::size_t unit = 0;
-  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
-    value /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{} B", bytes) : fmt::format("{:.1f} {}", value, kUnits[unit]);
-}
-
-std::string where(const std::vector<storage::StackFrame>& stack) {
-  if (stack.empty()) return "no recorded stack";
-  const storage::StackFrame& frame = stack.front();
-  std::string text = frame.function.value_or("??");
-  if (frame.file) text += fmt::format(" ({}:{})", *frame.file, frame.line.value_or(0));
-  return text;
-}
 
 bool larger_first(const LiveGroup& a, const LiveGroup& b) {
   const auto key = [](const LiveGroup& g) {
@@ -48,33 +23,14 @@ bool larger_first(const LiveGroup& a, const LiveGroup& b) {
   return key(a) < key(b);
 }
 
-// A process's rows, and what is known about its allocator for the whole trace.
-struct ProcessRows {
-  Rows rows;  // alloc_seq order
-  bool allocator_events = false;
-  std::unordered_set<std::int64_t> allocator_segments;  // ids of rows that held a block
-};
-
-ProcessRows load_process(const storage::TraceReader& trace, std::int64_t upid) {
-  ProcessRows process;
-  storage::AllocationFilter filter;
-  filter.upid = upid;
-  process.rows = trace.allocations(filter);
-  for (const auto& r : process.rows) {
-    if (r.allocation.kind != kind::kBlock) continue;
-    process.allocator_events = true;
-    if (r.allocation.segment_id) process.allocator_segments.insert(*r.allocation.segment_id);
-  }
-  return process;
-}
-
 std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const ProcessRows& process,
-                                   std::uint64_t seq, LiveAtOom* live) {
+                                   std::uint64_t seq, const AllocationScope& allocations,
+                                   LiveAtOom* live) {
   std::map<std::pair<std::optional<std::int64_t>, int>, LiveGroup> groups;
   for (const auto& r : process.rows) {
     const storage::AllocationRow& a = r.allocation;
     if (a.alloc_seq >= seq) break;
-    if (!live_at(r, seq)) continue;
+    if (!live_after(r, seq) || !allocations.matches(a)) continue;
     // The allocator's segments are described at the block level, not listed (leaks does so).
     if (process.allocator_events && process.allocator_segments.contains(a.id)) continue;
     LiveGroup& group = groups[{a.alloc_callsite_id, a.kind}];
@@ -95,87 +51,13 @@ std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const Proc
   return sorted;
 }
 
-struct Range {
-  std::uint64_t start, end;
-};
-
-// The segments live at `seq`, with the live blocks laid over them: what is left between the
-// blocks is the allocator's free (cached) memory, and its largest piece is the largest block
-// the allocator could have handed out without a new segment.
-AllocatorAtOom allocator_at(const ProcessRows& process, std::uint64_t seq) {
-  AllocatorAtOom at;
-  std::optional<std::uint64_t> latest;
-  const auto note = [&](std::uint64_t when, const std::optional<std::uint64_t>& allocated,
-                        const std::optional<std::uint64_t>& reserved) {
-    if ((!allocated && !reserved) || when > seq || (latest && when < *latest)) return;
-    latest = when;
-    at.allocated = allocated;
-    at.reserved = reserved;
-  };
-  std::vector<Range> blocks;
-  struct Segment {
-    Range range;
-    bool mapping;
-  };
-  std::vector<Segment> segments;
-  for (const auto& r : process.rows) {
-    const storage::AllocationRow& a = r.allocation;
-    if (a.alloc_seq > seq) break;
-    if (a.kind == kind::kBlock) {
-      note(a.alloc_seq, a.allocator_allocated, a.allocator_reserved);
-      if (r.free) note(r.free->free_seq, r.free->allocator_allocated, r.free->allocator_reserved);
-    }
-    if (!live_at(r, seq)) continue;
-    if (a.kind == kind::kBlock) {
-      blocks.push_back({a.address, a.address + a.size});
-      at.live_block_bytes += a.size;
-    } else if (process.allocator_segments.contains(a.id)) {
-      segments.push_back({{a.address, a.address + a.size}, a.kind == kind::kVmmMapping});
-    }
-  }
-  std::sort(blocks.begin(), blocks.end(),
-            [](const Range& x, const Range& y) { return x.start < y.start; });
-  std::sort(segments.begin(), segments.end(),
-            [](const Segment& x, const Segment& y) { return x.range.start < y.range.start; });
-
-  for (std::size_t i = 0; i < segments.size();) {
-    // Expandable segments: one reserved range mapped piece by piece, used as one segment.
-    SegmentAtOom segment;
-    Range range = segments[i].range;
-    segment.expandable = segments[i].mapping;
-    for (++i; i < segments.size() && segment.expandable && segments[i].mapping &&
-              segments[i].range.start == range.end;
-         ++i)
-      range.end = segments[i].range.end;
-    segment.address = range.start;
-    segment.size = range.end - range.start;
-    std::uint64_t cursor = range.start;
-    const auto first = std::lower_bound(
-        blocks.begin(), blocks.end(), range.start,
-        [](const Range& block, std::uint64_t start) { return block.end <= start; });
-    // Blocks sorted by start with no overlap, so their ends are sorted too.
-    for (auto block = first; block != blocks.end() && block->start < range.end; ++block) {
-      if (block->end <= range.start) continue;
-      segment.blocks += 1;
-      const std::uint64_t start = std::max(block->start, range.start);
-      if (start > cursor) segment.free_gaps.push_back(start - cursor);
-      cursor = std::max(cursor, std::min(block->end, range.end));
-    }
-    if (range.end > cursor) segment.free_gaps.push_back(range.end - cursor);
-    at.segment_bytes += segment.size;
-    for (const std::uint64_t gap : segment.free_gaps) {
-      at.total_free += gap;
-      at.largest_free_gap = std::max(at.largest_free_gap, gap);
-    }
-    if (segment.blocks == 0) at.releasable_bytes += segment.size;
-    at.segments.push_back(std::move(segment));
-  }
-  at.cached_bytes = at.total_free;
-  if (at.total_free != 0) {
-    at.external_fragmentation =
-        1.0 - static_cast<double>(at.largest_free_gap) / static_cast<double>(at.total_free);
-  }
-  return at;
+// The segment level: the process as if it had no allocator events.
+void without_blocks(ProcessRows* process) {
+  std::erase_if(process->rows, [](const storage::AllocationRecord& r) {
+    return r.allocation.kind == kind::kBlock;
+  });
+  process->allocator_events = false;
+  process->allocator_segments.clear();
 }
 
 const LiveGroup* largest_of_kind(const std::vector<LiveGroup>& groups, int kind_id) {
@@ -198,8 +80,9 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
          fmt::format("No allocator events in this process (segment level): {} was live in {} "
                      "allocations when {} was requested; the largest callsite held {} in {} {} "
                      "allocations, at {}. Free or shrink those first.",
-                     bytes_text(oom.live.total_bytes), oom.live.total_count, bytes_text(request),
-                     bytes_text(top.bytes), top.count, top.kind_name, where(top.stack)),
+                     advice_bytes(oom.live.total_bytes), oom.live.total_count,
+                     advice_bytes(request), advice_bytes(top.bytes), top.count, top.kind_name,
+                     advice_callsite(top.stack)),
          {{"requested_bytes", request},
           {"live_bytes", oom.live.total_bytes},
           {"top_callsite_bytes", top.bytes},
@@ -214,7 +97,7 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
     std::string text = fmt::format(
         "Fragmentation: the allocator's segments had {} free, at least the {} requested, but "
         "the largest free gap was {} (external fragmentation {:.2f}), so no free block fit. ",
-        bytes_text(a.total_free), bytes_text(request), bytes_text(a.largest_free_gap),
+        advice_bytes(a.total_free), advice_bytes(request), advice_bytes(a.largest_free_gap),
         a.external_fragmentation);
     text += expandable
                 ? "Expandable segments are already on (the segments are cuMemMap mappings): the "
@@ -242,7 +125,7 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
                      "it: that returns unused cached segments to the driver. It frees no live "
                      "tensor, and does not help PyTorch's own requests, for which the allocator "
                      "already frees its unused segments and retries before it reports an OOM.",
-                     bytes_text(a.releasable_bytes), oom.api_name, bytes_text(request)),
+                     advice_bytes(a.releasable_bytes), oom.api_name, advice_bytes(request)),
          {{"requested_bytes", request},
           {"releasable_bytes", a.releasable_bytes},
           {"cached_bytes", a.cached_bytes}},
@@ -252,16 +135,12 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
     const LiveGroup* top = largest_of_kind(groups, kind::kBlock);
     std::string text =
         fmt::format("Live tensors: {} in live blocks against {} cached in the allocator's segments",
-                    bytes_text(a.live_block_bytes), bytes_text(a.cached_bytes));
+                    advice_bytes(a.live_block_bytes), advice_bytes(a.cached_bytes));
     if (top) {
       text += fmt::format("; the largest callsite held {} in {} blocks, at {}",
-                          bytes_text(top->bytes), top->count, where(top->stack));
+                          advice_bytes(top->bytes), top->count, advice_callsite(top->stack));
     }
-    text +=
-        ". Reduce live memory: smaller micro-batches with gradient accumulation, activation "
-        "checkpointing (torch.utils.checkpoint), mixed precision (torch.autocast), "
-        "torch.no_grad() in evaluation, and no references kept to tensors no longer needed "
-        "(a loss kept in a list keeps its graph).";
+    text += fmt::format(". Reduce live memory: {}.", kReduceLiveTensorsRemedy);
     advice.push_back({kAdviceLiveTensors,
                       std::move(text),
                       {{"requested_bytes", request},
@@ -278,12 +157,15 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
 
 std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
                                         const OomReportOptions& options) {
+  const bool block_level = options.level == MemoryLevel::kBlock;
   storage::AllocationFilter failed;
   failed.outcome = storage::AllocationFilter::Outcome::kFailed;
   std::vector<storage::AllocationRecord> ooms;
   trace.for_each_allocation(failed, [&](const storage::AllocationRecord& r) {
     if (r.allocation.result == kOutOfMemoryResult &&
-        is_selected(options.processes, r.allocation.upid))
+        is_selected(options.processes, r.allocation.upid) &&
+        options.allocations.matches(r.allocation) &&
+        (block_level || r.allocation.kind != kind::kBlock))
       ooms.push_back(r);
   });
   std::vector<OomRecord> report;
@@ -299,7 +181,8 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   for (const auto& failure : ooms) {  // (upid, alloc_seq) order: one load per process
     const storage::AllocationRow& a = failure.allocation;
     if (loaded_upid != a.upid) {
-      process = load_process(trace, a.upid);
+      process = load_process_rows(trace, a.upid);
+      if (!block_level) without_blocks(&process);
       loaded_upid = a.upid;
     }
     OomRecord oom;
@@ -319,8 +202,9 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     oom.kind_name = trace.kind_name(a.kind);
     oom.requested_bytes = a.size;
     oom.stack = trace.stack(a.alloc_callsite_id);
-    std::vector<LiveGroup> groups = live_groups(trace, process, a.alloc_seq, &oom.live);
-    if (process.allocator_events) oom.allocator = allocator_at(process, a.alloc_seq);
+    std::vector<LiveGroup> groups =
+        live_groups(trace, process, a.alloc_seq, options.allocations, &oom.live);
+    if (process.allocator_events) oom.allocator = allocator_state_at(process, a.alloc_seq);
     // Stacks only for the groups that are shown or that advice names.
     for (LiveGroup& group : groups) {
       if (&group - groups.data() < static_cast<std::ptrdiff_t>(options.top) ||

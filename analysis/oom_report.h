@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"
+#include "analysis/allocation_scope.h"
+#include "analysis/allocator_state.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
@@ -40,42 +43,9 @@ struct LiveAtOom {
   std::uint64_t groups = 0;    // groups before the cut to `top`
 };
 
-// One allocator segment at the OOM: address-contiguous cuMemMap mappings (expandable
-// segments) are merged into one, since a block may span them.
-struct SegmentAtOom {
-  std::uint64_t address = 0, size = 0;
-  std::uint64_t blocks = 0;              // live blocks in it
-  std::vector<std::uint64_t> free_gaps;  // address order; the bytes between live blocks
-  bool expandable = false;               // made of cuMemMap mappings
-};
-
-struct AllocatorAtOom {
-  // The allocator's own totals in its latest report at or before the OOM; unset: none yet.
-  std::optional<std::uint64_t> allocated, reserved;
-  std::uint64_t live_block_bytes = 0;  // live blocks (in segments or not)
-  std::uint64_t segment_bytes = 0;     // live allocator segments
-  std::uint64_t cached_bytes = 0;      // segment bytes not in a live block (= total_free)
-  // Bytes of segments with no live block at all: what torch.cuda.empty_cache() would return
-  // to the driver (it never splits a segment, and frees no live tensor).
-  std::uint64_t releasable_bytes = 0;
-  std::uint64_t total_free = 0, largest_free_gap = 0;
-  double external_fragmentation = 0;   // 1 - largest_free_gap / total_free; 0 when nothing free
-  std::vector<SegmentAtOom> segments;  // address order
-};
-
-// Each advice names the rule that fired (`id`) and the numbers it fired on.
-struct Advice {
-  std::string
-      id;  // kAdviceFragmentation, kAdviceCacheHeld, kAdviceLiveTensors, kAdviceTopCallsites
-  std::string text;
-  std::vector<std::pair<std::string, std::uint64_t>> evidence;  // in the order written
-  std::optional<double> fraction;  // fragmentation's ratio, also evidence
-};
-
-inline constexpr const char* kAdviceFragmentation = "fragmentation";
-inline constexpr const char* kAdviceCacheHeld = "cache_held";
-inline constexpr const char* kAdviceLiveTensors = "live_tensors";
-inline constexpr const char* kAdviceTopCallsites = "top_callsites";
+// The allocator at the OOM (allocator_state.h); the names keep the report's vocabulary.
+using SegmentAtOom = SegmentState;
+using AllocatorAtOom = AllocatorState;
 
 struct OomRecord {
   std::int64_t upid = 0;
@@ -95,6 +65,11 @@ struct OomRecord {
 struct OomReportOptions {
   ProcessSelection processes;
   std::size_t top = 10;  // live groups listed per OOM
+  // Only OOMs of these allocations (device, kind), and only these live beside them.
+  AllocationScope allocations;
+  // The segment level leaves blocks out: the allocator's own OOM reports, its live blocks and
+  // its state; its segments are then listed as live allocations.
+  MemoryLevel level = MemoryLevel::kBlock;
 };
 
 // In (upid, seq) order.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/trace_advice.h"
 #include "analysis/trace_warnings.h"
 #include "storage/schema.h"
 
@@ -53,12 +54,17 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     if (process.end.end_ns) span.include(*process.end.end_ns);
   }
 
+  namespace kind = storage::allocation_kind;
+  const bool block_level = options.level == MemoryLevel::kBlock;
   std::map<int, KindTotals> kinds;
   std::map<int, std::map<int, std::uint64_t>> failures_by_kind;  // kind -> result -> count
   trace.for_each_allocation({}, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
     if (!is_selected(selected, allocation.upid)) return;
     span.include(allocation.alloc_ns);
+    if (!options.allocations.matches(allocation) ||
+        (!block_level && allocation.kind == kind::kBlock))
+      return;
     KindTotals& totals = kinds[allocation.kind];
     if (record.failed()) {
       totals.failed_allocations += 1;
@@ -84,7 +90,6 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     }
     summary.kinds.push_back(std::move(totals));
   }
-  namespace kind = storage::allocation_kind;
   const auto totals_of = [&](int kind_id) {
     for (const KindTotals& totals : summary.kinds) {
       if (totals.kind == kind_id) return totals;
@@ -105,10 +110,21 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   }
   for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
 
-  summary.peaks = find_device_peaks(trace, selected);
-  summary.block_peaks = find_block_peaks(trace, selected);
-  for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
-    summary.allocator.push_back(totals);
+  summary.level = options.level;
+  summary.peaks = find_device_peaks(trace, selected, options.allocations);
+  if (block_level) {
+    summary.block_peaks = find_block_peaks(trace, selected, options.allocations);
+    for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
+      summary.allocator.push_back(totals);
+    for (Advice& advice : build_trace_advice(trace, selected)) {
+      const auto device = std::find_if(advice.evidence.begin(), advice.evidence.end(),
+                                       [](const auto& e) { return e.first == "device"; });
+      if (options.allocations.device && device != advice.evidence.end() &&
+          device->second != static_cast<std::uint64_t>(*options.allocations.device))
+        continue;
+      summary.advice.push_back(std::move(advice));
+    }
+  }
   summary.start_ns = span.start();
   summary.end_ns = span.end();
   summary.duration_ns = span.end() - span.start();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/advice.h"
+#include "analysis/allocation_scope.h"
 #include "analysis/allocator_level.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
@@ -63,19 +65,26 @@ struct Summary {
   std::vector<storage::ProcessRecord> processes;  // by upid
   std::vector<KindTotals> kinds;                  // kinds with at least one call, by kind id
   VirtualMemoryTotals virtual_memory;
-  std::vector<DevicePeak> peaks;           // by upid, then device
+  std::vector<DevicePeak> peaks;  // by upid, then device
   // The allocator level: per process, blocks (tensors) against the segments holding them and
   // the cache; a process without allocator events is seen at the segment level only.
-  std::vector<AllocatorTotals> allocator;  // by upid, every selected process
-  std::vector<DevicePeak> block_peaks;     // peak live block bytes, by upid, then device
-  std::vector<BadFreeCount> bad_frees;     // by reason
-  std::vector<storage::StatRecord> stats;  // by name, for the whole trace
+  std::vector<AllocatorTotals> allocator;   // by upid, every selected process
+  std::vector<DevicePeak> block_peaks;      // peak live block bytes, by upid, then device
+  std::vector<BadFreeCount> bad_frees;      // by reason
+  std::vector<storage::StatRecord> stats;   // by name, for the whole trace
+  std::vector<Advice> advice;               // trace_advice.h: the rules that fired
+  MemoryLevel level = MemoryLevel::kBlock;  // as asked (SummaryOptions)
 };
 
 struct SummaryOptions {
   // Only these processes: their rows, their allocations, peaks, bad frees and warnings, and
   // the time they span. Stats and the recorded command stay the whole trace's.
   ProcessSelection processes;
+  // Only these allocations in the kinds, the peaks and the advice (advice names a device).
+  AllocationScope allocations;
+  // The segment level leaves blocks out: no block kind, block peaks, allocator totals or
+  // advice (whose rules read blocks).
+  MemoryLevel level = MemoryLevel::kBlock;
 };
 
 Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& options = {});

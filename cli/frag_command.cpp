@@ -131,6 +131,7 @@ std::string fragmentation_text(const std::string& trace_path,
 void register_frag_command(CLI::App& app, int* exit_status) {
   auto at = std::make_shared<std::string>("end");
   const auto report = [at](const storage::TraceReader& trace, const ReportScope& scope) {
+    refuse_allocation_filters("frag", scope);
     const analysis::MomentSpec moment = moment_from_option(*at);
     return with_time_index("frag", trace, [&](const storage::TimeIndex& index) {
       return analysis::build_fragmentation_report(trace, index, moment, scope.processes);
@@ -148,6 +149,7 @@ void register_frag_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return fragmentation_text(path, report(trace, scope));
        },
+       nullptr,  // no CSV form
        [at](CLI::App* sub) {
          sub->add_option("--at", *at, std::string("The moment (default end): ") + kMomentHelp);
        }});

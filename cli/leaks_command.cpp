@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/stack_json.h"
@@ -82,11 +83,22 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
   return text;
 }
 
+std::string leak_report_csv(const analysis::LeakReport& report) {
+  CsvTable table({"kind", "level", "bytes", "count", "function", "file", "line", "stack"});
+  for (const analysis::LeakGroup& group : report.groups) {
+    std::vector<std::string> fields{group.kind_name, group.level, csv_number(group.bytes),
+                                    csv_number(group.count)};
+    for (std::string& field : csv_frame_fields(group.stack)) fields.push_back(std::move(field));
+    fields.push_back(csv_stack(group.stack));
+    table.row(fields);
+  }
+  return table.text();
+}
+
 namespace {
 
 // --at, --between and --growth, as given; all empty: the end of the trace.
 struct LeaksWhen {
-  std::optional<analysis::LeakLevel> level;
   std::string at;
   std::vector<std::string> between;
   std::string growth;
@@ -111,10 +123,11 @@ std::string moments_text(const std::vector<analysis::ProcessMoment>& moments) {
   return text;
 }
 
-analysis::LeakReportOptions options_for(const ReportScope& scope, const LeaksWhen& when) {
+analysis::LeakReportOptions options_for(const ReportScope& scope) {
   analysis::LeakReportOptions options;
   options.processes = scope.processes;
-  options.level = when.level;
+  options.level = scope.level;
+  options.allocations = scope.allocations;
   return options;
 }
 
@@ -122,7 +135,7 @@ analysis::LeakReportOptions options_for(const ReportScope& scope, const LeaksWhe
 // otherwise (it answers without reading every allocation).
 analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
                                  const LeaksWhen& when) {
-  const analysis::LeakReportOptions options = options_for(scope, when);
+  const analysis::LeakReportOptions options = options_for(scope);
   const bool moment = !when.at.empty() || !when.between.empty();
   if (!moment && !storage::TimeIndex::kept_in_file(trace.path()))
     return analysis::build_leak_report(trace, options);
@@ -139,7 +152,7 @@ analysis::LeakGrowth leak_growth(const storage::TraceReader& trace, const Report
                                  const LeaksWhen& when) {
   return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
     return analysis::build_leak_growth(trace, index, when.growth, when.iterations,
-                                       options_for(scope, when));
+                                       options_for(scope));
   });
 }
 
@@ -167,6 +180,12 @@ std::string leaks_text(const std::string& path, const storage::TraceReader& trac
     text = fmt::format("counting what was live at {} ({})\n", when.at, moments_text(report.at));
   }
   return text + leak_report_text(path, report, scope.describe());
+}
+
+std::string leaks_csv(const storage::TraceReader& trace, const ReportScope& scope,
+                      const LeaksWhen& when) {
+  if (!when.growth.empty()) throw ReportRefusal("--format csv does not take --growth");
+  return leak_report_csv(leak_report(trace, scope, when));
 }
 
 }  // namespace
@@ -235,16 +254,10 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
               const ReportScope& scope) { return leaks_json(path, trace, scope, *when); },
        [when](const std::string& path, const storage::TraceReader& trace,
               const ReportScope& scope) { return leaks_text(path, trace, scope, *when); },
+       [when](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return leaks_csv(trace, scope, *when);
+       },
        [when](CLI::App* sub) {
-         const std::map<std::string, analysis::LeakLevel> levels{
-             {"block", analysis::LeakLevel::kBlock}, {"segment", analysis::LeakLevel::kSegment}};
-         sub->add_option_function<std::string>(
-                "--level",
-                [when, levels](const std::string& name) { when->level = levels.at(name); },
-                "block: a caching allocator's live blocks (tensors) are leaks and its segments "
-                "cache; segment: every live allocation but blocks is a leak. Default: block, "
-                "which is the segment level in a process without allocator events")
-             ->check(CLI::IsMember({"block", "segment"}));
          constexpr const char* kWhen = "When (one of these; default: the end of the trace)";
          auto* at =
              sub->add_option("--at", when->at,

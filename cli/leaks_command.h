@@ -22,6 +22,8 @@ nlohmann::ordered_json leak_report_json(const std::string& trace_path,
 // chose them ("only processes matching --rank 3 (1 of 4)"); empty: the whole trace.
 std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
                              const std::string& scope = {});
+// One row per leak group: kind, level, bytes, count, the innermost frame, the whole stack.
+std::string leak_report_csv(const analysis::LeakReport& report);
 
 // --growth's JSON document (docs/cli.md) and text report.
 nlohmann::ordered_json leak_growth_json(const std::string& trace_path,

@@ -1,5 +1,7 @@
 // `vramtrace`: record a program's GPU allocations (`run`), report on the trace (`summary`,
-// `leaks`, `oom`, `timeline`, `peak`, `frag`), and merge the traces of several nodes (`merge`).
+// `leaks`, `oom`, `timeline`, `peak`, `frag`), compare two traces (`diff`), export it for
+// timeline viewers (`export`), judge it in CI (`gate`), and merge the traces of several nodes
+// (`merge`).
 // Each subcommand lives in its own file; this one only wires them up and maps every parse failure
 // to exit status 2 with one line on stderr.
 #include <fmt/core.h>
@@ -9,9 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "cli/diff_command.h"
 #include "cli/exit_status.h"
 #include "cli/gate_command.h"
 #include "cli/frag_command.h"
+#include "cli/export_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
@@ -40,14 +44,13 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.failure_message(one_line_failure);
   app.footer(
-      "Exit status: 'summary', 'leaks', 'oom', 'timeline', 'peak' and 'frag' exit 0 when the "
-      "report was written (also when it finds leaks or OOMs), 2 for a usage error, a moment the "
-      "trace does not have, or a trace that cannot be read; 'merge' exits 0 "
-      "when "
-      "the merged trace was written, else 2; 'gate' exits 0 when every limit holds, 1 when one is "
-      "broken, 2 for a usage or trace error; 'run' exits with the recorded program's status, "
-      "or 2 when it could not record (with --gate: the program's failure first, then 1 for a "
-      "broken limit).");
+      "Exit status: 'summary', 'leaks', 'oom', 'diff', 'timeline', 'peak' and 'frag' exit 0 "
+      "when the report was written (also when it finds leaks, OOMs or regressions), 2 for a "
+      "usage error, a moment the trace does not have, or a trace that cannot be read; 'export' "
+      "and 'merge' exit 0 when the files were written, else 2; 'gate' exits 0 when every limit "
+      "holds, 1 when one is broken, 2 for a usage or trace error; 'run' exits with the recorded "
+      "program's status, or 2 when it could not record (with --gate: the program's failure "
+      "first, then 1 for a broken limit).");
 
   int exit_status = vramtrace::cli::kExitOk;
   vramtrace::cli::register_run_command(app, &exit_status);
@@ -59,6 +62,8 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_timeline_command(app, &exit_status);
   vramtrace::cli::register_peak_command(app, &exit_status);
   vramtrace::cli::register_frag_command(app, &exit_status);
+  vramtrace::cli::register_diff_command(app, &exit_status);
+  vramtrace::cli::register_export_command(app, &exit_status);
 
   try {
     app.parse(argc, argv);

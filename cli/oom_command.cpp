@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "analysis/cuda_errors.h"
+#include "cli/advice_output.h"
+#include "cli/csv_table.h"
 #include "cli/stack_json.h"
 #include "cli/text_style.h"
 #include "cli/trace_command.h"
@@ -48,13 +50,6 @@ Json allocator_json(const analysis::AllocatorAtOom& a) {
       {"external_fragmentation", a.external_fragmentation},
       {"segments", std::move(segments)},
   };
-}
-
-Json advice_json(const analysis::Advice& advice) {
-  Json evidence = Json::object();
-  for (const auto& [name, value] : advice.evidence) evidence[name] = value;
-  if (advice.fraction) evidence["external_fragmentation"] = *advice.fraction;
-  return {{"id", advice.id}, {"text", advice.text}, {"evidence", std::move(evidence)}};
 }
 
 std::string allocator_text(const analysis::AllocatorAtOom& a) {
@@ -116,8 +111,7 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
   text += oom.allocator ? allocator_text(*oom.allocator)
                         : "  no allocator events: segment level only\n";
   if (!oom.advice.empty()) text += "  advice:\n";
-  for (const analysis::Advice& advice : oom.advice)
-    text += fmt::format("    [{}] {}\n", advice.id, advice.text);
+  text += advice_text(oom.advice, "    ");
   return text;
 }
 
@@ -133,8 +127,6 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
                      {"count", group.count},
                      {"stack", stack_json(group.stack)}});
     }
-    Json advice = Json::array();
-    for (const analysis::Advice& a : oom.advice) advice.push_back(advice_json(a));
     records.push_back({
         {"upid", oom.upid},
         {"pid", oom.pid},
@@ -153,7 +145,7 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
           {"by_kind", oom.live.bytes_by_kind},
           {"top", std::move(top)}}},
         {"allocator", oom.allocator ? allocator_json(*oom.allocator) : Json(nullptr)},
-        {"advice", std::move(advice)},
+        {"advice", advice_json(oom.advice)},
     });
   }
   return {{"trace", trace_path}, {"ooms", std::move(records)}};
@@ -171,12 +163,38 @@ std::string oom_report_text(const std::string& trace_path,
   return text;
 }
 
+std::string oom_report_csv(const std::vector<analysis::OomRecord>& ooms) {
+  CsvTable table({"upid", "pid", "seq", "time_ns", "device", "api", "kind", "requested_bytes",
+                  "result", "live_bytes", "live_count", "function", "file", "line", "advice"});
+  for (const analysis::OomRecord& oom : ooms) {
+    std::vector<std::string> fields{csv_number(oom.upid),
+                                    csv_number(oom.pid),
+                                    csv_number(oom.seq),
+                                    csv_number(oom.time_ns),
+                                    csv_number(oom.device),
+                                    oom.api_name,
+                                    oom.kind_name,
+                                    csv_number(oom.requested_bytes),
+                                    csv_number(oom.result),
+                                    csv_number(oom.live.total_bytes),
+                                    csv_number(oom.live.total_count)};
+    for (std::string& field : csv_frame_fields(oom.stack)) fields.push_back(std::move(field));
+    std::string ids;
+    for (const analysis::Advice& advice : oom.advice) ids += (ids.empty() ? "" : ";") + advice.id;
+    fields.push_back(ids);
+    table.row(fields);
+  }
+  return table.text();
+}
+
 void register_oom_command(CLI::App& app, int* exit_status) {
   auto top = std::make_shared<std::size_t>(10);
   const auto report = [top](const storage::TraceReader& trace, const ReportScope& scope) {
     analysis::OomReportOptions options;
     options.processes = scope.processes;
     options.top = *top;
+    options.allocations = scope.allocations;
+    options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
     return analysis::build_oom_report(trace, options);
   };
   register_report_command(
@@ -189,6 +207,9 @@ void register_oom_command(CLI::App& app, int* exit_status) {
        [report](const std::string& path, const storage::TraceReader& trace,
                 const ReportScope& scope) {
          return oom_report_text(path, report(trace, scope), scope.describe());
+       },
+       [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return oom_report_csv(report(trace, scope));
        },
        [top](CLI::App* sub) {
          sub->add_option("--top", *top, "Live stacks listed per OOM, largest first (default 10)")

@@ -23,4 +23,7 @@ std::string oom_report_text(const std::string& trace_path,
                             const std::vector<analysis::OomRecord>& ooms,
                             const std::string& scope = {});
 
+// One row per OOM: who, when, what was asked, how much was live, and the advice's ids.
+std::string oom_report_csv(const std::vector<analysis::OomRecord>& ooms);
+
 }  // namespace vramtrace::cli

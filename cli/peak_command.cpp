@@ -108,6 +108,7 @@ std::string peak_report_text(const std::string& trace_path,
 
 void register_peak_command(CLI::App& app, int* exit_status) {
   const auto report = [](const storage::TraceReader& trace, const ReportScope& scope) {
+    refuse_allocation_filters("peak", scope);
     return with_time_index("peak", trace, [&](const storage::TimeIndex& index) {
       return analysis::build_peak_report(trace, index, scope.processes);
     });
@@ -123,6 +124,7 @@ void register_peak_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return peak_report_text(path, report(trace, scope), scope.describe());
        },
+       nullptr,  // no CSV form
        nullptr});
 }
 

@@ -2,14 +2,22 @@
 
 #include <fmt/core.h>
 
+#include <map>
+
 #include "cli/trace_command.h"
 
 namespace vramtrace::cli {
 
 std::string ReportScope::describe() const {
-  if (filter.empty()) return {};
-  return fmt::format("only processes matching {} ({} of {})", filter.describe(),
-                     processes ? processes->size() : processes_in_trace, processes_in_trace);
+  std::string text;
+  const auto add = [&](const std::string& part) { text += (text.empty() ? "" : "; ") + part; };
+  if (!filter.empty()) {
+    add(fmt::format("only processes matching {} ({} of {})", filter.describe(),
+                    processes ? processes->size() : processes_in_trace, processes_in_trace));
+  }
+  if (allocations.device) add(fmt::format("only device {}", *allocations.device));
+  if (kind_name) add(fmt::format("only kind {}", *kind_name));
+  return text;
 }
 
 void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filter) {
@@ -22,6 +30,56 @@ void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filt
                    "gave it)")
       ->group(kGroup);
   command->add_option("--host", filter->host, "Only processes on this host")->group(kGroup);
+}
+
+void add_report_options(CLI::App* command, ReportOptions* options) {
+  add_format_option(command, &options->format);
+  add_scope_options(command, options);
+}
+
+void add_scope_options(CLI::App* command, ReportOptions* options) {
+  add_process_filter_options(command, &options->processes);
+  constexpr const char* kGroup = "Which allocations";
+  command
+      ->add_option("--device", options->device,
+                   "Only allocations on this device ordinal (pinned host memory is recorded "
+                   "on the device that was current)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(kGroup);
+  command
+      ->add_option("--kind", options->kind,
+                   "Only allocations of this kind: device, managed, host_pinned, async, "
+                   "vmm_reservation, vmm_handle, vmm_mapping, block")
+      ->group(kGroup);
+  static const std::map<std::string, analysis::MemoryLevel> kLevels{
+      {"block", analysis::MemoryLevel::kBlock}, {"segment", analysis::MemoryLevel::kSegment}};
+  command
+      ->add_option_function<std::string>(
+          "--level", [options](const std::string& name) { options->level = kLevels.at(name); },
+          "block: a caching allocator's live blocks (tensors) count and its segments are "
+          "cache; segment: blocks are left out and every other allocation counts. Default: "
+          "block, which is the segment level in a process without allocator events")
+      ->check(CLI::IsMember({"block", "segment"}).description(""))
+      ->type_name("block|segment")
+      ->group(kGroup);
+}
+
+ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& trace_path,
+                          const ReportOptions& options) {
+  ReportScope scope = resolve_scope(trace, trace_path, options.processes);
+  scope.allocations.device = options.device;
+  scope.level = options.level;
+  if (options.kind) {
+    scope.allocations.kind = analysis::find_kind(trace, *options.kind);
+    if (!scope.allocations.kind) {
+      throw ReportRefusal(fmt::format(
+          "{} names no allocation kind '{}' (kinds: device, managed, host_pinned, async, "
+          "vmm_reservation, vmm_handle, vmm_mapping, block)",
+          trace_path, *options.kind));
+    }
+    scope.kind_name = options.kind;
+  }
+  return scope;
 }
 
 ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& trace_path,
@@ -37,12 +95,15 @@ ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& 
 }
 
 void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope) {
-  if (scope.filter.empty()) return;
+  if (scope.filter.empty() && scope.allocations.empty()) return;
   nlohmann::ordered_json filters = nlohmann::ordered_json::object();
   if (scope.filter.pid) filters["pid"] = *scope.filter.pid;
   if (scope.filter.rank) filters["rank"] = *scope.filter.rank;
   if (scope.filter.host) filters["host"] = *scope.filter.host;
-  filters["upids"] = scope.processes ? *scope.processes : std::set<std::int64_t>{};
+  if (scope.allocations.device) filters["device"] = *scope.allocations.device;
+  if (scope.kind_name) filters["kind"] = *scope.kind_name;
+  if (!scope.filter.empty())
+    filters["upids"] = scope.processes ? *scope.processes : std::set<std::int64_t>{};
   (*document)["filters"] = std::move(filters);
 }
 

@@ -1,36 +1,63 @@
-// Which processes a report covers: the `--pid`, `--rank` and `--host` options that every report
-// command takes, resolved against the trace to a set of upids.
+// What a report covers, as every report command takes it: which processes (`--pid`, `--rank`,
+// `--host`), which allocations (`--device`, `--kind`), at which level (`--level`), and in which
+// format (`--format`). add_report_options() adds them all to a command in one call;
+// resolve_scope() checks them against the trace.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "analysis/allocation_scope.h"
 #include "analysis/process_filter.h"
+#include "cli/output_format.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::cli {
+
+// The options as given on the command line.
+struct ReportOptions {
+  OutputFormat format = OutputFormat::kText;
+  analysis::ProcessFilter processes;
+  std::optional<int> device;
+  std::optional<std::string> kind;  // a kind name, as the trace's allocation_kind table has it
+  std::optional<analysis::MemoryLevel> level;
+};
+
+// --format, --pid, --rank, --host, --device, --kind and --level, written to *options.
+void add_report_options(CLI::App* command, ReportOptions* options);
+// The same but --format, for a command whose output is not a report (export).
+void add_scope_options(CLI::App* command, ReportOptions* options);
 
 struct ReportScope {
   analysis::ProcessFilter filter;        // as given on the command line; empty: every process
   analysis::ProcessSelection processes;  // the upids it matched; unset: every process
   std::size_t processes_in_trace = 0;
+  analysis::AllocationScope allocations;  // --device and --kind, the kind resolved to its id
+  std::optional<std::string> kind_name;
+  std::optional<analysis::MemoryLevel> level;  // unset: the command's default (block)
 
-  // "only processes matching --rank 3 (1 of 4)"; empty when there is no filter.
+  // "only processes matching --rank 3 (1 of 4); only device 0; only kind block"; empty
+  // without filters. The level is not a filter: reports say it themselves.
   std::string describe() const;
 };
 
 // Adds --pid, --rank and --host to `command`, writing what is given to *filter.
 void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filter);
 
-// Resolves `filter` on `trace`. A filter that matches no process throws ReportRefusal ("no
-// process matches --rank 3 in run.db"): a report of nothing would look like a clean bill.
+// Resolves the options on `trace`. A process filter that matches no process, or a kind the
+// trace does not name, throws ReportRefusal ("no process matches --rank 3 in run.db"): a
+// report of nothing would look like a clean bill.
+ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& trace_path,
+                          const ReportOptions& options);
 ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& trace_path,
                           const analysis::ProcessFilter& filter);
 
 // The JSON documents' "filters" object, added only when a filter was given: the conditions
-// given ("pid", "rank", "host") and the matching processes' "upids".
+// given ("pid", "rank", "host", "device", "kind") and, with a process filter, the matching
+// processes' "upids".
 void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope);
 
 }  // namespace vramtrace::cli

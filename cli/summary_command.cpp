@@ -6,6 +6,8 @@
 #include <memory>
 
 #include "analysis/cuda_errors.h"
+#include "cli/advice_output.h"
+#include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/text_style.h"
@@ -196,6 +198,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
         {"mapped", kind_json(summary.virtual_memory.mapped)}}},
       {"allocator", std::move(allocator)},
       {"block_peaks", std::move(block_peaks)},
+      {"advice", advice_json(summary.advice)},
   };
 }
 
@@ -264,7 +267,10 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   }
 
   text += "\nallocator level (blocks: tensors of a caching allocator; segments: its memory):\n";
-  if (summary.allocator.empty()) text += "  no processes\n";
+  if (summary.level == analysis::MemoryLevel::kSegment)
+    text += "  not looked at (--level segment)\n";
+  else if (summary.allocator.empty())
+    text += "  no processes\n";
   for (const analysis::AllocatorTotals& a : summary.allocator) {
     std::string label = fmt::format("pid {}", a.pid);
     for (const storage::ProcessRecord& process : summary.processes) {
@@ -308,7 +314,19 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
                          stat.value, stat.description);
   }
   if (!stats.empty()) text += "\nimport stats:\n" + stats;
+  if (!summary.advice.empty()) text += "\nadvice:\n" + advice_text(summary.advice, "  ");
   return text;
+}
+
+std::string summary_csv(const analysis::Summary& summary) {
+  CsvTable table({"kind", "allocations", "bytes_allocated", "frees", "bytes_freed", "live_count",
+                  "live_bytes", "failed_allocations"});
+  for (const analysis::KindTotals& kind : summary.kinds) {
+    table.row({kind.name, csv_number(kind.allocations), csv_number(kind.bytes_allocated),
+               csv_number(kind.frees), csv_number(kind.bytes_freed), csv_number(kind.live_count),
+               csv_number(kind.live_bytes), csv_number(kind.failed_allocations)});
+  }
+  return table.text();
 }
 
 namespace {
@@ -316,6 +334,8 @@ namespace {
 analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScope& scope) {
   analysis::SummaryOptions options;
   options.processes = scope.processes;
+  options.allocations = scope.allocations;
+  options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
   return analysis::build_summary(trace, options);
 }
 
@@ -324,12 +344,15 @@ analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScop
 void register_summary_command(CLI::App& app, int* exit_status) {
   register_report_command(
       app, exit_status,
-      {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems",
+      {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems, advice",
        [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
          return summary_json(path, summary_of(trace, scope));
        },
        [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
          return summary_text(path, summary_of(trace, scope), scope.describe());
+       },
+       [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return summary_csv(summary_of(trace, scope));
        }});
 }
 

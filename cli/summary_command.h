@@ -1,5 +1,5 @@
-// `vramtrace summary FILE [--format text|json] [--pid N] [--rank N] [--host NAME]`: who ran, for
-// how long, and what each kind of memory did.
+// `vramtrace summary FILE` with the report options (report_scope.h): who ran, for how long,
+// what each kind of memory did, and the advice the trace supports.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,5 +19,8 @@ nlohmann::ordered_json summary_json(const std::string& trace_path,
 // `scope` describes the processes it covers when a filter chose them; empty: the whole trace.
 std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
                          const std::string& scope = {});
+
+// The memory-by-kind table, one row per kind.
+std::string summary_csv(const analysis::Summary& summary);
 
 }  // namespace vramtrace::cli

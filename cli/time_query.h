@@ -37,6 +37,16 @@ auto with_time_index(std::string_view command, const storage::TraceReader& trace
   }
 }
 
+// timeline, peak and frag report every device, kind and level of the processes selected; they
+// refuse --device, --kind and --level rather than ignore them.
+inline void refuse_allocation_filters(std::string_view command, const ReportScope& scope) {
+  if (!scope.allocations.empty() || scope.level)
+    throw ReportRefusal(fmt::format(
+        "{} reports every device, kind and level apart and takes no --device, --kind or "
+        "--level (select processes with --pid, --rank or --host)",
+        command));
+}
+
 // Parses a moment given on the command line; a malformed one is the command's one-line error.
 analysis::MomentSpec moment_from_option(const std::string& text);
 

@@ -105,6 +105,7 @@ std::string timeline_text(const std::string& trace_path, const analysis::Timelin
 void register_timeline_command(CLI::App& app, int* exit_status) {
   auto buckets = std::make_shared<std::uint32_t>(64);
   const auto report = [buckets](const storage::TraceReader& trace, const ReportScope& scope) {
+    refuse_allocation_filters("timeline", scope);
     return with_time_index("timeline", trace, [&](const storage::TimeIndex& index) {
       return analysis::build_timeline(trace, index, *buckets, scope.processes);
     });
@@ -119,6 +120,7 @@ void register_timeline_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return timeline_text(path, report(trace, scope), scope.describe());
        },
+       nullptr,  // no CSV form
        [buckets](CLI::App* sub) {
          sub->add_option("--buckets", *buckets,
                          fmt::format("Equal time buckets to divide the trace into, 1 to {} "

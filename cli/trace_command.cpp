@@ -9,6 +9,7 @@
 
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
+#include "cli/progress_line.h"
 
 namespace vramtrace::cli {
 namespace {
@@ -48,30 +49,39 @@ int run_on_trace(std::string_view command, const std::string& path,
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command) {
   struct Options {
     std::string trace;
-    OutputFormat format = OutputFormat::kText;
-    analysis::ProcessFilter filter;
+    ReportOptions report;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(command.name, command.description);
   sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
       ->required();
-  add_format_option(sub, &options->format);
-  add_process_filter_options(sub, &options->filter);
+  add_report_options(sub, &options->report);
   if (command.add_options) command.add_options(sub);
   sub->footer(std::string(kReportExitStatusHelp));
   sub->callback([options, exit_status, command] {
     *exit_status =
         run_on_trace(command.name, options->trace, [&](const storage::TraceReader& trace) {
-          const ReportScope scope = resolve_scope(trace, options->trace, options->filter);
-          if (options->format == OutputFormat::kJson) {
-            nlohmann::ordered_json document = command.json(options->trace, trace, scope);
-            add_filters_json(&document, scope);
-            // Paths and argv need not be UTF-8: replace what JSON cannot carry rather than fail.
-            fmt::print("{}\n", document.dump(2, ' ', false,
-                                             nlohmann::ordered_json::error_handler_t::replace));
-          } else {
-            fmt::print("{}", command.text(options->trace, trace, scope));
+          std::string output;
+          {
+            // Erased before the report is printed, so that the two never mix on a terminal.
+            const ProgressLine progress(
+                fmt::format("vramtrace {}: reading {}", command.name, options->trace));
+            const ReportScope scope = resolve_scope(trace, options->trace, options->report);
+            if (options->report.format == OutputFormat::kCsv) {
+              if (!command.csv) throw ReportRefusal("--format csv: this report has no CSV form");
+              output = command.csv(options->trace, trace, scope);
+            } else if (options->report.format == OutputFormat::kJson) {
+              nlohmann::ordered_json document = command.json(options->trace, trace, scope);
+              add_filters_json(&document, scope);
+              // Paths and argv need not be UTF-8: replace what JSON cannot carry, not fail.
+              output =
+                  document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+                  "\n";
+            } else {
+              output = command.text(options->trace, trace, scope);
+            }
           }
+          fmt::print("{}", output);
         });
   });
 }

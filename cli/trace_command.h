@@ -26,10 +26,12 @@ class ReportRefusal : public std::runtime_error {
 int run_on_trace(std::string_view command, const std::string& path,
                  const std::function<void(const storage::TraceReader&)>& report);
 
-// A report command: `vramtrace NAME FILE [--format text|json] [--pid N] [--rank N]
-// [--host NAME]`. Exactly one of the two renderers runs, on the opened trace and the processes
-// the filters select, and its output goes to stdout; the JSON document then gains "filters"
-// (add_filters_json). The exit statuses are run_on_trace()'s, documented in the --help.
+// A report command: `vramtrace NAME FILE` with the report options (report_scope.h: --format
+// text|json|csv, --pid, --rank, --host, --device, --kind, --level). Exactly one of the three
+// renderers runs, on the opened trace and the scope the options resolve to, and its output
+// goes to stdout; the JSON document then gains "filters" (add_filters_json). Work that lasts
+// over a second shows a progress line on a terminal's stderr (progress_line.h). The exit
+// statuses are run_on_trace()'s, documented in the --help.
 struct ReportCommand {
   std::string name;
   std::string description;
@@ -39,7 +41,11 @@ struct ReportCommand {
   std::function<std::string(const std::string& path, const storage::TraceReader&,
                             const ReportScope&)>
       text;
-  // Options of this command alone (leaks' --level); they write where the renderers read.
+  // Optional: without it, --format csv is refused with a one-line error (exit status 2).
+  std::function<std::string(const std::string& path, const storage::TraceReader&,
+                            const ReportScope&)>
+      csv;
+  // Options of this command alone (oom's --top); they write where the renderers read.
   std::function<void(CLI::App*)> add_options;
 };
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command);

@@ -29,6 +29,7 @@
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 #include "temp_dir.h"
+#include "trace_builder.h"
 
 namespace vramtrace {
 namespace {
@@ -40,68 +41,17 @@ using analysis::OomRecord;
 constexpr std::uint64_t M = 1024 * 1024;
 constexpr std::uint64_t S = 0x7f0000000000;
 
-struct Writer {
-  storage::TraceWriter& w;
-  std::int64_t upid;
-
-  storage::AllocationRow row(std::int64_t id, int kind_id, int api_id, std::uint64_t address,
-                             std::uint64_t size, std::uint64_t seq,
-                             std::optional<std::int64_t> callsite) {
-    storage::AllocationRow r;
-    r.id = id;
-    r.upid = upid;
-    r.kind = kind_id;
-    r.api = api_id;
-    r.address = address;
-    r.size = r.requested_size = size;
-    r.alloc_seq = seq;
-    r.alloc_ns = 1'000'000'000 + static_cast<std::int64_t>(seq) * 1'000'000;
-    r.alloc_utid = upid;
-    r.alloc_callsite_id = callsite;
-    return r;
+// The OOM rows of write_oom_trace(): a failed allocation, with the allocator's totals at the
+// OOM when it is the allocator's own report.
+void failed(const testing::ProcessWriter& p, std::int64_t id, int kind_id, int api_id,
+            std::uint64_t size, std::uint64_t seq, std::int64_t callsite) {
+  storage::AllocationRow r = p.row(id, kind_id, api_id, 0, size, seq, callsite);
+  r.result = 2;
+  if (kind_id == kind::kBlock) {
+    r.allocator_allocated = 12 * M;
+    r.allocator_reserved = 20 * M;
   }
-  void add(storage::AllocationRow r) { w.add_allocation(r); }
-  void free(std::int64_t id, std::uint64_t seq, int api_id,
-            std::optional<std::uint64_t> allocated = {},
-            std::optional<std::uint64_t> reserved = {}) {
-    storage::FreeRow f;
-    f.free_seq = seq;
-    f.free_ns = 1'000'000'000 + static_cast<std::int64_t>(seq) * 1'000'000;
-    f.free_utid = upid;
-    f.free_api = api_id;
-    f.allocator_allocated = allocated;
-    f.allocator_reserved = reserved;
-    w.set_free(id, f);
-  }
-  void block(std::int64_t id, std::uint64_t address, std::uint64_t size, std::uint64_t seq,
-             std::int64_t segment, std::uint64_t allocated, std::uint64_t reserved) {
-    storage::AllocationRow r =
-        row(id, kind::kBlock, api::kC10ReportMemoryUsage, address, size, seq, 2);
-    r.segment_id = segment;
-    r.allocator_allocated = allocated;
-    r.allocator_reserved = reserved;
-    add(r);
-  }
-  void failed(std::int64_t id, int kind_id, int api_id, std::uint64_t size, std::uint64_t seq,
-              std::int64_t callsite) {
-    storage::AllocationRow r = row(id, kind_id, api_id, 0, size, seq, callsite);
-    r.result = 2;
-    if (kind_id == kind::kBlock) {
-      r.allocator_allocated = 12 * M;
-      r.allocator_reserved = 20 * M;
-    }
-    add(r);
-  }
-};
-
-void start_process(storage::TraceWriter& w, std::int64_t upid, std::uint32_t pid) {
-  storage::ProcessRow p;
-  p.upid = upid;
-  p.pid = pid;
-  p.exe = "/usr/bin/python3";
-  p.start_ns = 1'000'000'000;
-  w.add_process(p);
-  w.add_thread(upid, upid, pid + 1);
+  p.add(r);
 }
 
 void write_oom_trace(const std::filesystem::path& path) {
@@ -109,14 +59,9 @@ void write_oom_trace(const std::filesystem::path& path) {
   auto writer = storage::TraceWriter::create(path, &error);
   ASSERT_TRUE(writer) << error;
   storage::TraceWriter& w = *writer;
-  w.add_module(1, "/work/train.py", "");
-  w.add_frame({1, 1, 0x10, "main", "train.py", 10, false});
-  w.add_frame({2, 1, 0x20, "forward", "model.py", 42, false});
-  w.add_callsite(1, std::nullopt, 1, 0);
-  w.add_callsite(2, 1, 2, 1);
+  testing::add_train_stacks(w);
 
-  start_process(w, 1, 5000);
-  Writer p1{w, 1};
+  const auto p1 = testing::start_process(w, 1, 5000);
   p1.add(p1.row(1, kind::kDevice, api::kCudaMalloc, S, 20 * M, 1, 1));
   for (std::int64_t i = 0; i < 5; ++i) {
     p1.block(2 + i, S + static_cast<std::uint64_t>(i) * 4 * M, 4 * M,
@@ -125,27 +70,25 @@ void write_oom_trace(const std::filesystem::path& path) {
   }
   p1.free(3, 7, api::kC10ReportMemoryUsage, 16 * M, 20 * M);
   p1.free(5, 8, api::kC10ReportMemoryUsage, 12 * M, 20 * M);
-  p1.failed(7, kind::kDevice, api::kCudaMalloc, 6 * M, 9, 2);
-  p1.failed(8, kind::kBlock, api::kC10ReportOutOfMemory, 6 * M, 10, 2);
+  failed(p1, 7, kind::kDevice, api::kCudaMalloc, 6 * M, 9, 2);
+  failed(p1, 8, kind::kBlock, api::kC10ReportOutOfMemory, 6 * M, 10, 2);
   p1.add(p1.row(9, kind::kDevice, api::kCudaMalloc, S + 64 * M, M, 11, 1));
 
-  start_process(w, 2, 5001);
-  Writer p2{w, 2};
+  const auto p2 = testing::start_process(w, 2, 5001);
   p2.add(p2.row(20, kind::kDevice, api::kCudaMalloc, S, 3 * M, 1, 1));
   p2.add(p2.row(21, kind::kDevice, api::kCudaMalloc, S + 4 * M, M, 2, 2));
   p2.free(21, 3, api::kCudaFree);
   p2.add(p2.row(22, kind::kDevice, api::kCudaMalloc, S + 4 * M, 2 * M, 4, 2));
   p2.add(p2.row(23, kind::kManaged, api::kCudaMallocManaged, S + 8 * M, M, 5, 2));
-  p2.failed(24, kind::kDevice, api::kCuMemAlloc, 8 * M, 6, 1);
+  failed(p2, 24, kind::kDevice, api::kCuMemAlloc, 8 * M, 6, 1);
 
-  start_process(w, 3, 5002);
-  Writer p3{w, 3};
+  const auto p3 = testing::start_process(w, 3, 5002);
   p3.add(p3.row(30, kind::kDevice, api::kCudaMalloc, S, 4 * M, 1, 1));
   p3.block(31, S, 4 * M, 2, 30, 4 * M, 4 * M);
   p3.free(31, 3, api::kC10ReportMemoryUsage, 0, 4 * M);
   p3.add(p3.row(32, kind::kDevice, api::kCudaMalloc, S + 8 * M, 2 * M, 4, 1));
   p3.block(33, S + 8 * M, 2 * M, 5, 32, 2 * M, 6 * M);
-  p3.failed(34, kind::kDevice, api::kCudaMalloc, 3 * M, 6, 1);
+  failed(p3, 34, kind::kDevice, api::kCudaMalloc, 3 * M, 6, 1);
   for (std::int64_t upid = 1; upid <= 3; ++upid) w.end_process({upid, 2'000'000'000, 0, {}, true});
   ASSERT_TRUE(w.finish(&error)) << error;
 }

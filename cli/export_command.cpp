@@ -1,0 +1,107 @@
+#include "cli/export_command.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "analysis/export/chrome_export.h"
+#include "analysis/export/perfetto_export.h"
+#include "cli/exit_status.h"
+#include "cli/progress_line.h"
+#include "cli/report_scope.h"
+#include "cli/trace_command.h"
+
+namespace vramtrace::cli {
+namespace {
+
+struct Options {
+  std::string trace;
+  std::optional<std::string> perfetto, chrome;
+  bool force = false;
+  bool no_allocation_events = false;
+  ReportOptions scope;
+};
+
+// Writes one file with `write`; an existing file is refused without --force, and a file that
+// could not be written whole is removed, so that no half file looks like an export.
+void write_file(const std::string& path, bool force,
+                const std::function<void(std::ostream&)>& write) {
+  std::error_code error;
+  if (!force && std::filesystem::exists(path, error)) {
+    throw ReportRefusal(
+        fmt::format("{} exists; give another name, or --force to replace it", path));
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw ReportRefusal(fmt::format("cannot create {}", path));
+  write(out);
+  out.close();
+  if (!out) {
+    std::filesystem::remove(path, error);
+    throw ReportRefusal(fmt::format("cannot write {} (is the disk full?)", path));
+  }
+}
+
+std::string contents(const analysis::ExportTimeline& timeline) {
+  return fmt::format("{} processes, {} counters, {} ranges, {} instants", timeline.processes.size(),
+                     timeline.counters.size(), timeline.slices.size(), timeline.instants.size());
+}
+
+}  // namespace
+
+void register_export_command(CLI::App& app, int* exit_status) {
+  auto options = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "export", "Write the trace as a timeline for Perfetto (ui.perfetto.dev) or chrome://tracing");
+  sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
+      ->required();
+  sub->add_option("--perfetto", options->perfetto,
+                  "Write a Perfetto protobuf trace (TracePackets) to this file");
+  sub->add_option("--chrome", options->chrome, "Write Chrome trace event JSON to this file");
+  sub->add_flag("--force", options->force, "Replace output files that exist");
+  sub->add_flag("--no-allocation-events", options->no_allocation_events,
+                "Leave out the instant per allocation and free (counters, ranges and OOMs stay): "
+                "for traces too large for a viewer");
+  add_scope_options(sub, &options->scope);
+  sub->footer(
+      "Exit status: 0 when every file asked for was written; 2 for a usage error (no --perfetto "
+      "or --chrome, an output that exists without --force), a filter that matches no process, a "
+      "trace that cannot be read, or a file that cannot be written (one line on stderr says "
+      "why).");
+  sub->callback([options, exit_status] {
+    *exit_status = run_on_trace("export", options->trace, [&](const storage::TraceReader& trace) {
+      if (!options->perfetto && !options->chrome)
+        throw ReportRefusal("nothing to write: give --perfetto OUT, --chrome OUT.json, or both");
+      std::string said;
+      {
+        const ProgressLine progress(fmt::format("vramtrace export: reading {}", options->trace));
+        const ReportScope scope = resolve_scope(trace, options->trace, options->scope);
+        analysis::ExportOptions export_options;
+        export_options.processes = scope.processes;
+        export_options.allocations = scope.allocations;
+        export_options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
+        export_options.allocation_instants = !options->no_allocation_events;
+        const analysis::ExportTimeline timeline =
+            analysis::build_export_timeline(trace, export_options);
+        if (options->perfetto) {
+          write_file(*options->perfetto, options->force,
+                     [&](std::ostream& out) { analysis::write_perfetto_trace(timeline, out); });
+          said += fmt::format("vramtrace export: wrote {} (Perfetto trace: {})\n",
+                              *options->perfetto, contents(timeline));
+        }
+        if (options->chrome) {
+          write_file(*options->chrome, options->force,
+                     [&](std::ostream& out) { analysis::write_chrome_trace(timeline, out); });
+          said += fmt::format("vramtrace export: wrote {} (Chrome trace events: {})\n",
+                              *options->chrome, contents(timeline));
+        }
+      }
+      fmt::print("{}", said);
+    });
+  });
+}
+
+}  // namespace vramtrace::cli
