@@ -136,10 +136,21 @@ Fragmentation lay_out_segments(const std::vector<storage::AllocationRecord>& liv
   return out;
 }
 
+namespace {
+std::vector<storage::AllocationRecord> on_device(std::vector<storage::AllocationRecord> live,
+                                                 std::optional<int> device) {
+  if (device)
+    std::erase_if(
+        live, [&](const storage::AllocationRecord& r) { return r.allocation.device != *device; });
+  return live;
+}
+}  // namespace
+
 FragmentationReport build_fragmentation_report(const storage::TraceReader& trace,
                                                const storage::TimeIndex& index,
                                                const MomentSpec& moment,
-                                               const ProcessSelection& processes) {
+                                               const ProcessSelection& processes,
+                                               std::optional<int> device) {
   std::vector<ProcessMoment> moments = resolve_moment(trace, index, moment, processes);
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
   const ProcessMoment* chosen = moments.size() == 1 ? &moments.front() : nullptr;
@@ -178,8 +189,8 @@ FragmentationReport build_fragmentation_report(const storage::TraceReader& trace
   FragmentationReport report;
   report.at = *chosen;
   report.allocator_events = with_allocator.contains(chosen->upid);
-  report.layout =
-      lay_out_segments(index.live_at(chosen->upid, chosen->seq), index.allocator_segments());
+  report.layout = lay_out_segments(on_device(index.live_at(chosen->upid, chosen->seq), device),
+                                   index.allocator_segments());
   return report;
 }
 

@@ -80,9 +80,11 @@ struct FragmentationReport {
 // One process: the only one the moment applies to; else for `peak` the largest peak (among
 // processes with allocator events, if any has some), for `oom` the first OOM, for the other
 // moments the only process with allocator events. Throws BadMoment when that leaves several.
+// `device`: only that device's segments and allocations (the numbers are then that device's).
 FragmentationReport build_fragmentation_report(const storage::TraceReader& trace,
                                                const storage::TimeIndex& index,
                                                const MomentSpec& moment,
-                                               const ProcessSelection& processes);
+                                               const ProcessSelection& processes,
+                                               std::optional<int> device = std::nullopt);
 
 }  // namespace vramtrace::analysis

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "cli/csv_table.h"
 #include "cli/text_style.h"
 #include "cli/time_query.h"
 
@@ -128,13 +129,30 @@ std::string fragmentation_text(const std::string& trace_path,
   return text;
 }
 
+// One row per block of each segment, in address order.
+std::string fragmentation_csv(const analysis::FragmentationReport& report) {
+  CsvTable table(
+      {"device", "segment_address", "segment_size", "address", "size", "requested", "state"});
+  for (const analysis::SegmentLayout& segment : report.layout.segments) {
+    for (const analysis::SegmentBlock& block : segment.blocks) {
+      table.row({csv_number(segment.device), csv_number(segment.address), csv_number(segment.size),
+                 csv_number(block.address), csv_number(block.size),
+                 block.requested ? csv_number(*block.requested) : std::string(),
+                 block.used ? "used" : "free"});
+    }
+  }
+  return table.text();
+}
+
 void register_frag_command(CLI::App& app, int* exit_status) {
   auto at = std::make_shared<std::string>("end");
   const auto report = [at](const storage::TraceReader& trace, const ReportScope& scope) {
-    refuse_allocation_filters("frag", scope);
+    // The allocator's view: blocks laid over their segments; --level and --kind do not apply.
+    refuse_kind_and_level("frag", scope, /*takes_level=*/false);
     const analysis::MomentSpec moment = moment_from_option(*at);
     return with_time_index("frag", trace, [&](const storage::TimeIndex& index) {
-      return analysis::build_fragmentation_report(trace, index, moment, scope.processes);
+      return analysis::build_fragmentation_report(trace, index, moment, scope.processes,
+                                                  scope.allocations.device);
     });
   };
   register_report_command(
@@ -149,7 +167,9 @@ void register_frag_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return fragmentation_text(path, report(trace, scope));
        },
-       nullptr,  // no CSV form
+       [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return fragmentation_csv(report(trace, scope));
+       },
        [at](CLI::App* sub) {
          sub->add_option("--at", *at, std::string("The moment (default end): ") + kMomentHelp);
        }});

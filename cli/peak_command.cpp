@@ -108,10 +108,19 @@ std::string peak_report_text(const std::string& trace_path,
 
 void register_peak_command(CLI::App& app, int* exit_status) {
   const auto report = [](const storage::TraceReader& trace, const ReportScope& scope) {
-    refuse_allocation_filters("peak", scope);
-    return with_time_index("peak", trace, [&](const storage::TimeIndex& index) {
-      return analysis::build_peak_report(trace, index, scope.processes);
+    refuse_kind_and_level("peak", scope, /*takes_level=*/true);
+    std::vector<analysis::DevicePeakAt> peaks =
+        with_time_index("peak", trace, [&](const storage::TimeIndex& index) {
+          return analysis::build_peak_report(trace, index, scope.processes);
+        });
+    // --device keeps that device's peaks; --level block the allocator's blocks' peaks,
+    // --level segment the device memory's.
+    std::erase_if(peaks, [&](const analysis::DevicePeakAt& peak) {
+      const bool blocks = peak.group == storage::kPeakGroupBlocks;
+      return (scope.allocations.device && peak.device != *scope.allocations.device) ||
+             (scope.level && blocks != (*scope.level == analysis::MemoryLevel::kBlock));
     });
+    return peaks;
   };
   register_report_command(
       app, exit_status,

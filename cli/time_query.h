@@ -37,14 +37,11 @@ auto with_time_index(std::string_view command, const storage::TraceReader& trace
   }
 }
 
-// timeline, peak and frag report every device, kind and level of the processes selected; they
-// refuse --device, --kind and --level rather than ignore them.
-inline void refuse_allocation_filters(std::string_view command, const ReportScope& scope) {
-  if (!scope.allocations.empty() || scope.level)
-    throw ReportRefusal(fmt::format(
-        "{} reports every device, kind and level apart and takes no --device, --kind or "
-        "--level (select processes with --pid, --rank or --host)",
-        command));
+// A report that cannot honour --kind or --level refuses them rather than ignore them.
+inline void refuse_kind_and_level(std::string_view command, const ReportScope& scope,
+                                  bool takes_level) {
+  if (scope.allocations.kind) throw ReportRefusal(fmt::format("{} takes no --kind", command));
+  if (scope.level && !takes_level) throw ReportRefusal(fmt::format("{} takes no --level", command));
 }
 
 // Parses a moment given on the command line; a malformed one is the command's one-line error.

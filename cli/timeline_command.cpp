@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 
+#include "cli/csv_table.h"
 #include "cli/text_style.h"
 #include "cli/time_query.h"
 
@@ -102,13 +103,38 @@ std::string timeline_text(const std::string& trace_path, const analysis::Timelin
   return text;
 }
 
+// --device, --kind and --level select series: each series is one device, kind and level.
+void keep_selected_series(analysis::Timeline* timeline, const ReportScope& scope) {
+  std::erase_if(timeline->series, [&](const analysis::TimelineSeries& series) {
+    return !scope.allocations.matches(series.device, series.kind) ||
+           (scope.level && series.level != analysis::level_name(*scope.level));
+  });
+}
+
+// One row per series and bucket.
+std::string timeline_csv(const analysis::Timeline& timeline) {
+  CsvTable table({"upid", "pid", "device", "kind", "level", "start_ns", "end_ns", "min_bytes",
+                  "max_bytes", "last_bytes"});
+  for (const analysis::TimelineSeries& series : timeline.series) {
+    for (const analysis::TimelineBucket& bucket : series.buckets) {
+      table.row({csv_number(series.upid), csv_number(series.pid), csv_number(series.device),
+                 series.kind_name, series.level, csv_number(bucket.start_ns),
+                 csv_number(bucket.end_ns), csv_number(bucket.min_bytes),
+                 csv_number(bucket.max_bytes), csv_number(bucket.last_bytes)});
+    }
+  }
+  return table.text();
+}
+
 void register_timeline_command(CLI::App& app, int* exit_status) {
   auto buckets = std::make_shared<std::uint32_t>(64);
   const auto report = [buckets](const storage::TraceReader& trace, const ReportScope& scope) {
-    refuse_allocation_filters("timeline", scope);
-    return with_time_index("timeline", trace, [&](const storage::TimeIndex& index) {
-      return analysis::build_timeline(trace, index, *buckets, scope.processes);
-    });
+    analysis::Timeline timeline =
+        with_time_index("timeline", trace, [&](const storage::TimeIndex& index) {
+          return analysis::build_timeline(trace, index, *buckets, scope.processes);
+        });
+    keep_selected_series(&timeline, scope);
+    return timeline;
   };
   register_report_command(
       app, exit_status,
@@ -120,7 +146,9 @@ void register_timeline_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return timeline_text(path, report(trace, scope), scope.describe());
        },
-       nullptr,  // no CSV form
+       [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return timeline_csv(report(trace, scope));
+       },
        [buckets](CLI::App* sub) {
          sub->add_option("--buckets", *buckets,
                          fmt::format("Equal time buckets to divide the trace into, 1 to {} "

@@ -101,3 +101,98 @@ TEST_F(CliTimelineTest, BucketsOutOfRangeAreAUsageError) {
 
 }  // namespace
 }  // namespace vramtrace::testing
+
+namespace vramtrace::testing {
+namespace {
+
+using nlohmann::json;
+
+// "pid/device/kind"" of a timeline series.
+std::string fmt_series(const nlohmann::json& series) {
+  return std::to_string(series["pid"].get<int>()) + "/" +
+         std::to_string(series["device"].get<int>()) + "/" + series["kind"].get<std::string>();
+}
+
+// --device, --kind and --level select series, and --format csv gives a row per series and
+// bucket; peak keeps the selected device's and level's peaks; frag lays out one device.
+class CliTimeFiltersTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(write_allocator_trace(trace_), ""); }
+  CommandResult run(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, trace_.string());
+    return run_vramtrace(args, scratch_.path());
+  }
+
+  TempDir dir_;
+  TempDir scratch_;
+  std::filesystem::path trace_ = dir_ / "allocator.db";
+};
+
+TEST_F(CliTimeFiltersTest, TimelineSeriesAreSelectedByDeviceKindAndLevel) {
+  const auto series_of = [&](std::vector<std::string> filter) {
+    std::vector<std::string> args{"timeline", "--buckets", "2", "--format", "json"};
+    args.insert(args.end(), filter.begin(), filter.end());
+    const CommandResult result = run(args);
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    std::vector<std::string> names;
+    const json doc = json::parse(result.out);
+    for (const json& series : doc["series"]) names.push_back(fmt_series(series));
+    return names;
+  };
+  EXPECT_EQ(series_of({"--device", "1"}), std::vector<std::string>{"5001/1/device"});
+  EXPECT_EQ(series_of({"--kind", "block"}), std::vector<std::string>{"5000/0/block"});
+  EXPECT_EQ(series_of({"--level", "segment"}),
+            (std::vector<std::string>{"5000/0/device", "5001/1/device"}));
+}
+
+TEST_F(CliTimeFiltersTest, TimelineCsvHasARowPerSeriesAndBucket) {
+  const CommandResult result =
+      run({"timeline", "--buckets", "2", "--format", "csv", "--device", "1"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "upid,pid,device,kind,level,start_ns,end_ns,min_bytes,max_bytes,last_bytes\r\n"
+            // R3 comes at the first event: the first bucket starts from 0.
+            "2,5001,1,device,segment,1001000000,1007000001,0,8388608,8388608\r\n"
+            "2,5001,1,device,segment,1007000001,1013000001,8388608,8388608,8388608\r\n");
+}
+
+TEST_F(CliTimeFiltersTest, PeakKeepsTheSelectedDeviceAndLevel) {
+  const auto peaks_of = [&](std::vector<std::string> filter) {
+    std::vector<std::string> args{"peak", "--format", "json"};
+    args.insert(args.end(), filter.begin(), filter.end());
+    const CommandResult result = run(args);
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    std::vector<std::string> peaks;
+    const json doc = json::parse(result.out);
+    for (const json& peak : doc["peaks"])
+      peaks.push_back(std::to_string(peak["device"].get<int>()) + "/" +
+                      peak["level"].get<std::string>() + "/" +
+                      std::to_string(peak["bytes"].get<std::uint64_t>()));
+    return peaks;
+  };
+  EXPECT_EQ(peaks_of({"--device", "1"}), std::vector<std::string>{"1/device_memory/8388608"});
+  EXPECT_EQ(peaks_of({"--level", "block"}), std::vector<std::string>{"0/blocks/4456448"});
+  const CommandResult kind = run({"peak", "--kind", "block"});
+  EXPECT_EQ(kind.exit_status, 2);
+  EXPECT_EQ(kind.err, "vramtrace peak: peak takes no --kind\n");
+}
+
+TEST_F(CliTimeFiltersTest, FragLaysOutOneDeviceAndWritesABlockPerRow) {
+  const CommandResult csv = run({"frag", "--at", "end", "--format", "csv", "--device", "0"});
+  ASSERT_EQ(csv.exit_status, 0) << csv.err;
+  // At the end S1 holds B2 (1 MiB, requested 1 MiB) and B3 (256 KiB, requested 200 KiB); its
+  // first 512 KiB (B1's) and its tail are free.
+  EXPECT_EQ(csv.out,
+            "device,segment_address,segment_size,address,size,requested,state\r\n"
+            "0,268435456,2097152,268435456,524288,,free\r\n"
+            "0,268435456,2097152,268959744,1048576,1048576,used\r\n"
+            "0,268435456,2097152,270008320,262144,204800,used\r\n"
+            "0,268435456,2097152,270270464,262144,,free\r\n");
+  const CommandResult other = run({"frag", "--at", "end", "--format", "json", "--device", "1"});
+  ASSERT_EQ(other.exit_status, 0) << other.err;
+  EXPECT_EQ(json::parse(other.out)["segments"].size(), 0u);
+  EXPECT_EQ(run({"frag", "--level", "block"}).exit_status, 2);
+}
+
+}  // namespace
+}  // namespace vramtrace::testing
