@@ -331,6 +331,17 @@ std::vector<ProcessRecord> TraceReader::processes() const {
   return processes;
 }
 
+std::map<std::int64_t, std::string> TraceReader::process_backends() const {
+  const bool has_column =
+      impl_->pragma_int(
+          "SELECT COUNT(*) FROM pragma_table_info('process') WHERE name = 'backend'") != 0;
+  Statement statement = impl_->prepare(has_column ? "SELECT upid, backend FROM process"
+                                                  : "SELECT upid, 'preload' FROM process");
+  std::map<std::int64_t, std::string> backends;
+  impl_->each_row(statement, [&](const Statement& row) { backends[row.int64(0)] = row.text(1); });
+  return backends;
+}
+
 std::vector<ThreadRecord> TraceReader::threads() const {
   Statement statement = impl_->prepare("SELECT utid, upid, tid, name FROM thread ORDER BY utid");
   std::vector<ThreadRecord> threads;

@@ -1,0 +1,85 @@
+// The CUPTI backend's entry point. CUDA loads the library that CUDA_INJECTION64_PATH names when
+// the process initialises the driver, and calls its InitializeInjection once; `vramtrace run
+// --backend cupti|both` sets that variable.
+//
+// Nothing here may fail the host: when CUPTI cannot be had (no libcupti, an old driver, another
+// subscriber such as torch.profiler or Nsight Systems, which CUPTI before 13.3 does not allow
+// beside us) it says so in one line and returns; the shim, if loaded, records alone.
+#include <stdlib.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "activity_buffers.h"
+#include "api_callbacks.h"
+#include "cupti_library.h"
+#include "nanopb/vramtrace.pb.h"
+#include "recorder.h"
+#include "reentry_guard.h"
+#include "shim_log.h"
+
+namespace vramtrace::cupti {
+namespace {
+
+CuptiLibrary g_cupti;
+std::atomic<bool> g_initialized{false};
+
+// What happens to the recording without us: the shim's hooks still record when it is loaded.
+const char* without_us() {
+  const char* preload = getenv("LD_PRELOAD");
+  const bool shim = preload != nullptr && std::strstr(preload, "libvramtrace_preload") != nullptr;
+  return shim ? "; the LD_PRELOAD shim records alone" : "; nothing is recorded by CUPTI";
+}
+
+void on_process_exit(int, void*) {
+  flush_memory_activity();
+}
+
+void start() {
+  const char* socket = getenv("VRAMTRACE_SOCKET");
+  if (socket == nullptr || *socket == '\0') return;  // loaded outside `vramtrace run`: stay idle
+  const char* why = nullptr;
+  if (!g_cupti.load(&why)) {
+    preload::shim_log("CUPTI backend unavailable: ", why, without_us());
+    return;
+  }
+  // Our own ring, with our own ProcessStart: the collector tells the backends apart by it.
+  preload::set_backend(vramtrace_wire_Backend_BACKEND_CUPTI);
+  preload::shim_start();
+  if (!preload::is_recording()) return;  // no collector asked for, or it said why already
+
+  const CUptiResult subscribed = subscribe_api_callbacks(g_cupti);
+  if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    preload::shim_log(
+        "CUPTI backend unavailable: another tool (torch.profiler, Nsight...) holds "
+        "CUPTI's only subscription",
+        without_us());
+    return;
+  }
+  if (subscribed != CUPTI_SUCCESS) {
+    preload::shim_log("CUPTI backend unavailable: CUPTI refused the API callbacks (",
+                      g_cupti.describe(subscribed), ")");
+    return;
+  }
+  const CUptiResult activity = enable_memory_activity(g_cupti);
+  if (activity != CUPTI_SUCCESS) {
+    preload::shim_log("CUPTI backend: no memory activity records (", g_cupti.describe(activity),
+                      "); API callbacks only");
+    return;
+  }
+  // Registered after the record path's own exit handler, so it runs before it: the last
+  // records reach the ring before the process says goodbye.
+  on_exit(&on_process_exit, nullptr);
+}
+
+}  // namespace
+}  // namespace vramtrace::cupti
+
+// CUDA's injection entry point: returns 1 (success) whatever happened, since a 0 would make
+// CUDA report an error to a program that did nothing wrong.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  if (vramtrace::cupti::g_initialized.exchange(true)) return 1;
+  vramtrace::preload::ReentryGuard guard;
+  vramtrace::cupti::start();
+  return 1;
+}
