@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/allocator_level.h"
+#include "analysis/backend_comparison.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
@@ -70,6 +71,9 @@ struct Summary {
   std::vector<DevicePeak> block_peaks;     // peak live block bytes, by upid, then device
   std::vector<BadFreeCount> bad_frees;     // by reason
   std::vector<storage::StatRecord> stats;  // by name, for the whole trace
+  // `run --backend both`: what the shim and CUPTI each saw (whole trace). both is false for a
+  // trace of one backend.
+  BackendComparison backends;
 };
 
 struct SummaryOptions {

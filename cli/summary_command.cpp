@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "analysis/cuda_errors.h"
+#include "cli/backend_report.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/text_style.h"
@@ -62,6 +63,9 @@ std::string process_label(const storage::ProcessRecord& process) {
     label += fmt::format(", rank {}", *process.start.rank);
     if (process.start.world_size) label += fmt::format(" of {}", *process.start.world_size);
   }
+  // `run --backend both` records each process twice: say which record this is.
+  if (process.start.backend != storage::kBackendPreload)
+    label += fmt::format(" ({})", process.start.backend);
   return label;
 }
 
@@ -99,6 +103,7 @@ Json process_json(const storage::ProcessRecord& process) {
       {"rank", optional_json(process.start.rank)},
       {"local_rank", optional_json(process.start.local_rank)},
       {"world_size", optional_json(process.start.world_size)},
+      {"backend", process.start.backend},
   };
 }
 
@@ -196,6 +201,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
         {"mapped", kind_json(summary.virtual_memory.mapped)}}},
       {"allocator", std::move(allocator)},
       {"block_peaks", std::move(block_peaks)},
+      {"backends", backend_comparison_json(summary.backends)},
   };
 }
 
@@ -308,6 +314,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
                          stat.value, stat.description);
   }
   if (!stats.empty()) text += "\nimport stats:\n" + stats;
+  text += backend_comparison_text(summary.backends);
   return text;
 }
 

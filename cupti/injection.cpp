@@ -5,6 +5,7 @@
 // Nothing here may fail the host: when CUPTI cannot be had (no libcupti, an old driver, another
 // subscriber such as torch.profiler or Nsight Systems, which CUPTI before 13.3 does not allow
 // beside us) it says so in one line and returns; the shim, if loaded, records alone.
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <atomic>
@@ -35,32 +36,34 @@ void on_process_exit(int, void*) {
   flush_memory_activity();
 }
 
+// Says once on stderr why CUPTI records nothing, and, once our ring is up, in the trace too
+// (the stat shim_cupti_unavailable, which `summary` shows).
+void refuse(const char* why, const char* detail = nullptr) {
+  preload::shim_log("CUPTI backend unavailable: ", why, detail != nullptr ? detail : without_us());
+  if (!preload::is_recording()) return;
+  char text[256];
+  snprintf(text, sizeof text, "the CUPTI backend recorded nothing: %s%s", why,
+           detail != nullptr ? detail : "");
+  uint8_t buf[512];
+  preload::write_record(buf, preload::encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_ERROR,
+                                                    "cupti_unavailable", text, buf, sizeof buf));
+}
+
 void start() {
   const char* socket = getenv("VRAMTRACE_SOCKET");
   if (socket == nullptr || *socket == '\0') return;  // loaded outside `vramtrace run`: stay idle
   const char* why = nullptr;
-  if (!g_cupti.load(&why)) {
-    preload::shim_log("CUPTI backend unavailable: ", why, without_us());
-    return;
-  }
+  if (!g_cupti.load(&why)) return refuse(why);
   // Our own ring, with our own ProcessStart: the collector tells the backends apart by it.
   preload::set_backend(vramtrace_wire_Backend_BACKEND_CUPTI);
   preload::shim_start();
-  if (!preload::is_recording()) return;  // no collector asked for, or it said why already
+  if (!preload::is_recording()) return;  // the record path said why already
 
   const CUptiResult subscribed = subscribe_api_callbacks(g_cupti);
-  if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    preload::shim_log(
-        "CUPTI backend unavailable: another tool (torch.profiler, Nsight...) holds "
-        "CUPTI's only subscription",
-        without_us());
-    return;
-  }
-  if (subscribed != CUPTI_SUCCESS) {
-    preload::shim_log("CUPTI backend unavailable: CUPTI refused the API callbacks (",
-                      g_cupti.describe(subscribed), ")");
-    return;
-  }
+  if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return refuse("another tool (torch.profiler, Nsight...) holds CUPTI's only subscription");
+  if (subscribed != CUPTI_SUCCESS)
+    return refuse("CUPTI refused the API callbacks: ", g_cupti.describe(subscribed));
   const CUptiResult activity = enable_memory_activity(g_cupti);
   if (activity != CUPTI_SUCCESS) {
     preload::shim_log("CUPTI backend: no memory activity records (", g_cupti.describe(activity),
