@@ -1,8 +1,8 @@
 // TraceIngest's part for the CUPTI backend's activity records (wire::MemoryActivity): each
 // becomes a memory_activity row, and an allocation's or release's record names the allocation
-// row that the API callback of the same call (same correlation id) made or freed. A record that
-// no callback matches is memory CUPTI saw only through activity: counted, so that the summary
-// shows it.
+// row that the API callback of the same call made or freed (correlation_index.h: by correlation
+// id, else by address). A record that no callback matches is memory CUPTI saw only through
+// activity: counted, so that the summary shows it.
 #include "collector/trace_ingest.h"
 
 namespace vramtrace::collector {
@@ -51,15 +51,20 @@ void TraceIngest::on_memory_activity(Process& p, const wire::MemoryActivity& m) 
     row.min_bytes_to_keep = m.min_bytes_to_keep();
   if (!m.source().empty()) row.source = m.source();
 
-  if (m.operation() == wire::MemoryActivity::OPERATION_ALLOCATION) {
-    row.allocation_id = p.correlations.take_alloc(m.correlation_id());
-    if (!row.allocation_id)
+  const bool allocation = m.operation() == wire::MemoryActivity::OPERATION_ALLOCATION;
+  if (allocation || m.operation() == wire::MemoryActivity::OPERATION_RELEASE) {
+    const auto match = allocation ? p.correlations.take_alloc(m.correlation_id(), m.address())
+                                  : p.correlations.take_free(m.correlation_id(), m.address());
+    if (match) row.allocation_id = match->allocation_id;
+    if (match && match->how == CorrelationIndex::How::kAddress)
+      count("cupti_activity_matched_by_address", storage::Severity::kInfo,
+            "CUPTI memory records whose correlation id named no callback, matched to the latest "
+            "callback event at their address instead");
+    if (!match && allocation)
       count("cupti_activity_allocation_without_callback", storage::Severity::kInfo,
             "CUPTI allocation records whose API call no callback recorded: memory that only "
             "CUPTI's activity saw (memory_activity rows with allocation_id NULL)");
-  } else if (m.operation() == wire::MemoryActivity::OPERATION_RELEASE) {
-    row.allocation_id = p.correlations.take_free(m.correlation_id());
-    if (!row.allocation_id)
+    if (!match && !allocation)
       count("cupti_activity_release_without_callback", storage::Severity::kInfo,
             "CUPTI release records whose API call no callback recorded as a free of a live "
             "allocation (memory_activity rows with allocation_id NULL)");

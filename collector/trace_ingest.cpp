@@ -417,7 +417,7 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
   }
   if (m.correlation_id() != 0) row.correlation_id = m.correlation_id();
   writer_.add_allocation(row);
-  p.correlations.on_alloc(m.correlation_id(), row.id);
+  p.correlations.on_alloc(m.correlation_id(), m.address(), row.id);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing
   if (p.live.add(m.address(), {row.id, row.kind, row.size})) {
@@ -455,7 +455,7 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
     if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
     for (const auto& [address, entry] : recent.ended) writer_.set_free(entry.id, row);
-    p.correlations.on_free(m.correlation_id(), recent.ended.front().second.id);
+    p.correlations.on_free(m.correlation_id(), m.address(), recent.ended.front().second.id);
   } else {
     storage::BadFreeRow row;
     row.id = next_bad_free_id_++;

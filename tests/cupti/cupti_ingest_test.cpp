@@ -163,6 +163,35 @@ TEST(CuptiIngest, AsyncAllocationAndFreeMatchTheirActivityRecordsByCorrelationId
   EXPECT_EQ(h.stat("cupti_activity_allocation_without_callback"), 0);
 }
 
+// Should CUPTI stamp a runtime call's memory record with the id of the driver call inside it
+// (which the backend leaves out), the record still finds its allocation, by address.
+TEST(CuptiIngest, ActivityWithAnotherCorrelationIdMatchesByAddress) {
+  IngestHarness h(wire::BACKEND_CUPTI);
+  CuptiFeed feed(h);
+  void* out = fake_pointer(0x7f0000200000);
+  ApiCall<cudaMalloc_v3020_params> first({&out, 4096}, 40);
+  feed.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                first.exit(0));
+  ApiCall<cudaFree_v3020_params> free({out}, 41);
+  feed.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, free.enter());
+  ApiCall<cudaMalloc_v3020_params> again({&out, 4096}, 42);  // the address, reused
+  feed.callback(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                again.exit(0));
+  feed.activity(testing::memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 40, 0x7f0000200000,
+                                       4096));
+  feed.activity(testing::memory_record(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+                                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 9042, 0x7f0000200000,
+                                       4096));
+  h.finish();
+  EXPECT_EQ(sql(h,
+                "SELECT group_concat(allocation_id, ' ') FROM (SELECT allocation_id FROM "
+                "memory_activity ORDER BY id)"),
+            "1 2");
+  EXPECT_EQ(h.stat("cupti_activity_matched_by_address"), 1);
+  EXPECT_EQ(h.stat("cupti_activity_allocation_without_callback"), 0);
+}
+
 TEST(CuptiIngest, ActivityNoCallbackSawIsKeptAndCounted) {
   IngestHarness h(wire::BACKEND_CUPTI);
   CuptiFeed feed(h);
