@@ -67,10 +67,15 @@ CUptiResult subscribe_api_callbacks(const CuptiLibrary& cupti) {
   CUptiResult result =
       cupti.subscribe(&subscriber, reinterpret_cast<CUpti_CallbackFunc>(&on_api_callback), nullptr);
   if (result != CUPTI_SUCCESS) return result;
-  for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API})
-    for (CUpti_CallbackId cbid : memory_callback_ids(domain))
-      if ((result = cupti.enable_callback(1, subscriber, domain, cbid)) != CUPTI_SUCCESS)
+  for (CUpti_CallbackDomain domain : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    for (CUpti_CallbackId cbid : memory_callback_ids(domain)) {
+      if ((result = cupti.enable_callback(1, subscriber, domain, cbid)) != CUPTI_SUCCESS) {
+        // All or nothing: half the functions would make a trace that looks complete.
+        cupti.unsubscribe(subscriber);
         return result;
+      }
+    }
+  }
   return CUPTI_SUCCESS;
 }
 

@@ -11,8 +11,8 @@
 namespace vramtrace::cupti {
 
 // Subscribes on_api_callback and enables the memory functions' callbacks of the runtime and
-// the driver. Returns CUPTI's result; CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED when another
-// tool (torch.profiler, Nsight) holds the subscription.
+// the driver, all or none. Returns CUPTI's result; CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+// when another tool (torch.profiler, Nsight) holds the subscription.
 CUptiResult subscribe_api_callbacks(const CuptiLibrary& cupti);
 
 // CUpti_CallbackFunc.

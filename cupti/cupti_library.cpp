@@ -39,6 +39,7 @@ bool CuptiLibrary::load(const char** why) {
       resolve(handle, "cuptiGetVersion", &get_version) &&
       resolve(handle, "cuptiGetResultString", &get_result_string) &&
       resolve(handle, "cuptiSubscribe", &subscribe) &&
+      resolve(handle, "cuptiUnsubscribe", &unsubscribe) &&
       resolve(handle, "cuptiEnableCallback", &enable_callback) &&
       resolve(handle, "cuptiActivityEnable", &activity_enable) &&
       resolve(handle, "cuptiActivityRegisterCallbacks", &activity_register_callbacks) &&

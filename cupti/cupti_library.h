@@ -11,6 +11,7 @@ struct CuptiLibrary {
   decltype(&::cuptiGetVersion) get_version = nullptr;
   decltype(&::cuptiGetResultString) get_result_string = nullptr;
   decltype(&::cuptiSubscribe) subscribe = nullptr;
+  decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
   decltype(&::cuptiEnableCallback) enable_callback = nullptr;
   decltype(&::cuptiActivityEnable) activity_enable = nullptr;
   decltype(&::cuptiActivityRegisterCallbacks) activity_register_callbacks = nullptr;

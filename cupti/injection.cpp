@@ -38,12 +38,13 @@ void on_process_exit(int, void*) {
 
 // Says once on stderr why CUPTI records nothing, and, once our ring is up, in the trace too
 // (the stat shim_cupti_unavailable, which `summary` shows).
-void refuse(const char* why, const char* detail = nullptr) {
-  preload::shim_log("CUPTI backend unavailable: ", why, detail != nullptr ? detail : without_us());
+void refuse(const char* why, const char* detail = "") {
+  char reason[200];
+  snprintf(reason, sizeof reason, "%s%s", why, detail);
+  preload::shim_log("CUPTI backend unavailable: ", reason, without_us());
   if (!preload::is_recording()) return;
   char text[256];
-  snprintf(text, sizeof text, "the CUPTI backend recorded nothing: %s%s", why,
-           detail != nullptr ? detail : "");
+  snprintf(text, sizeof text, "the CUPTI backend recorded nothing: %s", reason);
   uint8_t buf[512];
   preload::write_record(buf, preload::encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_ERROR,
                                                     "cupti_unavailable", text, buf, sizeof buf));
