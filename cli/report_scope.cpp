@@ -22,6 +22,11 @@ void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filt
                    "gave it)")
       ->group(kGroup);
   command->add_option("--host", filter->host, "Only processes on this host")->group(kGroup);
+  command
+      ->add_option("--backend", filter->backend,
+                   "Only what this backend recorded, in a trace of `run --backend both`")
+      ->check(CLI::IsMember({"preload", "cupti"}))
+      ->group(kGroup);
 }
 
 ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& trace_path,
@@ -42,6 +47,7 @@ void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope
   if (scope.filter.pid) filters["pid"] = *scope.filter.pid;
   if (scope.filter.rank) filters["rank"] = *scope.filter.rank;
   if (scope.filter.host) filters["host"] = *scope.filter.host;
+  if (scope.filter.backend) filters["backend"] = *scope.filter.backend;
   filters["upids"] = scope.processes ? *scope.processes : std::set<std::int64_t>{};
   (*document)["filters"] = std::move(filters);
 }

@@ -104,6 +104,20 @@ TEST(CuptiInjection, BothBackendsAreComparedInTheSummary) {
   ProcessResult text = run_process({.argv = {VRAMTRACE_BIN, "summary", trace.path()}});
   EXPECT_NE(text.out.find("seen only by the shim: 2; seen only by CUPTI: 0"), std::string::npos)
       << text.out;
+  EXPECT_NE(text.out.find("warning: the trace holds both the shim's and CUPTI's records"),
+            std::string::npos)
+      << text.out;
+
+  // One backend's rows: no double count, no warning about it.
+  ProcessResult leaks = run_process(
+      {.argv = {VRAMTRACE_BIN, "leaks", "--backend", "preload", "--format", "json", trace.path()}});
+  EXPECT_EQ(leaks.exit_code(), 0) << leaks.err;
+  EXPECT_TRUE(std::regex_search(leaks.out, std::regex(R"("backend":\s*"preload")"))) << leaks.out;
+  EXPECT_EQ(leaks.out.find("records of the same processes"), std::string::npos) << leaks.out;
+  ProcessResult cupti_only =
+      run_process({.argv = {VRAMTRACE_BIN, "summary", "--backend", "cupti", trace.path()}});
+  EXPECT_EQ(cupti_only.exit_code(), 0) << cupti_only.err;
+  EXPECT_NE(cupti_only.out.find("no allocations recorded"), std::string::npos) << cupti_only.out;
 }
 
 TEST(CuptiInjection, PreloadBackendLeavesCudaInjectionAlone) {
