@@ -5,6 +5,7 @@
 // Nothing here may fail the host: when CUPTI cannot be had (no libcupti, an old driver, another
 // subscriber such as torch.profiler or Nsight Systems, which CUPTI before 13.3 does not allow
 // beside us) it says so in one line and returns; the shim, if loaded, records alone.
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -50,6 +51,26 @@ void refuse(const char* why, const char* detail = "") {
                                                     "cupti_unavailable", text, buf, sizeof buf));
 }
 
+// A callback runs under CUDA's frames (libcupti's dispatch, the driver's, and for a runtime call
+// the dynamic runtime's own), where the shim's hooks run right under the program's call: leave
+// them out of the stacks, so that a stack starts where the program called CUDA. A static
+// runtime's frames are in the program itself and stay.
+void skip_cuda_frames() {
+  preload::skip_innermost_frames_of(reinterpret_cast<const void*>(g_cupti.subscribe));
+  struct Library {
+    const char* soname;
+    const char* function;  // any function of the library's: its address names the object
+  };
+  for (const Library& l :
+       {Library{"libcuda.so.1", "cuInit"}, Library{"libcudart.so.13", "cudaGetDevice"},
+        Library{"libcudart.so.12", "cudaGetDevice"}}) {
+    void* library = dlopen(l.soname, RTLD_NOW | RTLD_NOLOAD);
+    if (library == nullptr) continue;
+    if (void* function = dlsym(library, l.function)) preload::skip_innermost_frames_of(function);
+    dlclose(library);
+  }
+}
+
 void start() {
   const char* socket = getenv("VRAMTRACE_SOCKET");
   if (socket == nullptr || *socket == '\0') return;  // loaded outside `vramtrace run`: stay idle
@@ -59,6 +80,7 @@ void start() {
   preload::set_backend(vramtrace_wire_Backend_BACKEND_CUPTI);
   preload::shim_start();
   if (!preload::is_recording()) return;  // the record path said why already
+  skip_cuda_frames();
 
   const CUptiResult subscribed = subscribe_api_callbacks(g_cupti);
   if (subscribed == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)

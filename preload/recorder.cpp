@@ -214,6 +214,10 @@ void shim_start() {
   connect_process();
 }
 
+bool skip_innermost_frames_of(const void* address) {
+  return g_unwinder.skip_innermost_object(address);
+}
+
 void set_backend(int backend) {
   g_backend = backend;
 }

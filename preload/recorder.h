@@ -26,6 +26,10 @@ extern std::atomic<bool> g_started;
 // ProcessStart says: the shim by default; the CUPTI library sets its own before starting.
 void set_backend(int backend);
 
+// Stacks leave out the frames of the object holding `address` where they come first, as they
+// leave out the record path's own (Unwinder::skip_innermost_object). Call after shim_start().
+bool skip_innermost_frames_of(const void* address);
+
 // Starts recording if VRAMTRACE_SOCKET names a collector. Idempotent. The shim's constructor
 // (start_at_load.cpp) calls it, but another library's constructor may call CUDA (or dlsym) before
 // the loader runs ours, so every hook makes sure first.
