@@ -3,13 +3,14 @@
 namespace vramtrace::analysis {
 
 bool ProcessFilter::empty() const {
-  return !pid && !rank && !host;
+  return !pid && !rank && !host && !backend;
 }
 
 bool ProcessFilter::matches(const storage::ProcessRecord& process) const {
   if (pid && process.start.pid != *pid) return false;
   if (rank && process.start.rank != rank) return false;
   if (host && process.start.host != *host) return false;
+  if (backend && process.start.backend != *backend) return false;
   return true;
 }
 
@@ -22,6 +23,7 @@ std::string ProcessFilter::describe() const {
   if (pid) add("--pid " + std::to_string(*pid));
   if (rank) add("--rank " + std::to_string(*rank));
   if (host) add("--host " + *host);
+  if (backend) add("--backend " + *backend);
   return words;
 }
 

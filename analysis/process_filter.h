@@ -20,6 +20,9 @@ struct ProcessFilter {
   std::optional<std::uint32_t> pid;  // every process with this pid, on any host
   std::optional<int> rank;           // processes that recorded this rank (never those without)
   std::optional<std::string> host;   // processes on this host, as the process named it
+  // `run --backend both` records each process twice: the rows of this backend only
+  // (storage::kBackendPreload or kBackendCupti).
+  std::optional<std::string> backend;
 
   // No condition given: every process matches, and reports are not restricted at all.
   bool empty() const;

@@ -47,6 +47,7 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     if (is_selected(selected, process.start.upid)) summary.processes.push_back(std::move(process));
   }
   summary.stats = trace.stats();
+  summary.backends = compare_backends(trace);
 
   TimeSpan span;
   for (const storage::ProcessRecord& process : summary.processes) {

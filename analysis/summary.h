@@ -10,6 +10,7 @@
 #include "analysis/advice.h"
 #include "analysis/allocation_scope.h"
 #include "analysis/allocator_level.h"
+#include "analysis/backend_comparison.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
@@ -74,6 +75,9 @@ struct Summary {
   std::vector<storage::StatRecord> stats;   // by name, for the whole trace
   std::vector<Advice> advice;               // trace_advice.h: the rules that fired
   MemoryLevel level = MemoryLevel::kBlock;  // as asked (SummaryOptions)
+  // `run --backend both`: what the shim and CUPTI each saw (whole trace). both is false for a
+  // trace of one backend.
+  BackendComparison backends;
 };
 
 struct SummaryOptions {

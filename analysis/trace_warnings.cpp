@@ -20,6 +20,18 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
                          ") was not recorded to its end; its last events may be missing");
     }
   }
+  bool preload = false, cupti = false;
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    if (!is_selected(processes, process.start.upid)) continue;
+    preload |= process.start.backend == storage::kBackendPreload;
+    cupti |= process.start.backend == storage::kBackendCupti;
+  }
+  if (preload && cupti) {
+    warnings.push_back(
+        "the trace holds both the shim's and CUPTI's records of the same processes (run "
+        "--backend both): every count here includes both; pass --backend preload or --backend "
+        "cupti to report one");
+  }
   for (const storage::StatRecord& stat : trace.stats()) {
     if (stat.severity == storage::Severity::kInfo || stat.value == 0) continue;
     warnings.push_back(std::string(storage::severity_name(stat.severity)) + ": " + stat.name +

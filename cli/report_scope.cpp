@@ -30,6 +30,11 @@ void add_process_filter_options(CLI::App* command, analysis::ProcessFilter* filt
                    "gave it)")
       ->group(kGroup);
   command->add_option("--host", filter->host, "Only processes on this host")->group(kGroup);
+  command
+      ->add_option("--backend", filter->backend,
+                   "Only what this backend recorded, in a trace of `run --backend both`")
+      ->check(CLI::IsMember({"preload", "cupti"}))
+      ->group(kGroup);
 }
 
 void add_report_options(CLI::App* command, ReportOptions* options) {
@@ -102,6 +107,7 @@ void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope
   if (scope.filter.host) filters["host"] = *scope.filter.host;
   if (scope.allocations.device) filters["device"] = *scope.allocations.device;
   if (scope.kind_name) filters["kind"] = *scope.kind_name;
+  if (scope.filter.backend) filters["backend"] = *scope.filter.backend;
   if (!scope.filter.empty())
     filters["upids"] = scope.processes ? *scope.processes : std::set<std::int64_t>{};
   (*document)["filters"] = std::move(filters);

@@ -1,5 +1,6 @@
-// `vramtrace run`: starts the command with the shim preloaded, collects every traced
-// process's events into a trace, and exits with the command's own status.
+// `vramtrace run`: starts the command with the shim preloaded (or the CUPTI library injected,
+// or both: --backend), collects every traced process's events into a trace, and exits with the
+// command's own status.
 #include "run_command.h"
 
 #include <fcntl.h>
@@ -40,7 +41,14 @@ struct RunOptions {
   std::optional<analysis::GateLimits> gate;
   bool force = false;
   std::string ring_size;
+  std::string backend = "preload";  // "preload", "cupti" or "both"
   std::vector<std::string> command;
+};
+
+// The libraries a backend puts into the traced processes; empty: not loaded.
+struct BackendLibraries {
+  std::string shim;   // LD_PRELOAD (and NVTX_INJECTION64_PATH)
+  std::string cupti;  // CUDA_INJECTION64_PATH
 };
 
 volatile sig_atomic_t g_child_pid = 0;
@@ -60,14 +68,24 @@ std::string default_output(const std::string& program) {
   return name;
 }
 
-std::vector<std::string> child_environment(const std::string& shim, const std::string& socket,
+std::vector<std::string> child_environment(const BackendLibraries& libraries,
+                                           const std::string& socket,
                                            const std::string& ring_size) {
+  const std::string& shim = libraries.shim;
   std::vector<std::string> env;
   std::string preload = shim;
   bool nvtx_taken = false;
+  bool cuda_injection_taken = false;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string_view var(*e);
-    if (var.starts_with("LD_PRELOAD=")) {
+    if (!libraries.cupti.empty() && var.starts_with("CUDA_INJECTION64_PATH=")) {
+      // CUDA loads one injection library: another tool's keeps its place, and CUPTI is its.
+      std::fprintf(stderr,
+                   "vramtrace run: CUDA_INJECTION64_PATH is set already; the CUPTI backend is not "
+                   "loaded\n");
+      cuda_injection_taken = true;
+    }
+    if (!shim.empty() && var.starts_with("LD_PRELOAD=")) {
       // Ours first, so that our hooks win; the user's own preloads follow.
       std::string_view rest = var.substr(11);
       if (!rest.empty()) preload += ":" + std::string(rest);
@@ -83,10 +101,16 @@ std::vector<std::string> child_environment(const std::string& shim, const std::s
     }
     env.emplace_back(var);
   }
-  env.push_back("LD_PRELOAD=" + preload);
-  // NVTX 3 is header-only: a program's first NVTX call loads the library this names and
-  // hands it the calls. The shim is that library.
-  if (!nvtx_taken) env.push_back("NVTX_INJECTION64_PATH=" + shim);
+  if (!shim.empty()) {
+    env.push_back("LD_PRELOAD=" + preload);
+    // NVTX 3 is header-only: a program's first NVTX call loads the library this names and
+    // hands it the calls. The shim is that library.
+    if (!nvtx_taken) env.push_back("NVTX_INJECTION64_PATH=" + shim);
+  }
+  // CUDA loads this library when the process initialises the driver, and calls its
+  // InitializeInjection (cupti/injection.cpp).
+  if (!libraries.cupti.empty() && !cuda_injection_taken)
+    env.push_back("CUDA_INJECTION64_PATH=" + libraries.cupti);
   env.push_back("VRAMTRACE_SOCKET=" + socket);
   if (!ring_size.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_size);
   return env;
@@ -113,20 +137,35 @@ int run(RunOptions& options) {
         "vramtrace run: no command given (usage: vramtrace run [-o FILE] -- CMD ARGS...)\n");
     return kUsageError;
   }
-  const std::optional<std::string> shim = find_preload_library();
-  if (!shim) {
-    std::fprintf(stderr,
-                 "vramtrace run: cannot find %s next to the vramtrace executable; reinstall "
-                 "vramtrace\n",
-                 kPreloadLibraryName);
-    return kUsageError;
+  BackendLibraries libraries;
+  if (options.backend != "cupti") {
+    const std::optional<std::string> shim = find_preload_library();
+    if (!shim) {
+      std::fprintf(stderr,
+                   "vramtrace run: cannot find %s next to the vramtrace executable; reinstall "
+                   "vramtrace\n",
+                   kPreloadLibraryName);
+      return kUsageError;
+    }
+    if (shim->find_first_of(": ") != std::string::npos) {
+      std::fprintf(stderr,
+                   "vramtrace run: the shim's path '%s' contains a space or a colon, which "
+                   "LD_PRELOAD cannot carry; install vramtrace elsewhere\n",
+                   shim->c_str());
+      return kUsageError;
+    }
+    libraries.shim = *shim;
   }
-  if (shim->find_first_of(": ") != std::string::npos) {
-    std::fprintf(stderr,
-                 "vramtrace run: the shim's path '%s' contains a space or a colon, which "
-                 "LD_PRELOAD cannot carry; install vramtrace elsewhere\n",
-                 shim->c_str());
-    return kUsageError;
+  if (options.backend != "preload") {
+    const std::optional<std::string> cupti = find_vramtrace_library(kCuptiLibraryName);
+    if (!cupti) {
+      std::fprintf(stderr,
+                   "vramtrace run: cannot find %s next to the vramtrace executable: this "
+                   "vramtrace was built without CUPTI; use --backend preload\n",
+                   kCuptiLibraryName);
+      return kUsageError;
+    }
+    libraries.cupti = *cupti;
   }
 
   const bool chosen = !options.output.empty();
@@ -155,7 +194,8 @@ int run(RunOptions& options) {
     return kUsageError;
   }
 
-  std::vector<std::string> env = child_environment(*shim, server->socket_path(), options.ring_size);
+  std::vector<std::string> env =
+      child_environment(libraries, server->socket_path(), options.ring_size);
   std::vector<char*> envp = as_argv(env);
   std::vector<char*> argv = as_argv(options.command);
 
@@ -260,6 +300,10 @@ void register_run_command(CLI::App& app, int* exit_status) {
   run->add_flag("-f,--force", options->force, "Replace the output file if it exists");
   run->add_option("--ring-size", options->ring_size,
                   "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
+  run->add_option("--backend", options->backend,
+                  "What records: preload (the LD_PRELOAD shim, the default), cupti (CUPTI's "
+                  "callbacks and activity records), or both, to check one against the other")
+      ->check(CLI::IsMember({"preload", "cupti", "both"}));
   run->add_option_function<std::string>(
          "--gate",
          [options](const std::string& spec) {

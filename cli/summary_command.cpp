@@ -8,6 +8,7 @@
 #include "analysis/cuda_errors.h"
 #include "cli/advice_output.h"
 #include "cli/csv_table.h"
+#include "cli/backend_report.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/text_style.h"
@@ -64,6 +65,9 @@ std::string process_label(const storage::ProcessRecord& process) {
     label += fmt::format(", rank {}", *process.start.rank);
     if (process.start.world_size) label += fmt::format(" of {}", *process.start.world_size);
   }
+  // `run --backend both` records each process twice: say which record this is.
+  if (process.start.backend != storage::kBackendPreload)
+    label += fmt::format(" ({})", process.start.backend);
   return label;
 }
 
@@ -101,6 +105,7 @@ Json process_json(const storage::ProcessRecord& process) {
       {"rank", optional_json(process.start.rank)},
       {"local_rank", optional_json(process.start.local_rank)},
       {"world_size", optional_json(process.start.world_size)},
+      {"backend", process.start.backend},
   };
 }
 
@@ -199,6 +204,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
       {"allocator", std::move(allocator)},
       {"block_peaks", std::move(block_peaks)},
       {"advice", advice_json(summary.advice)},
+      {"backends", backend_comparison_json(summary.backends)},
   };
 }
 
@@ -315,6 +321,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   }
   if (!stats.empty()) text += "\nimport stats:\n" + stats;
   if (!summary.advice.empty()) text += "\nadvice:\n" + advice_text(summary.advice, "  ");
+  text += backend_comparison_text(summary.backends);
   return text;
 }
 

@@ -131,6 +131,9 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
     case wire::Envelope::kPythonCode:
       on_python_code(*p, envelope_.python_code());
       return;
+    case wire::Envelope::kMemoryActivity:
+      on_memory_activity(*p, envelope_.memory_activity());
+      return;
     case wire::Envelope::kPythonInterpreter:
       p->python_interpreter_address = envelope_.python_interpreter().api_address();
       return;
@@ -168,6 +171,7 @@ void TraceIngest::on_process_start(Process& p, const ring::RecordHeader& h,
   if (m.has_rank()) row.rank = m.rank();
   if (m.has_local_rank()) row.local_rank = m.local_rank();
   if (m.has_world_size()) row.world_size = m.world_size();
+  if (m.backend() == wire::BACKEND_CUPTI) row.backend = storage::kBackendCupti;
   writer_.add_process(row);
   if (m.unwinder() == "none")
     count("process_without_unwinder", storage::Severity::kDataLoss,
@@ -416,7 +420,9 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
               "holding them");
     }
   }
+  if (m.correlation_id() != 0) row.correlation_id = m.correlation_id();
   writer_.add_allocation(row);
+  p.correlations.on_alloc(m.correlation_id(), m.address(), row.id);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing
   if (p.live.add(m.address(), {row.id, row.kind, row.size})) {
@@ -454,6 +460,7 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
     if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
     for (const auto& [address, entry] : recent.ended) writer_.set_free(entry.id, row);
+    p.correlations.on_free(m.correlation_id(), m.address(), recent.ended.front().second.id);
   } else {
     storage::BadFreeRow row;
     row.id = next_bad_free_id_++;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "collector/callsite_tree.h"
+#include "collector/correlation_index.h"
 #include "collector/live_allocations.h"
 #include "collector/marker_pairing.h"
 #include "collector/symbolizer.h"
@@ -122,6 +123,8 @@ class TraceIngest {
     // found one, and the code objects it announced, by their wire id.
     std::optional<uint64_t> python_interpreter_address;
     std::unordered_map<uint64_t, PythonCode> python_codes;
+    // The CUPTI backend: API callbacks' allocations by correlation id, for activity records.
+    CorrelationIndex correlations;
   };
 
   Process* process_for(int64_t ring_id);
@@ -132,6 +135,7 @@ class TraceIngest {
   void on_free_failed(Process& p, const wire::FreeFailed& m);
   void on_notice(Process& p, const wire::Notice& m);
   void on_marker(Process& p, const ring::RecordHeader& h, const wire::Marker& m);
+  void on_memory_activity(Process& p, const wire::MemoryActivity& m);
   void apply_wait_status(Process& p, int wait_status);
 
   int64_t utid_for(Process& p, uint32_t tid);
@@ -161,6 +165,7 @@ class TraceIngest {
   int64_t next_allocation_id_ = 1;
   int64_t next_bad_free_id_ = 1;
   int64_t next_marker_id_ = 1;
+  int64_t next_memory_activity_id_ = 1;
 
   struct ModuleInfo {
     int64_t id;

@@ -47,6 +47,7 @@ std::atomic<void*> g_real_cudaGetDevice{nullptr};
 std::atomic<uint64_t> g_loader_generation{0};
 char g_socket_path[256];
 uint64_t g_ring_bytes = kDefaultRingBytes;
+int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
 
 }  // namespace
 
@@ -147,6 +148,7 @@ void send_process_start() {
   info.hostname = host;
   info.unwinder = g_unwinder.name();
   read_job_identity(&info);
+  info.backend = g_backend;
   static uint8_t buf[sizeof cmdline + sizeof exe + sizeof host + 256];
   write_record(buf, encode_process_start(info, buf, sizeof buf));
 }
@@ -216,6 +218,14 @@ void shim_start() {
   connect_process();
 }
 
+bool skip_innermost_frames_of(const void* address) {
+  return g_unwinder.skip_innermost_object(address);
+}
+
+void set_backend(int backend) {
+  g_backend = backend;
+}
+
 bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
   g_unwinder.init();
   if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()))) return false;
@@ -271,13 +281,5 @@ int32_t current_device() {
   if (get_device == nullptr || get_device(&device) != cuda::kSuccess) return -1;
   return device;
 }
-
-namespace {
-// Start as soon as the shim is loaded, so that a process that allocates nothing still
-// appears in the trace with its command line.
-__attribute__((constructor)) void start_at_load() {
-  shim_start();
-}
-}  // namespace
 
 }  // namespace vramtrace::preload

@@ -22,9 +22,17 @@ enum class ShimState : int {
 extern std::atomic<int> g_shim_state;
 extern std::atomic<bool> g_started;
 
+// Which library this copy of the record path serves (vramtrace_wire_Backend), as its
+// ProcessStart says: the shim by default; the CUPTI library sets its own before starting.
+void set_backend(int backend);
+
+// Stacks leave out the frames of the object holding `address` where they come first, as they
+// leave out the record path's own (Unwinder::skip_innermost_object). Call after shim_start().
+bool skip_innermost_frames_of(const void* address);
+
 // Starts recording if VRAMTRACE_SOCKET names a collector. Idempotent. The shim's constructor
-// calls it, but another library's constructor may call CUDA (or dlsym) before the loader runs
-// ours, so every hook makes sure first.
+// (start_at_load.cpp) calls it, but another library's constructor may call CUDA (or dlsym) before
+// the loader runs ours, so every hook makes sure first.
 void shim_start();
 
 inline void ensure_started() {

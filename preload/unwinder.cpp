@@ -65,6 +65,22 @@ void Unwinder::init() {
   name_ = "backtrace";
 }
 
+bool Unwinder::skip_innermost_object(const void* address) {
+  if (skipped_count_ == kMaxSkipped || address == nullptr) return false;
+  Range range{};
+  object_text_range(reinterpret_cast<uintptr_t>(address), &range.begin, &range.end);
+  if (range.begin == range.end) return false;
+  skipped_[skipped_count_++] = range;
+  return true;
+}
+
+bool Unwinder::innermost_to_skip(uintptr_t ip) const {
+  if (ip >= shim_begin_ && ip < shim_end_) return true;
+  for (int i = 0; i < skipped_count_; ++i)
+    if (ip >= skipped_[i].begin && ip < skipped_[i].end) return true;
+  return false;
+}
+
 int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
   *truncated = false;
   if (backtrace_ == nullptr) return 0;
@@ -74,11 +90,7 @@ int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
   const int want = std::min(max, 512) + kSpare;
   const int got = backtrace_(raw, want);
   int first = 0;
-  while (first < got) {
-    auto ip = reinterpret_cast<uintptr_t>(raw[first]);
-    if (ip < shim_begin_ || ip >= shim_end_) break;
-    ++first;
-  }
+  while (first < got && innermost_to_skip(reinterpret_cast<uintptr_t>(raw[first]))) ++first;
   int count = std::min(got - first, max);
   if (got == want || got - first > max) *truncated = true;
   for (int i = 0; i < count; ++i) ips[i] = reinterpret_cast<uintptr_t>(raw[first + i]);

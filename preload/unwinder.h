@@ -14,6 +14,12 @@ class Unwinder {
   // Loads the unwinder and learns the shim's own address range. Call once, at start-up.
   void init();
 
+  // Frames of the loaded object that holds `address` are left out too where they come first (as
+  // the shim's own are): the CUPTI library's callbacks run under CUDA's frames, which are not
+  // the program's. Call before the first capture(). False when the object is not found or too
+  // many were given.
+  bool skip_innermost_object(const void* address);
+
   // Fills `ips` with return addresses, innermost first, leaving out the shim's own frames.
   // Returns the count; *truncated is set when the stack was deeper than `max`.
   int capture(uintptr_t* ips, int max, bool* truncated) const;
@@ -27,6 +33,14 @@ class Unwinder {
   const char* name_ = "none";
   uintptr_t shim_begin_ = 0;
   uintptr_t shim_end_ = 0;
+  struct Range {
+    uintptr_t begin, end;
+  };
+  static constexpr int kMaxSkipped = 4;
+  Range skipped_[kMaxSkipped] = {};
+  int skipped_count_ = 0;
+
+  bool innermost_to_skip(uintptr_t ip) const;
 };
 
 }  // namespace vramtrace::preload

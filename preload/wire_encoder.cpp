@@ -150,6 +150,7 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
   }
   write_python_frames(w, stack, vramtrace_wire_Alloc_python_code_tag,
                       vramtrace_wire_Alloc_python_line_tag, vramtrace_wire_Alloc_python_stack_tag);
+  w.varint(vramtrace_wire_Alloc_correlation_id_tag, e.correlation_id);
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }
 
@@ -171,6 +172,7 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   }
   write_python_frames(w, stack, vramtrace_wire_Free_python_code_tag,
                       vramtrace_wire_Free_python_line_tag, vramtrace_wire_Free_python_stack_tag);
+  w.varint(vramtrace_wire_Free_correlation_id_tag, e.correlation_id);
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 
@@ -221,6 +223,7 @@ size_t encode_process_start(const ProcessStartInfo& info, uint8_t* out, size_t c
   m.local_rank = info.local_rank;
   m.has_world_size = info.has_world_size;
   m.world_size = info.world_size;
+  m.backend = static_cast<vramtrace_wire_Backend>(info.backend);
   return encode(env, out, capacity);
 }
 
@@ -303,6 +306,27 @@ size_t encode_marker(const MarkerEvent& e, uint8_t* out, size_t capacity) {
       !pb_encode_varint(&stream, sizing.bytes_written) || !write_body(&stream))
     return 0;
   return stream.bytes_written;
+}
+
+size_t encode_memory_activity(const MemoryActivityEvent& e, uint8_t* out, size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_memory_activity_tag;
+  auto& m = env.body.memory_activity;
+  m = vramtrace_wire_MemoryActivity{};
+  m.operation = static_cast<vramtrace_wire_MemoryActivity_Operation>(e.operation);
+  m.kind = static_cast<vramtrace_wire_Kind>(e.kind);
+  m.correlation_id = e.correlation_id;
+  m.address = e.address;
+  m.size = e.size;
+  m.device = e.device;
+  m.stream = e.stream;
+  m.timestamp_ns = e.timestamp_ns;
+  m.pool_address = e.pool_address;
+  m.release_threshold = e.release_threshold;
+  m.utilized_size = e.utilized_size;
+  m.min_bytes_to_keep = e.min_bytes_to_keep;
+  m.source = string_field(e.source);
+  return encode(env, out, capacity);
 }
 
 }  // namespace vramtrace::preload

@@ -31,6 +31,7 @@ struct AllocEvent {
   bool has_allocator_totals;
   uint64_t allocator_allocated;
   uint64_t allocator_reserved;
+  uint32_t correlation_id;  // the CUPTI backend's: CUPTI's id of the API call; 0 from the shim
 };
 
 struct FreeEvent {
@@ -43,6 +44,7 @@ struct FreeEvent {
   bool has_allocator_totals;  // a block's free: the allocator's totals after it
   uint64_t allocator_allocated;
   uint64_t allocator_reserved;
+  uint32_t correlation_id;  // as in AllocEvent
 };
 
 struct Stack {
@@ -63,6 +65,25 @@ struct ProcessStartInfo {
   // From the launcher's environment; has_* false when no variable gave it.
   bool has_rank, has_local_rank, has_world_size;
   int32_t rank, local_rank, world_size;
+  int backend;  // vramtrace_wire_Backend: the library writing the ring
+};
+
+// A MemoryActivity (a CUPTI activity record, translated by cupti/). `source` is a
+// NUL-terminated string or null.
+struct MemoryActivityEvent {
+  int operation;  // vramtrace_wire_MemoryActivity_Operation
+  int kind;       // vramtrace_wire_Kind
+  uint32_t correlation_id;
+  uint64_t address;
+  uint64_t size;
+  int32_t device;
+  uint32_t stream;
+  uint64_t timestamp_ns;
+  uint64_t pool_address;
+  uint64_t release_threshold;
+  uint64_t utilized_size;
+  uint64_t min_bytes_to_keep;
+  const char* source;
 };
 
 // A Marker (NVTX or the C API). The strings are NUL-terminated valid UTF-8 (marker_text.h
@@ -89,6 +110,7 @@ size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t
 size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
                      size_t capacity);
 size_t encode_marker(const MarkerEvent&, uint8_t* out, size_t capacity);
+size_t encode_memory_activity(const MemoryActivityEvent&, uint8_t* out, size_t capacity);
 // A PythonCode message; strings NUL-terminated UTF-8.
 size_t encode_python_code(uint64_t id, const char* filename, const char* name, uint32_t first_line,
                           uint8_t* out, size_t capacity);

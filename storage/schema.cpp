@@ -75,7 +75,10 @@ CREATE TABLE process(
   unwinder TEXT NOT NULL,
   rank INTEGER,                    -- place in a distributed job; NULL: not in one, or not said
   local_rank INTEGER,              -- NULL as rank
-  world_size INTEGER               -- NULL as rank
+  world_size INTEGER,              -- NULL as rank
+  backend TEXT NOT NULL DEFAULT 'preload'  -- what recorded it: 'preload' (the LD_PRELOAD shim) or
+                                   -- 'cupti' (the CUPTI library); `run --backend both` makes
+                                   -- one row of each per process
 );
 CREATE TABLE thread(
   utid INTEGER PRIMARY KEY,
@@ -150,7 +153,9 @@ CREATE TABLE allocation(
   allocator_allocated INTEGER,     -- block: the allocator's allocated bytes after the event
   allocator_reserved INTEGER,      -- block: the allocator's reserved (segment) bytes after it
   free_allocator_allocated INTEGER,  -- block: the allocator's totals after the block's free
-  free_allocator_reserved INTEGER
+  free_allocator_reserved INTEGER,
+  correlation_id INTEGER           -- CUPTI's correlation id of the allocating call; NULL: none
+                                   -- (recorded by the shim)
 );
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
@@ -181,6 +186,27 @@ CREATE TABLE marker(
   parent_id INTEGER REFERENCES marker(id),  -- the enclosing push/pop range; NULL: none
   color INTEGER,                   -- ARGB; NULL: none given
   category INTEGER                 -- NULL: none given
+);
+CREATE TABLE memory_activity(     -- CUPTI's MEMORY2 and MEMORY_POOL activity records
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  operation TEXT NOT NULL,         -- 'allocation', 'release', 'pool_created', 'pool_destroyed',
+                                   -- 'pool_trimmed'
+  kind INTEGER NOT NULL REFERENCES allocation_kind(id),
+  correlation_id INTEGER NOT NULL, -- of the API call that made it
+  address INTEGER NOT NULL,        -- pool records: the pool's base address
+  size INTEGER NOT NULL,           -- pool records: the pool's size
+  device INTEGER NOT NULL,
+  stream INTEGER NOT NULL,         -- CUPTI's stream id; 0: not async
+  cupti_ns INTEGER NOT NULL,       -- CUPTI's timestamp (its own clock, not CLOCK_MONOTONIC)
+  pool_address INTEGER,            -- the pool's base address; NULL: not a pool's memory
+  release_threshold INTEGER,       -- NULL as pool_address
+  utilized_size INTEGER,           -- NULL as pool_address
+  min_bytes_to_keep INTEGER,       -- pool_trimmed: cudaMemPoolTrimTo's argument; else NULL
+  source TEXT,                     -- the object the request came from (CUPTI 13+); NULL: not said
+  allocation_id INTEGER REFERENCES allocation(id)  -- allocation and release: the allocation the
+                                   -- API callback with the same correlation id made or freed;
+                                   -- NULL: no callback recorded that call
 );
 CREATE TABLE stats(
   name TEXT PRIMARY KEY,

@@ -107,6 +107,11 @@ struct TraceReader::Impl {
     return value;
   }
 
+  bool has_process_backend() {
+    return pragma_int("SELECT COUNT(*) FROM pragma_table_info('process') WHERE name = 'backend'") !=
+           0;
+  }
+
   std::map<int, std::string> names_of(std::string_view table) {
     Statement statement = prepare("SELECT id, name FROM " + std::string(table));
     std::map<int, std::string> names;
@@ -261,10 +266,12 @@ std::string TraceReader::api_name(int api) const {
 }
 
 std::vector<ProcessRecord> TraceReader::processes() const {
+  // process.backend came with the CUPTI backend: an older trace's processes are the shim's.
+  const char* backend = impl_->has_process_backend() ? "backend" : "'preload'";
   Statement statement = impl_->prepare(
       "SELECT upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, unwinder, "
-      "end_ns, exit_status, signal, complete, rank, local_rank, world_size FROM process "
-      "ORDER BY upid");
+      "end_ns, exit_status, signal, complete, rank, local_rank, world_size, " +
+      std::string(backend) + " FROM process ORDER BY upid");
   std::vector<ProcessRecord> processes;
   impl_->each_row(statement, [&](const Statement& row) {
     ProcessRecord& record = processes.emplace_back();
@@ -288,8 +295,18 @@ std::vector<ProcessRecord> TraceReader::processes() const {
     if (!row.is_null(14)) start.rank = row.int32(14);
     if (!row.is_null(15)) start.local_rank = row.int32(15);
     if (!row.is_null(16)) start.world_size = row.int32(16);
+    start.backend = row.text(17);
   });
   return processes;
+}
+
+std::map<std::int64_t, std::string> TraceReader::process_backends() const {
+  Statement statement =
+      impl_->prepare(impl_->has_process_backend() ? "SELECT upid, backend FROM process"
+                                                  : "SELECT upid, 'preload' FROM process");
+  std::map<std::int64_t, std::string> backends;
+  impl_->each_row(statement, [&](const Statement& row) { backends[row.int64(0)] = row.text(1); });
+  return backends;
 }
 
 std::vector<ThreadRecord> TraceReader::threads() const {

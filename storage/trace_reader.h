@@ -76,6 +76,9 @@ class TraceReader {
 
   std::vector<ProcessRecord> processes() const;  // by upid
   std::vector<ThreadRecord> threads() const;     // by utid
+  // What recorded each process (process.backend: kBackendPreload or kBackendCupti), by upid. A
+  // trace from before the column says kBackendPreload for every process.
+  std::map<std::int64_t, std::string> process_backends() const;
 
   // In (upid, alloc_seq) order. The callback must not call back into the reader.
   void for_each_allocation(const AllocationFilter& filter,

@@ -20,7 +20,11 @@ struct ProcessRow {
   std::string unwinder;
   // Its place in a distributed job, from the launcher's environment; unset: not in one.
   std::optional<int> rank, local_rank, world_size;
+  std::string backend = "preload";  // kBackendPreload or kBackendCupti
 };
+
+inline constexpr std::string_view kBackendPreload = "preload";
+inline constexpr std::string_view kBackendCupti = "cupti";
 
 // The end of a process. Unset fields stay NULL in the trace.
 struct ProcessEndRow {
@@ -60,6 +64,7 @@ struct AllocationRow {
   // allocated and reserved totals after the block was made (or, failed, at the OOM).
   std::optional<std::int64_t> segment_id;
   std::optional<std::uint64_t> allocator_allocated, allocator_reserved;
+  std::optional<std::uint32_t> correlation_id;  // CUPTI's; unset from the shim
 };
 
 struct FreeRow {
@@ -112,6 +117,18 @@ inline constexpr std::string_view kMarkerMark = "mark";
 inline constexpr std::string_view kMarkerRange = "range";
 inline constexpr std::string_view kMarkerFromNvtx = "nvtx";
 inline constexpr std::string_view kMarkerFromApi = "api";
+
+// A CUPTI activity record about memory (the memory_activity table).
+struct MemoryActivityRow {
+  std::int64_t id = 0, upid = 0;
+  std::string operation;  // "allocation", "release", "pool_created", "pool_destroyed", ...
+  int kind = 0, device = 0;
+  std::uint32_t correlation_id = 0, stream = 0;
+  std::uint64_t address = 0, size = 0, cupti_ns = 0;
+  std::optional<std::uint64_t> pool_address, release_threshold, utilized_size, min_bytes_to_keep;
+  std::optional<std::string> source;
+  std::optional<std::int64_t> allocation_id;  // the callback's allocation of the same call
+};
 
 // How much a named import problem matters, as perfetto's stats grade them.
 enum class Severity { kInfo, kDataLoss, kError };

@@ -34,7 +34,7 @@ constexpr std::string_view kStatEndOfUnknownMarker = "storage_end_of_unknown_mar
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
       add_mapping, add_frame, add_callsite, add_allocation, set_free, clear_free, add_bad_free,
-      add_marker, end_marker, set_stat;
+      add_marker, end_marker, set_stat, add_memory_activity;
 };
 
 struct StatementSql {
@@ -42,14 +42,14 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 16> kStatementSql{{
+constexpr std::array<StatementSql, 17> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
     {&Statements::add_process,
      "INSERT INTO process(upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, "
-     "unwinder, rank, local_rank, world_size) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"},
+     "unwinder, rank, local_rank, world_size, backend) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"},
     {&Statements::end_process,
      "UPDATE process SET end_ns = ?2, exit_status = ?3, signal = ?4, complete = ?5 "
      "WHERE upid = ?1"},
@@ -67,9 +67,10 @@ constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::add_allocation,
      "INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, "
      "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, "
-     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved) "
+     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved, "
+     "correlation_id) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-     "?19, ?20, ?21)"},
+     "?19, ?20, ?21, ?22)"},
     {&Statements::set_free,
      "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
      "free_api = ?6, free_allocator_allocated = ?7, free_allocator_reserved = ?8 WHERE id = ?1"},
@@ -90,6 +91,11 @@ constexpr std::array<StatementSql, 16> kStatementSql{{
      "INSERT INTO stats(name, severity, value, description) VALUES(?1, ?2, ?3, ?4) "
      "ON CONFLICT(name) DO UPDATE SET severity = excluded.severity, value = excluded.value, "
      "description = excluded.description"},
+    {&Statements::add_memory_activity,
+     "INSERT INTO memory_activity(id, upid, operation, kind, correlation_id, address, size, "
+     "device, stream, cupti_ns, pool_address, release_threshold, utilized_size, "
+     "min_bytes_to_keep, source, allocation_id) "
+     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"},
 }};
 
 }  // namespace
@@ -260,6 +266,7 @@ void TraceWriter::add_process(const ProcessRow& row) {
   statement.bind_optional_int64(11, row.rank);
   statement.bind_optional_int64(12, row.local_rank);
   statement.bind_optional_int64(13, row.world_size);
+  statement.bind_text(14, row.backend);
   impl_->run(statement, "adding a process");
 }
 
@@ -367,6 +374,7 @@ void TraceWriter::add_allocation(const AllocationRow& row) {
   statement.bind_optional_int64(19, row.segment_id);
   statement.bind_optional_uint64(20, row.allocator_allocated);
   statement.bind_optional_uint64(21, row.allocator_reserved);
+  statement.bind_optional_int64(22, row.correlation_id);
   impl_->run(statement, "adding an allocation");
 }
 
@@ -424,6 +432,28 @@ void TraceWriter::add_marker(const MarkerRow& row) {
   statement.bind_optional_int64(12, row.color);
   statement.bind_optional_int64(13, row.category);
   impl_->run(statement, "adding a marker");
+}
+
+void TraceWriter::add_memory_activity(const MemoryActivityRow& row) {
+  if (!impl_->begin_write()) return;
+  Statement& statement = impl_->statements.add_memory_activity;
+  statement.bind_int64(1, row.id);
+  statement.bind_int64(2, row.upid);
+  statement.bind_text(3, row.operation);
+  statement.bind_int64(4, row.kind);
+  statement.bind_int64(5, row.correlation_id);
+  statement.bind_uint64(6, row.address);
+  statement.bind_uint64(7, row.size);
+  statement.bind_int64(8, row.device);
+  statement.bind_int64(9, row.stream);
+  statement.bind_uint64(10, row.cupti_ns);
+  statement.bind_optional_uint64(11, row.pool_address);
+  statement.bind_optional_uint64(12, row.release_threshold);
+  statement.bind_optional_uint64(13, row.utilized_size);
+  statement.bind_optional_uint64(14, row.min_bytes_to_keep);
+  statement.bind_optional_text(15, row.source);
+  statement.bind_optional_int64(16, row.allocation_id);
+  impl_->run(statement, "adding a memory activity record");
 }
 
 void TraceWriter::end_marker(std::int64_t marker_id, const MarkerEndRow& row) {

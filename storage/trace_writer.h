@@ -61,6 +61,8 @@ class TraceWriter {
   void add_marker(const MarkerRow& row);
   // An unknown marker id is counted in the stat `storage_end_of_unknown_marker`, as set_free's.
   void end_marker(std::int64_t marker_id, const MarkerEndRow& row);
+  // A CUPTI activity record (the CUPTI backend).
+  void add_memory_activity(const MemoryActivityRow& row);
   // The latest value for a name replaces the earlier one: pass running totals.
   void set_stat(std::string_view name, Severity severity, std::int64_t value,
                 std::string_view description);

@@ -20,7 +20,10 @@
 #      bytes in the trace against torch.cuda.memory_allocated()/memory_reserved() at every
 #      marker, and the slowdown of a training step under vramtrace;
 #   8. a fragmenting loop that OOMs without expandable segments and not with them;
-#   9. an evaluation loop without no_grad, against the same loop with it.
+#   9. an evaluation loop without no_grad, against the same loop with it;
+#  10. the CUPTI backend (where libvramtrace_cupti.so is built and a driver is present): the
+#      samples of steps 1, 4, 5 and 6 under --backend cupti and --backend both, their
+#      allocations (count and bytes per kind) against the shim's, and the cost of each backend.
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -262,6 +265,70 @@ print(f"growth per step: without no_grad {g/2**20:.1f} MiB, with no_grad {n/2**2
   "$vt" summary "$out/torch_eval.db" >"$out/torch_eval.summary.txt" 2>&1
 else
   say "SKIP no python3 with a CUDA-enabled torch"
+fi
+
+step "10. the CUPTI backend against the shim, and the cost of each"
+cupti_lib=$build/lib/vramtrace/libvramtrace_cupti.so
+if [ ! -f "$cupti_lib" ] && command -v cmake >/dev/null 2>&1 && [ -d "$build" ]; then
+  cmake --build "$build" --target vramtrace_cupti >>"$out/build.log" 2>&1
+fi
+if [ ! -f "$cupti_lib" ]; then
+  say "SKIP no $cupti_lib (built only where the CUDA toolkit has CUPTI)"
+elif [ -z "$driver_dir" ]; then
+  say "SKIP no libcuda.so.1 on this machine: CUPTI needs the real driver"
+else
+  # Successful allocations per kind, "kind count bytes" lines, from one backend's processes.
+  per_kind() {
+    sqlite3 "$1" "SELECT k.name, COUNT(*), SUM(a.size) FROM allocation a JOIN allocation_kind k ON k.id = a.kind
+                  JOIN process p ON p.upid = a.upid WHERE a.result = 0 AND p.backend = '$2'
+                  GROUP BY a.kind ORDER BY a.kind" 2>/dev/null
+  }
+  for sample in leaky static_cudart_sample vmm_expandable_segments; do
+    [ -x "$build/bin/$sample" ] || { say "SKIP $sample: not built"; continue; }
+    for backend in preload cupti both; do
+      timeout 120 "$vt" run --force --backend "$backend" -o "$out/cupti.$sample.$backend.db" -- \
+        "$build/bin/$sample" >"$out/cupti.$sample.$backend.txt" 2>&1 ||
+        say "INFO $sample under --backend $backend exited non-zero: see cupti.$sample.$backend.txt"
+    done
+    per_kind "$out/cupti.$sample.preload.db" preload >"$out/cupti.$sample.kinds.preload"
+    per_kind "$out/cupti.$sample.cupti.db" cupti >"$out/cupti.$sample.kinds.cupti"
+    if [ ! -s "$out/cupti.$sample.kinds.cupti" ]; then
+      say "FAIL $sample: CUPTI recorded no allocation: $(grep -h 'CUPTI' "$out/cupti.$sample.cupti.txt" | head -n1)"
+    elif diff -u "$out/cupti.$sample.kinds.preload" "$out/cupti.$sample.kinds.cupti" >"$out/cupti.$sample.kinds.diff"; then
+      say "PASS $sample: shim and CUPTI (separate runs) saw the same allocations per kind: $(tr '\n|' '; ' <"$out/cupti.$sample.kinds.preload")"
+    else
+      say "FAIL $sample: the shim and CUPTI saw different allocations (separate runs): see cupti.$sample.kinds.diff"
+    fi
+    "$vt" summary --format json "$out/cupti.$sample.both.db" >"$out/cupti.$sample.both.json" 2>&1
+    "$vt" summary "$out/cupti.$sample.both.db" >"$out/cupti.$sample.both.summary.txt" 2>&1
+    python3 - "$out/cupti.$sample.both.json" "$sample" <<'PY' | tee -a "$results"
+import json, sys
+b = json.load(open(sys.argv[1])).get("backends")
+if not b:
+    print(f"FAIL {sys.argv[2]} --backend both: the trace does not hold both backends' processes")
+elif b["only_preload"] == 0 and b["only_cupti"] == 0:
+    kinds = "; ".join(f'{k["kind"]} {k["preload_allocations"]}/{k["cupti_allocations"]}' for k in b["kinds"])
+    print(f"PASS {sys.argv[2]} --backend both: every allocation seen by both ({kinds})")
+else:
+    print(f'FAIL {sys.argv[2]} --backend both: only the shim saw {b["only_preload"]}, only CUPTI {b["only_cupti"]} (see the .both.summary.txt)')
+PY
+    say "INFO $sample activity records: $(sqlite3 "$out/cupti.$sample.cupti.db" "SELECT COUNT(*) || ' rows, ' || IFNULL(SUM(operation IN ('allocation', 'release') AND allocation_id IS NULL), 0) || ' allocation/release records without a callback' FROM memory_activity" 2>/dev/null)"
+  done
+  # The cost: step 4's workload under each backend.
+  timings=""
+  for backend in none preload cupti both; do
+    t0=$(date +%s.%N)
+    if [ "$backend" = none ]; then
+      timeout 300 "$build/bin/e2e_thread_storm" 1 100000 >/dev/null 2>&1
+    else
+      timeout 300 "$vt" run --force --backend "$backend" -o "$out/cupti.storm.$backend.db" -- \
+        "$build/bin/e2e_thread_storm" 1 100000 >/dev/null 2>"$out/cupti.storm.$backend.stderr"
+    fi
+    rc=$?
+    t1=$(date +%s.%N)
+    timings="$timings $backend=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')s(rc $rc)"
+  done
+  say "INFO 100,000 cudaMalloc/cudaFree pairs, wall time per backend:$timings"
 fi
 
 say ""

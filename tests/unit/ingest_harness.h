@@ -18,8 +18,9 @@ namespace vramtrace::testing_support {
 
 class IngestHarness {
  public:
-  // One process, pid 4242, already started; the trace file is named after the running test.
-  IngestHarness() {
+  // One process, pid 4242, already started (by the shim, or by the backend given); the trace
+  // file is named after the running test.
+  explicit IngestHarness(wire::Backend backend = wire::BACKEND_PRELOAD) {
     path_ = std::filesystem::temp_directory_path() /
             ("vramtrace-ingest-" + std::to_string(getpid()) + "-" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
@@ -31,6 +32,7 @@ class IngestHarness {
     ring_ = ingest_->open_ring(4242);
     wire::Envelope start;
     start.mutable_process_start()->set_pid(4242);
+    start.mutable_process_start()->set_backend(backend);
     feed(start);
   }
   ~IngestHarness() {
@@ -63,6 +65,9 @@ class IngestHarness {
   }
 
   const storage::TraceReader& reader() const { return *reader_; }
+  const std::filesystem::path& path() const { return path_; }
+  // The sequence number of the last record fed.
+  uint64_t seq() const { return seq_; }
 
   // A stat's value after finish(); 0 when it was never counted.
   int64_t stat(const std::string& name) const {
