@@ -89,8 +89,8 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   printf "workload: %d iterations at stack depth %d (best of %d runs, wall clock)\n", n, d, runs;
   printf "%-10s %9s %9s %10s %15s %12s %12s\n", "run", "N=0 (s)", "N (s)", "events", "overhead/event", "trace bytes", "bytes/event";
   printf "%-10s %9.3f %9.3f %10s %15s %12s %12s\n", "untraced", u0 / 1e9, u / 1e9, "-", "-", "-", "-";
-  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.1f\n", "heaptrack", h0 / 1e9, h / 1e9, he, ho, hb, hb / he;
-  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.1f\n", "vramtrace", v0 / 1e9, v / 1e9, ve, vo, vb, vb / ve;
+  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.3f\n", "heaptrack", h0 / 1e9, h / 1e9, he, ho, hb, hb / he;
+  printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.3f\n", "vramtrace", v0 / 1e9, v / 1e9, ve, vo, vb, vb / ve;
   printf "overhead per event, vramtrace / heaptrack: %.2f\n", vo / ho;
   printf "collector ingest (bench, depth %d): %s\n", idepth, ingest;
 }'

@@ -4,8 +4,6 @@
 // program announced after each call had returned (programs/announce.h).
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
