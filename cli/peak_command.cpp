@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/csv_table.h"
 #include "cli/stack_json.h"
 #include "cli/text_style.h"
 #include "cli/time_query.h"
@@ -106,6 +107,24 @@ std::string peak_report_text(const std::string& trace_path,
   return text;
 }
 
+// One row per peak and allocating frame (the bottom-up tree's first level): what was live at
+// each peak, by the innermost frame that made it.
+std::string peak_report_csv(const std::vector<analysis::DevicePeakAt>& peaks) {
+  CsvTable table({"upid", "pid", "device", "level", "peak_bytes", "seq", "time_ns", "function",
+                  "file", "line", "bytes", "count"});
+  for (const analysis::DevicePeakAt& peak : peaks) {
+    for (const analysis::CallsiteNode& node : peak.bottom_up) {
+      const storage::StackFrame& frame = node.frame;
+      table.row({csv_number(peak.upid), csv_number(peak.pid), csv_number(peak.device), peak.group,
+                 csv_number(peak.bytes), csv_number(peak.seq), csv_number(peak.time_ns),
+                 frame.function.value_or(""), frame.file.value_or(""),
+                 frame.line ? csv_number(*frame.line) : std::string(), csv_number(node.bytes),
+                 csv_number(node.count)});
+    }
+  }
+  return table.text();
+}
+
 void register_peak_command(CLI::App& app, int* exit_status) {
   const auto report = [](const storage::TraceReader& trace, const ReportScope& scope) {
     refuse_kind_and_level("peak", scope, /*takes_level=*/true);
@@ -133,7 +152,9 @@ void register_peak_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) {
          return peak_report_text(path, report(trace, scope), scope.describe());
        },
-       nullptr,  // no CSV form
+       [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+         return peak_report_csv(report(trace, scope));
+       },
        nullptr});
 }
 

@@ -177,6 +177,17 @@ TEST_F(CliTimeFiltersTest, PeakKeepsTheSelectedDeviceAndLevel) {
   EXPECT_EQ(kind.err, "vramtrace peak: peak takes no --kind\n");
 }
 
+TEST_F(CliTimeFiltersTest, PeakCsvHasARowPerAllocatingFrame) {
+  const CommandResult result = run({"peak", "--format", "csv", "--level", "block"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  // The blocks' peak (4.25 MiB after seq 8): B4 from backward (3 MiB), B2 from backward (1 MiB),
+  // B3 from forward (256 KiB).
+  EXPECT_EQ(result.out,
+            "upid,pid,device,level,peak_bytes,seq,time_ns,function,file,line,bytes,count\r\n"
+            "1,5000,0,blocks,4456448,8,1008000000,backward,train.py,8,4194304,2\r\n"
+            "1,5000,0,blocks,4456448,8,1008000000,forward,model.py,10,262144,1\r\n");
+}
+
 TEST_F(CliTimeFiltersTest, FragLaysOutOneDeviceAndWritesABlockPerRow) {
   const CommandResult csv = run({"frag", "--at", "end", "--format", "csv", "--device", "0"});
   ASSERT_EQ(csv.exit_status, 0) << csv.err;
