@@ -32,6 +32,19 @@ build=${BUILD:-build/release}
 out=${OUT:-docs/measurements/$(date +%F)-$(hostname -s)}
 mkdir -p "$out"
 results="$out/results.md"
+# The script's budget is 8 minutes in all: the steps run under one timeout, and the steps it
+# cut off are named as not run, so results.md always says how far it got.
+budget=${CHECK_BUDGET_SECONDS:-470}
+if [ -z "${VRAMTRACE_CHECK_INNER:-}" ]; then
+  OUT=$out VRAMTRACE_CHECK_INNER=1 timeout "$budget" "$0" "$@"
+  rc=$?
+  if [ "$rc" = 124 ]; then
+    echo "" | tee -a "$results"
+    echo "STOPPED at the ${budget}-second budget: the steps after the last one above did not run" |
+      tee -a "$results"
+  fi
+  exit "$rc"
+fi
 : >"$results"
 say() { echo "$*" | tee -a "$results"; }
 step() { say ""; say "## $*"; }
