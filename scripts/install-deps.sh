@@ -10,7 +10,7 @@ packages=(
   libsqlite3-dev sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
-  python3 python3-dev
+  python3 python3-dev python3-pytest
   clang libclang-rt-dev  # the fuzz preset: clang++ and libFuzzer (docs/fuzzing.md)
   util-linux             # unshare, setpriv: the full-disk and other-uid tests
 )
