@@ -33,6 +33,13 @@ constexpr size_t kInputsPerTrace = 4096;
 // A writer and an ingest over a scratch trace, as `vramtrace run` has them.
 class Session {
  public:
+  // Static: destroyed when libFuzzer exits, which leaves no scratch trace behind.
+  ~Session() {
+    ingest_.reset();
+    writer_.reset();
+    remove_files();
+  }
+
   vramtrace::collector::TraceIngest& ingest() {
     if (ingest_ == nullptr || ++inputs_ % kInputsPerTrace == 0) renew();
     return *ingest_;
@@ -44,11 +51,16 @@ class Session {
     writer_.reset();
     const fs::path dir = fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
     path_ = dir / ("vramtrace-ring-fuzz-" + std::to_string(getpid()) + ".db");
-    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_.string() + suffix);
+    remove_files();
     std::string error;
     writer_ = vramtrace::storage::TraceWriter::create(path_, &error);
     if (!writer_) __builtin_trap();  // the fuzzer's own environment is broken
     ingest_ = std::make_unique<vramtrace::collector::TraceIngest>(*writer_);
+  }
+
+  void remove_files() const {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path_.string() + suffix, ignored);
   }
 
   fs::path path_;

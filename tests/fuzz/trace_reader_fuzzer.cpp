@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ const fs::path& scratch_path() {
   static const fs::path path =
       (fs::exists("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path()) /
       ("vramtrace-reader-fuzz-" + std::to_string(getpid()) + ".db");
+  // libFuzzer exits through exit(): leave no scratch file behind.
+  static const int removed_at_exit = std::atexit([] {
+    std::error_code ignored;
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix, ignored);
+  });
+  (void)removed_at_exit;
   return path;
 }
 
