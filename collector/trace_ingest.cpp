@@ -277,6 +277,13 @@ void TraceIngest::on_python_code(Process& p, const wire::PythonCode& m) {
   p.python_codes[m.id()] = {module_id_for(filename, ""), m.name(), filename};
 }
 
+template <class Message>
+std::optional<int64_t> TraceIngest::event_callsite(Process& p, const Message& m) {
+  count_python_stack(m.python_stack());
+  return intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
+                      python_codes_of(m), python_lines_of(m));
+}
+
 void TraceIngest::count_python_stack(wire::PythonStackStatus status) {
   switch (status) {
     case wire::PYTHON_STACK_WITHOUT_GIL:
@@ -401,9 +408,7 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
   row.alloc_seq = h.seq;
   row.alloc_ns = h.time_ns;
   row.alloc_utid = utid_for(p, m.tid());
-  count_python_stack(m.python_stack());
-  row.alloc_callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
-                                       python_codes_of(m), python_lines_of(m));
+  row.alloc_callsite_id = event_callsite(p, m);
   if (m.kind() == wire::KIND_VMM_MAPPING) {
     row.vmm_handle = m.handle();
     row.vmm_offset = m.offset();
@@ -445,9 +450,7 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
   recent.ns = h.time_ns;
   recent.utid = utid_for(p, m.tid());
   recent.api = m.api();
-  count_python_stack(m.python_stack());
-  recent.callsite_id = intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
-                                    python_codes_of(m), python_lines_of(m));
+  recent.callsite_id = event_callsite(p, m);
 
   recent.ended = p.live.remove_for_free(m.api(), m.address(), m.size());
   if (!recent.ended.empty()) {
