@@ -13,6 +13,7 @@ packages=(
   python3 python3-dev python3-pytest
   clang libclang-rt-dev  # the fuzz preset: clang++ and libFuzzer (docs/fuzzing.md)
   util-linux             # unshare, setpriv: the full-disk and other-uid tests
+  qt6-base-dev           # the viewer (viewer/, docs/viewer.md); its tests run offscreen
 )
 
 missing=()
