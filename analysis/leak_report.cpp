@@ -164,4 +164,12 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   return report;
 }
 
+std::vector<CallsiteNode> build_leak_tree(const std::vector<LeakGroup>& groups,
+                                          TreeDirection direction) {
+  std::vector<StackBytes> stacks;
+  stacks.reserve(groups.size());
+  for (const LeakGroup& group : groups) stacks.push_back({&group.stack, group.bytes, group.count});
+  return build_callsite_tree(stacks, direction);
+}
+
 }  // namespace vramtrace::analysis

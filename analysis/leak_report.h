@@ -20,8 +20,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis/moment.h"
 #include "analysis/allocation_scope.h"
+#include "analysis/callsite_tree.h"
+#include "analysis/moment.h"
 #include "analysis/process_filter.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -98,5 +99,10 @@ LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool b
 
 // Sorts groups largest first and fills in kind names, levels and stacks.
 void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups);
+
+// The groups of a report as one callsite tree (groups of several kinds from one stack share its
+// nodes), so that a tree and the report it came from always add up to the same bytes.
+std::vector<CallsiteNode> build_leak_tree(const std::vector<LeakGroup>& groups,
+                                          TreeDirection direction);
 
 }  // namespace vramtrace::analysis

@@ -155,18 +155,26 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
 
 }  // namespace
 
+std::vector<storage::AllocationRecord> find_out_of_memory_failures(
+    const storage::TraceReader& trace, const ProcessSelection& processes) {
+  storage::AllocationFilter failed;
+  failed.outcome = storage::AllocationFilter::Outcome::kFailed;
+  std::vector<storage::AllocationRecord> found;
+  trace.for_each_allocation(failed, [&](const storage::AllocationRecord& r) {
+    if (r.allocation.result == kOutOfMemoryResult && is_selected(processes, r.allocation.upid))
+      found.push_back(r);
+  });
+  return found;
+}
+
 std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
                                         const OomReportOptions& options) {
   const bool block_level = options.level == MemoryLevel::kBlock;
-  storage::AllocationFilter failed;
-  failed.outcome = storage::AllocationFilter::Outcome::kFailed;
-  std::vector<storage::AllocationRecord> ooms;
-  trace.for_each_allocation(failed, [&](const storage::AllocationRecord& r) {
-    if (r.allocation.result == kOutOfMemoryResult &&
-        is_selected(options.processes, r.allocation.upid) &&
-        options.allocations.matches(r.allocation) &&
-        (block_level || r.allocation.kind != kind::kBlock))
-      ooms.push_back(r);
+  std::vector<storage::AllocationRecord> ooms =
+      find_out_of_memory_failures(trace, options.processes);
+  std::erase_if(ooms, [&](const storage::AllocationRecord& r) {
+    return !options.allocations.matches(r.allocation) ||
+           (!block_level && r.allocation.kind == kind::kBlock);
   });
   std::vector<OomRecord> report;
   if (ooms.empty()) return report;

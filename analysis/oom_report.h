@@ -72,6 +72,12 @@ struct OomReportOptions {
   MemoryLevel level = MemoryLevel::kBlock;
 };
 
+// Only the failures, without what was live then (cheap: one query of failed allocations), for
+// those who mark them on a timeline: the allocations with kOutOfMemoryResult of the selected
+// processes, in (upid, seq) order.
+std::vector<storage::AllocationRecord> find_out_of_memory_failures(
+    const storage::TraceReader& trace, const ProcessSelection& processes = std::nullopt);
+
 // In (upid, seq) order.
 std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
                                         const OomReportOptions& options = {});

@@ -2,6 +2,8 @@
 // largest first, and allocations without a stack get a root of their own.
 #include "analysis/callsite_tree.h"
 
+#include "analysis/leak_report.h"
+
 #include <gtest/gtest.h>
 
 namespace vramtrace {
@@ -61,6 +63,34 @@ TEST(CallsiteTree, MergesFramesByPlaceAndSortsLargestFirst) {
   EXPECT_EQ(bottom_up[1].children[0].frame.function, "main");
   EXPECT_EQ(bottom_up[2].bytes, 10u);
   EXPECT_EQ(bottom_up[3].bytes, 5u);
+}
+
+TEST(CallsiteTree, LeakTreeSumsTheReportsGroupsKindsOfOneStackTogether) {
+  analysis::LeakGroup device, pinned, no_stack;
+  device.stack = {frame("alloc", 3), frame("main", 1)};
+  device.bytes = 400;
+  device.count = 2;
+  pinned.stack = device.stack;  // the same stack, another kind
+  pinned.bytes = 100;
+  pinned.count = 1;
+  no_stack.bytes = 7;
+  no_stack.count = 1;
+
+  const auto top_down =
+      analysis::build_leak_tree({pinned, device, no_stack}, analysis::TreeDirection::kTopDown);
+  ASSERT_EQ(top_down.size(), 2u);
+  EXPECT_EQ(top_down[0].frame.function, "main");
+  EXPECT_EQ(top_down[0].bytes, 500u);
+  EXPECT_EQ(top_down[0].count, 3u);
+  ASSERT_EQ(top_down[0].children.size(), 1u);
+  EXPECT_EQ(top_down[0].children[0].frame.function, "alloc");
+  EXPECT_EQ(top_down[1].bytes, 7u);
+
+  const auto bottom_up =
+      analysis::build_leak_tree({device, no_stack}, analysis::TreeDirection::kBottomUp);
+  ASSERT_EQ(bottom_up.size(), 2u);
+  EXPECT_EQ(bottom_up[0].frame.function, "alloc");
+  EXPECT_EQ(bottom_up[0].children[0].frame.function, "main");
 }
 
 }  // namespace

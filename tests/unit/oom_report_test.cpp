@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
 #include "storage/schema.h"
@@ -139,6 +140,21 @@ TEST_F(OomReportTest, EveryOutOfMemoryIsOneRecordInProcessAndSequenceOrder) {
   EXPECT_EQ(ooms[2].upid, 2);
   EXPECT_EQ(ooms[2].api_name, "cuMemAlloc");
   EXPECT_EQ(ooms[3].upid, 3);
+}
+
+TEST_F(OomReportTest, TheFailuresAloneAreTheReportsOomsWithoutWhatWasLive) {
+  const auto failures = analysis::find_out_of_memory_failures(*trace_);
+  const auto ooms = analysis::build_oom_report(*trace_);
+  ASSERT_EQ(failures.size(), ooms.size());
+  for (std::size_t i = 0; i < ooms.size(); ++i) {
+    EXPECT_EQ(failures[i].allocation.upid, ooms[i].upid);
+    EXPECT_EQ(failures[i].allocation.alloc_seq, ooms[i].seq);
+    EXPECT_EQ(failures[i].allocation.alloc_ns, ooms[i].time_ns);
+  }
+  const auto of_process_2 =
+      analysis::find_out_of_memory_failures(*trace_, std::set<std::int64_t>{2});
+  ASSERT_EQ(of_process_2.size(), 1u);
+  EXPECT_EQ(of_process_2[0].allocation.size, 8 * M);
 }
 
 TEST_F(OomReportTest, BlockLevelOomShowsLiveBlocksGapsAndFragmentationAdvice) {
