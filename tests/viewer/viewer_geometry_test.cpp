@@ -1,0 +1,201 @@
+// The viewer's geometry on hand-made values: time to x and back, zoom and pan, the timeline's
+// level of detail (min/max per pixel column), the flame graph's boxes, and the fragmentation
+// map's address to x.
+#include <QtTest>
+
+#include "viewer/model/flame_graph_layout.h"
+#include "viewer/model/segment_map_geometry.h"
+#include "viewer/model/stacked_timeline.h"
+#include "viewer/model/time_axis.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+
+// One series of `values` (each the min, max and last of its bucket), buckets of 10 ns from 0.
+analysis::TimelineSeries series(std::int64_t upid, int device, int kind, const char* level,
+                                const std::vector<std::uint64_t>& values,
+                                std::int64_t bucket_ns = 10) {
+  analysis::TimelineSeries s;
+  s.upid = upid;
+  s.device = device;
+  s.kind = kind;
+  s.kind_name = kind == 6 ? "block" : "device";
+  s.level = level;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto start = static_cast<std::int64_t>(i) * bucket_ns;
+    s.buckets.push_back({start, start + bucket_ns, values[i], values[i], values[i]});
+  }
+  return s;
+}
+
+analysis::CallsiteNode node(const char* function, std::uint64_t bytes,
+                            std::vector<analysis::CallsiteNode> children = {}) {
+  analysis::CallsiteNode n;
+  n.frame.function = function;
+  n.bytes = bytes;
+  n.count = 1;
+  n.children = std::move(children);
+  return n;
+}
+
+}  // namespace
+
+class GeometryTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void time_axis_maps_time_to_x_and_back() {
+    const TimeAxis axis(1000, 2000, 100);  // 10 ns per pixel
+    QCOMPARE(axis.x_of(1000), 0.0);
+    QCOMPARE(axis.x_of(1500), 50.0);
+    QCOMPARE(axis.x_of(2000), 100.0);
+    QCOMPARE(axis.ns_at(25), std::int64_t{1250});
+    QCOMPARE(axis.ns_at(-5), std::int64_t{1000});  // clamped to the trace
+    QCOMPARE(axis.column_span(3), std::make_pair(std::int64_t{1030}, std::int64_t{1040}));
+  }
+
+  void zoom_keeps_the_time_under_the_mouse() {
+    TimeAxis axis(0, 1'000'000, 1000);
+    const std::int64_t before = axis.ns_at(250);
+    axis.zoom(4, 250);
+    QCOMPARE(axis.visible_end_ns() - axis.visible_start_ns(), std::int64_t{250'000});
+    QCOMPARE(axis.ns_at(250), before);
+    axis.zoom(0.25, 250);  // and back out
+    QVERIFY(axis.shows_whole_trace());
+  }
+
+  void zoom_stops_at_a_microsecond_and_at_the_trace() {
+    TimeAxis axis(0, 1'000'000, 1000);
+    axis.zoom(1e9, 500);
+    QCOMPARE(axis.visible_end_ns() - axis.visible_start_ns(), TimeAxis::kMinSpanNs);
+    axis.zoom(1e-9, 500);
+    QVERIFY(axis.shows_whole_trace());
+  }
+
+  void pan_moves_within_the_trace() {
+    TimeAxis axis(0, 100'000, 100);
+    axis.show(10'000, 20'000);  // 100 ns per pixel
+    axis.pan(50);
+    QCOMPARE(axis.visible_start_ns(), std::int64_t{15'000});
+    axis.pan(-1000);
+    QCOMPARE(axis.visible_start_ns(), std::int64_t{0});
+    QCOMPARE(axis.visible_end_ns(), std::int64_t{10'000});
+    axis.pan(5000);
+    QCOMPARE(axis.visible_end_ns(), std::int64_t{100'000});
+    QCOMPARE(axis.visible_start_ns(), std::int64_t{90'000});
+  }
+
+  void a_growing_trace_keeps_a_zoomed_view_and_a_whole_one_whole() {
+    TimeAxis whole(0, 100'000, 100);
+    whole.set_trace_range(0, 200'000);
+    QVERIFY(whole.shows_whole_trace());
+    TimeAxis zoomed(0, 100'000, 100);
+    zoomed.show(10'000, 30'000);
+    zoomed.set_trace_range(0, 200'000);
+    QCOMPARE(zoomed.visible_start_ns(), std::int64_t{10'000});
+    QCOMPARE(zoomed.visible_end_ns(), std::int64_t{30'000});
+  }
+
+  void stacked_timeline_sums_processes_per_device_and_kind_of_one_level() {
+    analysis::Timeline timeline;
+    timeline.start_ns = 0;
+    timeline.end_ns = 40;
+    timeline.series = {
+        series(1, 0, 1, "segment", {1, 2, 3, 4}), series(2, 0, 1, "segment", {10, 10, 10, 10}),
+        series(1, 1, 1, "segment", {5, 5, 5, 5}), series(1, 0, 6, "block", {100, 100, 100, 100})};
+    QVERIFY(StackedTimeline::levels_of(timeline) == (std::vector<std::string>{"segment", "block"}));
+    const StackedTimeline segments(timeline, "segment");
+    QCOMPARE(segments.layers().size(), std::size_t{2});  // device 0 (two processes), device 1
+    QCOMPARE(segments.layers()[0].device, 0);
+    QCOMPARE(segments.layers()[0].peak_bytes, std::uint64_t{14});
+    QVERIFY(segments.bytes_at(25) == (std::vector<std::uint64_t>{13, 5}));
+    const StackedTimeline blocks(timeline, "block");
+    QCOMPARE(blocks.layers().size(), std::size_t{1});  // never stacked with segments
+    QVERIFY(blocks.bytes_at(0) == (std::vector<std::uint64_t>{100}));
+  }
+
+  void a_column_keeps_the_min_and_max_of_its_buckets() {
+    // 16 buckets with one spike, drawn 4 pixels wide: 4 buckets a column.
+    std::vector<std::uint64_t> values(16, 2 * kMiB);
+    values[5] = 64 * kMiB;
+    values[10] = kMiB;
+    analysis::Timeline timeline;
+    timeline.start_ns = 0;
+    timeline.end_ns = 160;
+    timeline.series = {series(1, 0, 1, "segment", values)};
+    const StackedTimeline stacked(timeline, "segment");
+    const std::vector<TimelineColumn> columns = stacked.columns(TimeAxis(0, 160, 4));
+    QCOMPARE(columns.size(), std::size_t{4});
+    QCOMPARE(columns[1].max_bytes[0], 64 * kMiB);  // the spike survives
+    QCOMPARE(columns[1].min_bytes[0], 2 * kMiB);
+    QCOMPARE(columns[2].min_bytes[0], kMiB);  // and so does the dip
+    QCOMPARE(columns[0].stacked_max(), 2 * kMiB);
+    // Zoomed in past the buckets (1 us each here): a column shows the buckets it lies in.
+    timeline.end_ns = 16000;
+    timeline.series = {series(1, 0, 1, "segment", values, 1000)};
+    const StackedTimeline microseconds(timeline, "segment");
+    TimeAxis zoomed(0, 16000, 4);
+    zoomed.show(5100, 6100);
+    const std::vector<TimelineColumn> fine = microseconds.columns(zoomed);
+    QCOMPARE(fine.size(), std::size_t{4});
+    for (const TimelineColumn& column : fine) QCOMPARE(column.max_bytes[0], 64 * kMiB);
+    QCOMPARE(microseconds.bucket_at(5999), std::size_t{5});
+    QCOMPARE(microseconds.bucket_at(6000), std::size_t{6});
+  }
+
+  void flame_graph_boxes_are_shares_of_the_bytes() {
+    const std::vector<analysis::CallsiteNode> roots{
+        node("main", 300, {node("big", 200), node("small", 100)}), node("other", 100)};
+    const std::vector<FlameBox> boxes = lay_out_flame_graph(roots);
+    QCOMPARE(boxes.size(), std::size_t{4});
+    QCOMPARE(boxes[0].width, 0.75);  // main
+    QCOMPARE(boxes[1].depth, 1);     // big, under main, from its left edge
+    QCOMPARE(boxes[1].x, 0.0);
+    QCOMPARE(boxes[1].width, 0.5);
+    QCOMPARE(boxes[2].x, 0.5);  // small, beside big
+    QCOMPARE(boxes[3].x, 0.75);
+    QCOMPARE(flame_graph_depth(boxes), 2);
+    QCOMPARE(*flame_box_at(boxes, 0.6, 1)->node->frame.function, std::string("small"));
+    QCOMPARE(flame_box_at(boxes, 0.9, 1), nullptr);  // nothing under `other`
+    QVERIFY(lay_out_flame_graph({}).empty());
+  }
+
+  void segment_map_puts_every_segment_on_one_scale() {
+    analysis::Fragmentation layout;
+    analysis::SegmentLayout in_use;
+    in_use.address = 0x10000000;
+    in_use.size = 2 * kMiB;
+    in_use.blocks = {{0x10000000, kMiB / 2, kMiB / 4, true},
+                     {0x10080000, kMiB, std::nullopt, false},
+                     {0x10180000, kMiB / 2, std::nullopt, true}};
+    analysis::SegmentLayout idle;
+    idle.address = 0x20000000;
+    idle.size = kMiB;
+    idle.blocks = {{0x20000000, kMiB, std::nullopt, false}};
+    layout.segments = {in_use, idle};
+
+    const SegmentMapGeometry map(layout, 200, 20, 5);
+    QCOMPARE(map.bars().size(), std::size_t{2});
+    QCOMPARE(map.bars()[0].width(), 200.0);  // the largest spans the width
+    QCOMPARE(map.bars()[1].width(), 100.0);  // half as large, half as wide
+    QCOMPARE(map.bars()[1].top(), 25.0);
+    QCOMPARE(map.height(), 45.0);
+    QCOMPARE(map.x_of(0, 0x10080000), 50.0);
+    QCOMPARE(map.blocks().size(), std::size_t{4});
+    QVERIFY(map.blocks()[0].state == BlockState::kUsed);
+    QCOMPARE(*map.blocks()[0].requested_width, 25.0);  // requested a quarter of a MiB
+    QVERIFY(map.blocks()[1].state == BlockState::kFree);
+    QCOMPARE(map.blocks()[1].rect, QRectF(50, 0, 100, 20));
+    QVERIFY(!map.blocks()[2].requested_width);
+    QVERIFY(map.blocks()[3].state == BlockState::kCached);  // no live block in its segment
+    QCOMPARE(map.block_at(QPointF(160, 10))->block, std::size_t{2});
+    QCOMPARE(map.block_at(QPointF(150, 30)), nullptr);  // past the smaller segment's end
+  }
+};
+
+}  // namespace vramtrace::viewer
+
+QTEST_GUILESS_MAIN(vramtrace::viewer::GeometryTest)
+#include "viewer_geometry_test.moc"

@@ -1,0 +1,305 @@
+// The viewer's models on the sample traces (tests/unit: allocator_trace.h, synthetic_trace.h):
+// every item model under QAbstractItemModelTester, and the TraceController, whose numbers must
+// be analysis/'s (the CLI's) for the whole trace, for a range, at a moment; live mode; and the
+// files that are not traces.
+#include <sqlite3.h>
+#include <QAbstractItemModelTester>
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <fstream>
+
+#include "allocator_trace.h"
+#include "analysis/moment.h"
+#include "storage/schema.h"
+#include "storage/trace_writer.h"
+#include "synthetic_trace.h"
+#include "temp_dir.h"
+#include "trace_builder.h"
+#include "viewer/model/callsite_tree_model.h"
+#include "viewer/model/report_models.h"
+#include "viewer/model/source_excerpt.h"
+#include "viewer/model/trace_controller.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+constexpr std::uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+constexpr std::int64_t kMs = 1'000'000;
+
+// The time of event `seq` in the allocator trace (both processes).
+std::int64_t at_seq(std::uint64_t seq) {
+  return testing::kAllocatorTraceStartNs + static_cast<std::int64_t>(seq) * kMs;
+}
+
+// Opens `path` in a fresh reader and index, as the CLI would.
+struct Reference {
+  std::unique_ptr<storage::TraceReader> reader;
+  std::unique_ptr<storage::TimeIndex> index;
+  explicit Reference(const std::filesystem::path& path) {
+    storage::OpenFailure failure;
+    reader = storage::TraceReader::open(path, &failure);
+    if (reader) index = analysis::open_time_index(*reader);
+  }
+};
+
+bool wait_loaded(TraceController& controller) {
+  QSignalSpy loaded(&controller, &TraceController::loaded);
+  return loaded.wait(30000);
+}
+
+// The value column of the row named `name` among the model's top-level rows.
+QString value_of(const QStandardItemModel& model, const QString& name) {
+  for (int row = 0; row < model.rowCount(); ++row)
+    if (model.item(row, 0)->text() == name) return model.item(row, 1)->text();
+  return QStringLiteral("<no row %1>").arg(name);
+}
+
+}  // namespace
+
+class ModelTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(dir_.path().has_filename() || !dir_.path().empty());
+    allocator_ = dir_ / "allocator.db";
+    QCOMPARE(QString::fromStdString(testing::write_allocator_trace(allocator_)), QString());
+    synthetic_ = dir_ / "synthetic.db";
+    QCOMPARE(QString::fromStdString(testing::write_synthetic_trace(synthetic_)), QString());
+  }
+
+  void callsite_tree_model_passes_the_tester_through_resets() {
+    Reference trace(allocator_);
+    const analysis::LeakReport leaks = analysis::build_leak_report(*trace.reader);
+    CallsiteTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    for (const auto direction :
+         {analysis::TreeDirection::kTopDown, analysis::TreeDirection::kBottomUp}) {
+      model.set_roots(analysis::build_leak_tree(leaks.groups, direction));
+      QCOMPARE(model.total_bytes(), leaks.total_bytes);
+      QCOMPARE(model.columnCount(), int{CallsiteTreeModel::kColumnCount});
+    }
+    model.set_roots({});
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void callsite_tree_model_shows_the_leaks_callsites() {
+    Reference trace(allocator_);
+    CallsiteTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_roots(analysis::build_leak_tree(analysis::build_leak_report(*trace.reader).groups,
+                                              analysis::TreeDirection::kBottomUp));
+    // Leaks at the end: R3 8 MiB and R1, R2 1 MiB each at init_workspace; B2 1 MiB at backward;
+    // B3 256 KiB at forward. S1 is the allocator's cache, not a leak.
+    QCOMPARE(model.total_bytes(), 11 * kMiB + 256 * kKiB);
+    const QModelIndex first = model.index(0, CallsiteTreeModel::kLocation);
+    QCOMPARE(model.data(first).toString(), QStringLiteral("init_workspace (lib.cu:3)"));
+    QCOMPARE(model.data(model.index(0, CallsiteTreeModel::kBytes)).toString(),
+             QStringLiteral("10.0 MiB"));
+    QCOMPARE(model.data(model.index(0, CallsiteTreeModel::kCount)).toString(), QStringLiteral("3"));
+    QCOMPARE(model.data(model.index(0, CallsiteTreeModel::kBytes), CallsiteTreeModel::kSortRole)
+                 .toULongLong(),
+             10 * kMiB);
+    const QModelIndex caller = model.index(0, 0, first);
+    QCOMPARE(model.data(caller).toString(), QStringLiteral("main (train.py:1)"));
+    const std::vector<storage::StackFrame> path = model.path_to(caller);
+    QCOMPARE(path.size(), std::size_t{2});
+    QCOMPARE(*path[0].function, std::string("init_workspace"));
+    QCOMPARE(model.parent(caller), first);
+  }
+
+  void summary_and_fragmentation_models_pass_the_tester() {
+    Reference trace(allocator_);
+    QStandardItemModel summary;
+    QAbstractItemModelTester summary_tester(&summary,
+                                            QAbstractItemModelTester::FailureReportingMode::QtTest);
+    const analysis::LeakReport leaks = analysis::build_leak_report(*trace.reader);
+    fill_summary_model(allocator_.string(), analysis::build_summary(*trace.reader), leaks,
+                       &summary);
+    QCOMPARE(value_of(summary, QStringLiteral("Processes")), QStringLiteral("2"));
+    QCOMPARE(value_of(summary, QStringLiteral("Leaks (block level)")),
+             QStringLiteral("11.2 MiB in 5 allocations"));
+
+    QStandardItemModel numbers;
+    QAbstractItemModelTester numbers_tester(&numbers,
+                                            QAbstractItemModelTester::FailureReportingMode::QtTest);
+    analysis::MomentSpec peak;
+    peak.kind = analysis::MomentSpec::Kind::kPeak;
+    const analysis::FragmentationReport report =
+        analysis::build_fragmentation_report(*trace.reader, *trace.index, peak, std::nullopt);
+    fill_fragmentation_numbers(report, &numbers);
+    // At upid 1's device peak (seq 7): S1 with B2, B3 (1.25 MiB used), S2 empty.
+    QCOMPARE(value_of(numbers, QStringLiteral("Segments")), QStringLiteral("2"));
+    QCOMPARE(value_of(numbers, QStringLiteral("Used (live blocks)")), QStringLiteral("1.2 MiB"));
+    QCOMPARE(value_of(numbers, QStringLiteral("Largest free block")), QStringLiteral("4.0 MiB"));
+    fill_fragmentation_numbers(report, &numbers);  // refilled: the tester checks the reset
+  }
+
+  void controller_loads_in_stages_with_analysis_numbers() {
+    TraceController controller;
+    QSignalSpy progress(&controller, &TraceController::progress);
+    QSignalSpy overview(&controller, &TraceController::overview_ready);
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    QCOMPARE(overview.count(), 1);
+    QVERIFY(progress.count() >= TraceController::kStages);
+    QCOMPARE(progress.last().at(0).toInt(), TraceController::kStages);
+
+    Reference trace(allocator_);
+    const analysis::Timeline timeline = analysis::build_timeline(
+        *trace.reader, *trace.index, analysis::kMaxTimelineBuckets, std::nullopt);
+    QCOMPARE(controller.overview()->timeline.series.size(), timeline.series.size());
+    QCOMPARE(controller.overview()->timeline.series[0].peak_bytes, timeline.series[0].peak_bytes);
+    QCOMPARE(controller.overview()->markers.size(), std::size_t{3});  // three 'iter' marks
+    QVERIFY(controller.overview()->ooms.empty());
+    QCOMPARE(controller.overview()->map_pid, testing::kAllocatorPid);
+    QCOMPARE(controller.leaks()->total_bytes,
+             analysis::build_leak_report(*trace.reader).total_bytes);
+    QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{7});  // the peak
+    QCOMPARE(controller.summary()->processes.size(), std::size_t{2});
+    QVERIFY(!controller.live());
+  }
+
+  void a_range_filters_the_leaks_and_moves_the_map() {
+    TraceController controller;
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    QSignalSpy leaks(&controller, &TraceController::leaks_ready);
+    QSignalSpy map(&controller, &TraceController::fragmentation_ready);
+    const TimeRange range{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2};
+    controller.select_range(range);
+    QVERIFY(leaks.wait(10000));
+    if (map.count() == 0) QVERIFY(map.wait(10000));
+
+    // Allocated after seq 1 and live after seq 5: B1, B2, B3 of upid 1.
+    QCOMPARE(controller.leaks()->total_bytes, kMiB / 2 + kMiB + kMiB / 4);
+    QCOMPARE(controller.leaks()->total_count, std::uint64_t{3});
+    Reference trace(allocator_);
+    const analysis::LeakReport between = analysis::build_leak_report_at(
+        *trace.reader, *trace.index, moment_at(range.to_ns), moment_at(range.from_ns));
+    QCOMPARE(controller.leaks()->total_bytes, between.total_bytes);
+    QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{5});
+    QCOMPARE(controller.fragmentation()->layout.used_bytes, kMiB / 2 + kMiB + kMiB / 4);
+
+    controller.select_range(std::nullopt);
+    QVERIFY(leaks.wait(10000));
+    QCOMPARE(controller.leaks()->total_bytes, 11 * kMiB + 256 * kKiB);
+  }
+
+  void hovering_asks_what_was_live_then() {
+    TraceController controller;
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    QSignalSpy live(&controller, &TraceController::live_at_ready);
+    controller.ask_live_at(at_seq(8) + kMs / 2);
+    QVERIFY(live.wait(10000));
+    // After seq 8: B2 1 MiB, B3 256 KiB, B4 3 MiB (blocks; segments are cache), and R3 8 MiB
+    // of upid 2 (its only event, seq 1, was before).
+    std::uint64_t total = 0;
+    for (const analysis::LeakGroup& group : *controller.live_groups()) total += group.bytes;
+    QCOMPARE(total, 12 * kMiB + 256 * kKiB);
+    QCOMPARE(controller.live_groups()->front().bytes, 8 * kMiB);
+  }
+
+  void ooms_are_flags_and_a_jump_target() {
+    TraceController controller;
+    controller.open(QString::fromStdString(synthetic_.string()));
+    QVERIFY(wait_loaded(controller));
+    QCOMPARE(controller.overview()->ooms.size(), std::size_t{1});
+    QCOMPARE(controller.overview()->ooms[0].requested_bytes, 64 * 1024 * kMiB);
+    QSignalSpy map(&controller, &TraceController::fragmentation_ready);
+    QSignalSpy failed(&controller, &TraceController::fragmentation_failed);
+    analysis::MomentSpec oom;
+    oom.kind = analysis::MomentSpec::Kind::kOom;
+    controller.show_fragmentation_at(oom);
+    QTRY_VERIFY_WITH_TIMEOUT(map.count() + failed.count() > 0, 10000);
+    QCOMPARE(failed.count(), 0);
+    QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{6});  // a5's failure
+  }
+
+  void files_that_are_not_traces_get_their_dialog_text() {
+    const auto failure_title = [](const std::filesystem::path& path) {
+      TraceController controller;
+      QSignalSpy failed(&controller, &TraceController::open_failed);
+      controller.open(QString::fromStdString(path.string()));
+      if (!failed.wait(10000)) return QStringLiteral("<no failure>");
+      const QString message = failed.first().at(1).toString();
+      if (!message.contains(QString::fromStdString(path.string())))
+        return QStringLiteral("<message without the path: %1>").arg(message);
+      return failed.first().at(0).toString();
+    };
+    const auto text = dir_ / "notes.txt";
+    std::ofstream(text) << "not a trace\n";
+    QCOMPARE(failure_title(text), QStringLiteral("Not a vramtrace trace"));
+
+    const auto newer = dir_ / "newer.db";
+    QCOMPARE(QString::fromStdString(testing::write_synthetic_trace(newer)), QString());
+    sqlite3* db = nullptr;
+    QCOMPARE(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "PRAGMA user_version = 99;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    QCOMPARE(failure_title(newer), QStringLiteral("A trace from a newer vramtrace"));
+
+    const auto cut = dir_ / "cut.db";
+    std::filesystem::copy_file(synthetic_, cut);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(synthetic_) / 2);
+    QCOMPARE(failure_title(cut), QStringLiteral("A truncated or damaged trace"));
+    QCOMPARE(failure_title(dir_ / "missing.db"), QStringLiteral("No such file"));
+  }
+
+  void live_mode_follows_a_trace_being_written() {
+    const auto path = dir_ / "live.db";
+    std::string error;
+    const std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(path, &error);
+    QVERIFY2(writer, error.c_str());
+    testing::add_train_stacks(*writer);
+    const testing::ProcessWriter process = testing::start_process(*writer, 1, 7000);
+    namespace kind = storage::allocation_kind;
+    namespace api = storage::api;
+    process.add(process.row(1, kind::kDevice, api::kCudaMalloc, 0x1000000, kMiB, 1, 1));
+    writer->flush();
+
+    TraceController controller;
+    controller.set_poll_interval(50);
+    controller.open(QString::fromStdString(path.string()));
+    QVERIFY(wait_loaded(controller));
+    QVERIFY(!controller.overview()->complete);
+    QVERIFY(controller.live());
+    QCOMPARE(controller.leaks()->total_bytes, kMiB);
+
+    QSignalSpy grown(&controller, &TraceController::overview_ready);
+    QSignalSpy leaks(&controller, &TraceController::leaks_ready);
+    process.add(process.row(2, kind::kDevice, api::kCudaMalloc, 0x2000000, 2 * kMiB, 2, 2));
+    writer->flush();
+    QVERIFY(grown.wait(10000));
+    QVERIFY(leaks.wait(10000));
+    QCOMPARE(controller.leaks()->total_bytes, 3 * kMiB);
+    QCOMPARE(controller.overview()->timeline.end_ns, testing::ns_of_seq(2));
+
+    QVERIFY(writer->finish(&error));
+    QTRY_VERIFY_WITH_TIMEOUT(!controller.live(), 10000);  // complete: polling stops
+    QVERIFY(controller.overview()->complete);
+  }
+
+  void source_excerpt_reads_the_lines_around_a_frame() {
+    const auto source = dir_ / "model.py";
+    std::ofstream(source) << "a\nb\nc\nd\ne\n";
+    const std::optional<SourceExcerpt> excerpt = read_source_excerpt(source.string(), 2, 2);
+    QVERIFY(excerpt);
+    QCOMPARE(excerpt->first_line, 1);
+    QCOMPARE(excerpt->lines.size(), std::size_t{4});  // lines 1-4
+    QCOMPARE(excerpt->lines[1], std::string("b"));
+    QVERIFY(!read_source_excerpt(source.string(), 9, 2));  // past the end
+    QVERIFY(!read_source_excerpt((dir_ / "gone.py").string(), 1, 2));
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::filesystem::path allocator_, synthetic_;
+};
+
+}  // namespace vramtrace::viewer
+
+QTEST_GUILESS_MAIN(vramtrace::viewer::ModelTest)
+#include "viewer_model_test.moc"

@@ -1,0 +1,28 @@
+#include "viewer/model/frame_text.h"
+
+#include <filesystem>
+
+#include "analysis/advice.h"
+
+namespace vramtrace::viewer {
+
+QString frame_label(const storage::StackFrame& frame) {
+  if (frame.function) return QString::fromStdString(analysis::advice_callsite({frame}));
+  // build_callsite_tree() gives allocations without a stack a root with no function or module.
+  if (frame.module.empty()) return QStringLiteral("(no stack)");
+  return QStringLiteral("?? (%1+0x%2)")
+      .arg(QString::fromStdString(std::filesystem::path(frame.module).filename().string()))
+      .arg(frame.rel_pc, 0, 16);
+}
+
+QString byte_text(std::uint64_t bytes) {
+  return QString::fromStdString(analysis::advice_bytes(bytes));
+}
+
+QString time_text(std::int64_t ns, std::int64_t origin_ns) {
+  const double seconds = static_cast<double>(ns - origin_ns) / 1e9;
+  if (seconds >= 1 || seconds <= -1) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 3);
+  return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', 3);
+}
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,19 @@
+// How the viewer names frames and byte counts, in the CLI's words: a frame as
+// "function (file:line)" (analysis::advice_callsite), an unsymbolized one by module and offset.
+#pragma once
+
+#include <QString>
+#include <cstdint>
+
+#include "storage/trace_rows.h"
+
+namespace vramtrace::viewer {
+
+// "forward (model.py:42)", "?? (libcuda.so.1+0x2000)", "(no stack)".
+QString frame_label(const storage::StackFrame& frame);
+// "4.0 MiB", "512 B": powers of 1024, one decimal, as the CLI prints sizes in prose.
+QString byte_text(std::uint64_t bytes);
+// "1.234 s", "15.0 ms" since `origin_ns`.
+QString time_text(std::int64_t ns, std::int64_t origin_ns);
+
+}  // namespace vramtrace::viewer

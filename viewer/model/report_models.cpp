@@ -1,0 +1,159 @@
+#include "viewer/model/report_models.h"
+
+#include "viewer/model/frame_text.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+QString text(const std::string& value) {
+  return QString::fromStdString(value);
+}
+
+QString percent(double fraction) {
+  return QStringLiteral("%1 %").arg(fraction * 100, 0, 'f', 1);
+}
+
+// A row under `parent` (the model's root when null): an item and its value.
+QStandardItem* add_row(QStandardItemModel* model, QStandardItem* parent, const QString& name,
+                       const QString& value = {}) {
+  QList<QStandardItem*> row{new QStandardItem(name), new QStandardItem(value)};
+  for (QStandardItem* cell : row) cell->setEditable(false);
+  if (parent != nullptr)
+    parent->appendRow(row);
+  else
+    model->appendRow(row);
+  return row.front();
+}
+
+void start(QStandardItemModel* model) {
+  model->clear();
+  model->setColumnCount(2);
+  model->setHorizontalHeaderLabels({QObject::tr("Item"), QObject::tr("Value")});
+}
+
+void add_peaks(QStandardItemModel* model, const QString& title,
+               const std::vector<analysis::DevicePeak>& peaks, std::int64_t origin_ns) {
+  QStandardItem* section = add_row(model, nullptr, title);
+  for (const analysis::DevicePeak& peak : peaks)
+    add_row(
+        model, section, QStringLiteral("pid %1, device %2").arg(peak.pid).arg(peak.device),
+        QObject::tr("%1 at %2").arg(byte_text(peak.bytes)).arg(time_text(peak.at_ns, origin_ns)));
+}
+
+}  // namespace
+
+void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
+                        const analysis::LeakReport& leaks, QStandardItemModel* model) {
+  start(model);
+  QStandardItem* trace = add_row(model, nullptr, QObject::tr("Trace"), text(trace_path));
+  add_row(model, trace, QObject::tr("Complete"),
+          summary.trace_complete ? QObject::tr("yes")
+                                 : QObject::tr("no: still being written, "
+                                               "or the collector stopped"));
+  add_row(model, trace, QObject::tr("Duration"), time_text(summary.duration_ns, 0));
+  QStringList command;
+  for (const std::string& arg : summary.command) command << text(arg);
+  if (!command.isEmpty()) add_row(model, trace, QObject::tr("Command"), command.join(' '));
+  if (summary.vramtrace_version)
+    add_row(model, trace, QObject::tr("Recorded by vramtrace"), text(*summary.vramtrace_version));
+
+  QStandardItem* processes =
+      add_row(model, nullptr, QObject::tr("Processes"), QString::number(summary.processes.size()));
+  for (const storage::ProcessRecord& process : summary.processes) {
+    QString how = process.end.signal ? QObject::tr("killed by signal %1").arg(*process.end.signal)
+                  : process.end.exit_status ? QObject::tr("exited %1").arg(*process.end.exit_status)
+                                            : QObject::tr("no exit recorded");
+    if (process.start.rank) how += QObject::tr(", rank %1").arg(*process.start.rank);
+    add_row(model, processes,
+            QStringLiteral("pid %1 %2").arg(process.start.pid).arg(text(process.start.exe)), how);
+  }
+
+  QStandardItem* kinds = add_row(model, nullptr, QObject::tr("Memory by kind"));
+  for (const analysis::KindTotals& kind : summary.kinds) {
+    QStandardItem* row = add_row(model, kinds, text(kind.name),
+                                 QObject::tr("%1 in %2 allocations")
+                                     .arg(byte_text(kind.bytes_allocated))
+                                     .arg(kind.allocations));
+    add_row(model, row, QObject::tr("Freed"),
+            QObject::tr("%1 in %2 frees").arg(byte_text(kind.bytes_freed)).arg(kind.frees));
+    add_row(
+        model, row, QObject::tr("Live at the end"),
+        QObject::tr("%1 in %2 allocations").arg(byte_text(kind.live_bytes)).arg(kind.live_count));
+    if (kind.failed_allocations != 0)
+      add_row(model, row, QObject::tr("Failed"), QString::number(kind.failed_allocations));
+  }
+
+  add_peaks(model, QObject::tr("Peaks of device memory"), summary.peaks, summary.start_ns);
+  if (!summary.block_peaks.empty())
+    add_peaks(model, QObject::tr("Peaks of tensors (blocks)"), summary.block_peaks,
+              summary.start_ns);
+  for (const analysis::AllocatorTotals& allocator : summary.allocator) {
+    if (!allocator.allocator_events) continue;
+    QStandardItem* row =
+        add_row(model, nullptr, QObject::tr("Allocator of pid %1").arg(allocator.pid));
+    add_row(model, row, QObject::tr("Live tensors at the end"),
+            QObject::tr("%1 in %2 blocks")
+                .arg(byte_text(allocator.live_block_bytes))
+                .arg(allocator.live_block_count));
+    add_row(model, row, QObject::tr("Segments at the end"),
+            QObject::tr("%1 in %2 segments")
+                .arg(byte_text(allocator.segment_bytes))
+                .arg(allocator.segment_count));
+    add_row(model, row, QObject::tr("Cached (not leaks)"), byte_text(allocator.cached_bytes));
+  }
+
+  QStandardItem* leaked = add_row(
+      model, nullptr, QObject::tr("Leaks (%1 level)").arg(text(leaks.level)),
+      QObject::tr("%1 in %2 allocations").arg(byte_text(leaks.total_bytes)).arg(leaks.total_count));
+  for (const analysis::LeakGroup& group : leaks.groups) {
+    const QString where =
+        group.stack.empty() ? QObject::tr("(no stack)") : frame_label(group.stack.front());
+    add_row(model, leaked, QStringLiteral("%1 (%2)").arg(where).arg(text(group.kind_name)),
+            QObject::tr("%1 in %2").arg(byte_text(group.bytes)).arg(group.count));
+  }
+
+  QStandardItem* advice = add_row(model, nullptr, QObject::tr("Advice"),
+                                  summary.advice.empty() ? QObject::tr("none: no rule fired")
+                                                         : QString::number(summary.advice.size()));
+  for (const analysis::Advice& item : summary.advice)
+    add_row(model, advice, text(item.id), text(item.text));
+
+  std::vector<QString> problems;
+  for (const std::string& warning : summary.warnings) problems.push_back(text(warning));
+  for (const analysis::BadFreeCount& bad : summary.bad_frees)
+    problems.push_back(QObject::tr("bad free (%1): %2").arg(text(bad.reason)).arg(bad.count));
+  for (const storage::StatRecord& stat : summary.stats)
+    if (stat.severity != storage::Severity::kInfo)
+      problems.push_back(QStringLiteral("%1 = %2: %3")
+                             .arg(text(stat.name))
+                             .arg(stat.value)
+                             .arg(text(stat.description)));
+  if (!problems.empty()) {
+    QStandardItem* row =
+        add_row(model, nullptr, QObject::tr("Problems"), QString::number(problems.size()));
+    for (const QString& problem : problems) add_row(model, row, problem);
+  }
+}
+
+void fill_fragmentation_numbers(const analysis::FragmentationReport& report,
+                                QStandardItemModel* model) {
+  start(model);
+  const analysis::Fragmentation& layout = report.layout;
+  add_row(model, nullptr, QObject::tr("Process"), QStringLiteral("pid %1").arg(report.at.pid));
+  add_row(model, nullptr, QObject::tr("Event"), QStringLiteral("seq %1").arg(report.at.seq));
+  add_row(model, nullptr, QObject::tr("Segments"), QString::number(layout.segments.size()));
+  add_row(model, nullptr, QObject::tr("Used (live blocks)"), byte_text(layout.used_bytes));
+  add_row(model, nullptr, QObject::tr("Free in segments"), byte_text(layout.total_free));
+  add_row(model, nullptr, QObject::tr("Largest free block"), byte_text(layout.largest_free));
+  add_row(model, nullptr, QObject::tr("External fragmentation"),
+          percent(layout.external_fragmentation));
+  add_row(model, nullptr, QObject::tr("Internal fragmentation"),
+          percent(layout.internal_fragmentation));
+  add_row(model, nullptr, QObject::tr("Largest request without a new segment"),
+          byte_text(layout.largest_request));
+  for (const analysis::RawAllocations& raw : layout.raw)
+    add_row(model, nullptr, QObject::tr("Outside the allocator, device %1").arg(raw.device),
+            QObject::tr("%1 in %2 allocations").arg(byte_text(raw.bytes)).arg(raw.count));
+}
+
+}  // namespace vramtrace::viewer

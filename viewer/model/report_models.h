@@ -1,0 +1,24 @@
+// The summary page and the fragmentation numbers as item models (QStandardItemModel: two
+// columns, item and value, sections as top-level rows), filled from analysis/'s values only.
+#pragma once
+
+#include <QStandardItemModel>
+
+#include "analysis/fragmentation.h"
+#include "analysis/leak_report.h"
+#include "analysis/summary.h"
+
+namespace vramtrace::viewer {
+
+// Sections: Trace, Processes, Memory by kind, Peaks, Allocator, Leaks, Advice, Problems (the
+// last only when there are warnings, bad frees or stats above info). `leaks`: the leak report
+// at the end of the trace, as `vramtrace leaks` gives it.
+void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
+                        const analysis::LeakReport& leaks, QStandardItemModel* model);
+
+// One row per number of `vramtrace frag`: used, free, largest free, external and internal
+// fragmentation, the largest request that fits, segments, and memory outside the allocator.
+void fill_fragmentation_numbers(const analysis::FragmentationReport& report,
+                                QStandardItemModel* model);
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,62 @@
+// The timeline as the viewer stacks it: analysis::Timeline's series of one level (segment:
+// device memory and other kinds as the driver sees them; block: a caching allocator's tensors),
+// summed over processes into one layer per (device, kind). Block and segment series are never
+// stacked together, since blocks lie inside segments (analysis/timeline.h).
+//
+// Level of detail: a view asks for one value pair per pixel column, the min and the max of each
+// layer over the buckets the column covers, so the cost of a picture follows its width and the
+// bucket count (at most analysis::kMaxTimelineBuckets), never the number of allocations. A
+// spike narrower than a column stays visible as the column's max.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/timeline.h"
+#include "viewer/model/time_axis.h"
+
+namespace vramtrace::viewer {
+
+struct TimelineLayer {
+  int device = 0, kind = 0;
+  std::string kind_name, level;
+  std::uint64_t peak_bytes = 0;  // the largest max of its buckets
+  // Summed over processes: min is the sum of the processes' minima, max the sum of their maxima
+  // (an upper bound when they peak apart), last the sum of their last values.
+  std::vector<analysis::TimelineBucket> buckets;
+};
+
+// One pixel column: per layer (in layer order) the min and max bytes over the column's buckets.
+struct TimelineColumn {
+  std::vector<std::uint64_t> min_bytes, max_bytes;
+  std::uint64_t stacked_max() const;  // the top of the stack: the sum of the layers' maxima
+};
+
+class StackedTimeline {
+ public:
+  StackedTimeline() = default;
+  StackedTimeline(const analysis::Timeline& timeline, std::string_view level);
+
+  // The levels `timeline` has series of, "segment" first.
+  static std::vector<std::string> levels_of(const analysis::Timeline& timeline);
+
+  std::int64_t start_ns() const { return start_ns_; }
+  std::int64_t end_ns() const { return end_ns_; }
+  const std::vector<TimelineLayer>& layers() const { return layers_; }
+  bool empty() const { return layers_.empty(); }
+
+  // One column per pixel of the axis's width.
+  std::vector<TimelineColumn> columns(const TimeAxis& axis) const;
+  // Per layer, the bytes live at `ns` (the `last` value of the bucket holding it).
+  std::vector<std::uint64_t> bytes_at(std::int64_t ns) const;
+  // The bucket holding `ns`, clamped to the buckets.
+  std::size_t bucket_at(std::int64_t ns) const;
+
+ private:
+  std::int64_t start_ns_ = 0, end_ns_ = 0;
+  std::vector<TimelineLayer> layers_;
+};
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,286 @@
+#include "viewer/model/trace_controller.h"
+
+#include <QFileInfo>
+#include <QFutureWatcher>
+#include <QtConcurrent/QtConcurrentRun>
+#include <exception>
+
+#include "analysis/summary.h"
+
+namespace vramtrace::viewer {
+
+namespace {
+
+// What opening a trace gives back to the GUI thread.
+struct Opened {
+  std::shared_ptr<const TraceOverview> overview;
+  std::optional<storage::OpenFailure> failure;
+};
+
+// Opens `path` into *session and reads what the first picture needs. `progress(done, stage)`
+// is called on the worker.
+std::shared_ptr<Opened> open_with_overview(const QString& path, TraceSession* session,
+                                           const std::function<void(int, QString)>& progress) {
+  auto opened = std::make_shared<Opened>();
+  storage::OpenFailure failure;
+  *session = open_trace_session(path.toStdString(), &failure, [&] {
+    progress(1, QObject::tr("Reading the time index (built on the first open)"));
+  });
+  if (!session->reader) {
+    opened->failure = failure;
+    return opened;
+  }
+  progress(2, QObject::tr("Drawing the timeline"));
+  opened->overview =
+      std::make_shared<TraceOverview>(load_overview(*session->reader, *session->index));
+  return opened;
+}
+
+// The map's answer: a report, or why the moment has none.
+struct FragmentationAnswer {
+  std::shared_ptr<const analysis::FragmentationReport> report;
+  QString problem;
+};
+
+QString signature_of(const QString& path) {
+  QString signature;
+  for (const QString& file : {path, path + QStringLiteral("-wal")}) {
+    const QFileInfo info(file);
+    signature += QStringLiteral("%1:%2:%3;")
+                     .arg(info.exists())
+                     .arg(info.size())
+                     .arg(info.lastModified().toMSecsSinceEpoch());
+  }
+  return signature;
+}
+
+}  // namespace
+
+TraceController::TraceController(QObject* parent) : QObject(parent) {
+  // One thread: a trace's SQLite connections are used by one thread at a time.
+  worker_.setMaxThreadCount(1);
+  poll_.setInterval(1000);
+  connect(&poll_, &QTimer::timeout, this, &TraceController::poll);
+}
+
+TraceController::~TraceController() {
+  ++generation_;  // answers still queued are dropped
+  worker_.waitForDone();
+}
+
+template <typename Result>
+void TraceController::run(std::function<std::shared_ptr<Result>(TraceSession&)> work,
+                          std::function<void(std::shared_ptr<Result>)> done) {
+  struct Answer {
+    std::shared_ptr<Result> value;
+    QString error;
+  };
+  const std::uint64_t generation = generation_;
+  auto* watcher = new QFutureWatcher<Answer>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, done] {
+    const Answer answer = watcher->result();
+    watcher->deleteLater();
+    if (generation != generation_) return;
+    if (!answer.error.isEmpty()) {
+      emit query_failed(answer.error);
+      return;
+    }
+    done(answer.value);
+  });
+  watcher->setFuture(QtConcurrent::run(&worker_, [session = session_, work]() -> Answer {
+    try {
+      return {work(*session), {}};
+    } catch (const std::exception& error) {
+      // A trace damaged past its first pages, or removed while open (storage::TraceError).
+      return {nullptr, QString::fromStdString(error.what())};
+    }
+  }));
+}
+
+void TraceController::report_progress(int done, const QString& stage) {
+  emit progress(done, kStages, stage);
+}
+
+void TraceController::open(const QString& path) {
+  ++generation_;
+  poll_.stop();
+  path_ = path;
+  range_.reset();
+  hover_pending_.reset();
+  hover_running_ = reloading_ = false;
+  overview_.reset();
+  leaks_.reset();
+  leaks_at_end_.reset();
+  fragmentation_.reset();
+  summary_.reset();
+  live_groups_.reset();
+  fragmentation_moment_ = {};
+  file_signature_ = signature_of(path);
+  session_ = std::make_shared<TraceSession>();
+  report_progress(0, tr("Opening the trace"));
+
+  const std::uint64_t generation = generation_;
+  const auto progress_from_worker = [this, generation](int done, const QString& stage) {
+    QMetaObject::invokeMethod(
+        this,
+        [this, generation, done, stage] {
+          if (generation == generation_) report_progress(done, stage);
+        },
+        Qt::QueuedConnection);
+  };
+  run<Opened>(
+      [path, progress_from_worker](TraceSession& session) {
+        return open_with_overview(path, &session, progress_from_worker);
+      },
+      [this](std::shared_ptr<Opened> opened) {
+        if (opened->failure) {
+          const OpenFailureText text = describe_open_failure(*opened->failure);
+          report_progress(kStages, tr("Not opened"));
+          emit open_failed(QString::fromStdString(text.title), QString::fromStdString(text.message),
+                           QString::fromStdString(text.advice));
+          return;
+        }
+        overview_ = opened->overview;
+        report_progress(3, tr("Finding the leaks"));
+        emit overview_ready();
+        load_rest();
+      });
+}
+
+void TraceController::load_rest() {
+  request_leaks();
+  if (overview_->map_upid) {
+    analysis::MomentSpec peak;
+    peak.kind = analysis::MomentSpec::Kind::kPeak;
+    peak.text = "peak";
+    show_fragmentation_at(peak);
+  }
+  run<analysis::Summary>(
+      [](TraceSession& session) {
+        return std::make_shared<analysis::Summary>(analysis::build_summary(*session.reader));
+      },
+      [this](std::shared_ptr<analysis::Summary> summary) {
+        summary_ = std::move(summary);
+        report_progress(kStages, tr("Loaded"));
+        emit summary_ready();
+        emit loaded();
+        if (!overview_->complete) poll_.start();
+      });
+}
+
+void TraceController::request_leaks() {
+  const std::uint64_t asked = ++leaks_asked_;
+  const std::optional<TimeRange> range = range_;
+  run<analysis::LeakReport>(
+      [range](TraceSession& session) {
+        return std::make_shared<analysis::LeakReport>(
+            leaks_in(*session.reader, *session.index, range));
+      },
+      [this, asked, range](std::shared_ptr<analysis::LeakReport> report) {
+        if (asked != leaks_asked_) return;
+        leaks_ = report;
+        if (!range) {
+          leaks_at_end_ = report;
+          if (!summary_) report_progress(4, tr("Summarizing (reads every event)"));
+        }
+        emit leaks_ready();
+      });
+}
+
+void TraceController::select_range(std::optional<TimeRange> range) {
+  if (!overview_) return;
+  range_ = range;
+  request_leaks();
+  if (range) show_fragmentation_at(moment_at(range->to_ns));
+}
+
+void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) {
+  if (!overview_ || !overview_->map_upid) {
+    emit fragmentation_failed(tr("No device memory was ever in use: there is nothing to map."));
+    return;
+  }
+  fragmentation_moment_ = moment;
+  const std::uint64_t asked = ++fragmentation_asked_;
+  const std::int64_t upid = *overview_->map_upid;
+  run<FragmentationAnswer>(
+      [moment, upid](TraceSession& session) {
+        auto answer = std::make_shared<FragmentationAnswer>();
+        try {
+          answer->report = std::make_shared<analysis::FragmentationReport>(
+              fragmentation_at(*session.reader, *session.index, moment, upid));
+        } catch (const analysis::BadMoment& bad) {
+          answer->problem = QString::fromStdString(bad.what());
+        }
+        return answer;
+      },
+      [this, asked](std::shared_ptr<FragmentationAnswer> answer) {
+        if (asked != fragmentation_asked_) return;
+        if (!answer->report) {
+          emit fragmentation_failed(answer->problem);
+          return;
+        }
+        fragmentation_ = answer->report;
+        emit fragmentation_ready();
+      });
+}
+
+void TraceController::ask_live_at(std::int64_t ns) {
+  if (!overview_) return;
+  if (hover_running_) {
+    hover_pending_ = ns;  // only the latest position matters
+    return;
+  }
+  hover_running_ = true;
+  run<std::vector<analysis::LeakGroup>>(
+      [ns](TraceSession& session) {
+        return std::make_shared<std::vector<analysis::LeakGroup>>(
+            live_at(*session.reader, *session.index, ns, 5));
+      },
+      [this, ns](std::shared_ptr<std::vector<analysis::LeakGroup>> groups) {
+        hover_running_ = false;
+        live_at_ns_ = ns;
+        live_groups_ = std::move(groups);
+        emit live_at_ready();
+        if (hover_pending_) {
+          const std::int64_t next = *hover_pending_;
+          hover_pending_.reset();
+          ask_live_at(next);
+        }
+      });
+}
+
+void TraceController::set_poll_interval(int milliseconds) {
+  poll_.setInterval(milliseconds);
+}
+
+void TraceController::poll() {
+  const QString signature = signature_of(path_);
+  if (signature == file_signature_ || reloading_) return;
+  file_signature_ = signature;
+  reload();
+}
+
+void TraceController::reload() {
+  reloading_ = true;
+  auto fresh = std::make_shared<TraceSession>();
+  const QString path = path_;
+  run<Opened>(
+      [fresh, path](TraceSession&) {
+        return open_with_overview(path, fresh.get(), [](int, const QString&) {});
+      },
+      [this, fresh](std::shared_ptr<Opened> opened) {
+        reloading_ = false;
+        if (opened->failure) {
+          emit query_failed(QString::fromStdString(opened->failure->message));
+          return;
+        }
+        session_ = fresh;
+        overview_ = opened->overview;
+        emit overview_ready();
+        request_leaks();
+        if (overview_->map_upid) show_fragmentation_at(fragmentation_moment_);
+        if (overview_->complete) poll_.stop();
+      });
+}
+
+}  // namespace vramtrace::viewer

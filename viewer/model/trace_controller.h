@@ -1,0 +1,104 @@
+// TraceController: the viewer's one way to a trace. It opens a trace off the GUI thread in
+// stages (reader, time index and timeline: the first picture; then the leaks, the
+// fragmentation map at the peak, the summary, which sweeps every event), reports progress, and
+// answers the views' questions (a range's leaks, the map at a moment, what was live under the
+// mouse) on the same single worker thread, since a trace's SQLite connections serve one thread
+// at a time. Results are immutable values behind shared pointers; a signal says one is ready.
+// An answer to a question that a newer one replaced is dropped.
+//
+// Live mode: a trace that is not complete (`vramtrace run` still writes it) is polled; when the
+// file or its WAL changes, the session is opened again and the timeline, the leaks and the map
+// follow. Polling stops when the trace is complete.
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+#include <QTimer>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "viewer/model/trace_queries.h"
+#include "viewer/model/trace_session.h"
+
+namespace vramtrace::viewer {
+
+class TraceController : public QObject {
+  Q_OBJECT
+
+ public:
+  static constexpr int kStages = 5;
+
+  explicit TraceController(QObject* parent = nullptr);
+  ~TraceController() override;
+
+  void open(const QString& path);
+  // Filters the leak tree and the flame graph to a range (unset: the whole trace), and moves
+  // the fragmentation map to the range's end.
+  void select_range(std::optional<TimeRange> range);
+  void show_fragmentation_at(const analysis::MomentSpec& moment);
+  void ask_live_at(std::int64_t ns);
+  void set_poll_interval(int milliseconds);
+
+  QString path() const { return path_; }
+  bool live() const { return poll_.isActive(); }
+  std::optional<TimeRange> range() const { return range_; }
+  std::shared_ptr<const TraceOverview> overview() const { return overview_; }
+  std::shared_ptr<const analysis::LeakReport> leaks() const { return leaks_; }
+  std::shared_ptr<const analysis::FragmentationReport> fragmentation() const {
+    return fragmentation_;
+  }
+  std::shared_ptr<const analysis::Summary> summary() const { return summary_; }
+  std::shared_ptr<const analysis::LeakReport> leaks_at_end() const { return leaks_at_end_; }
+  std::int64_t live_at_ns() const { return live_at_ns_; }
+  std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups() const {
+    return live_groups_;
+  }
+
+ signals:
+  void progress(int done, int total, const QString& stage);
+  void open_failed(const QString& title, const QString& message, const QString& advice);
+  void overview_ready();
+  void leaks_ready();
+  void fragmentation_ready();
+  void fragmentation_failed(const QString& message);
+  void summary_ready();
+  void live_at_ready();
+  void loaded();  // every stage of open() is done
+  void query_failed(const QString& message);
+
+ private:
+  // Runs `work(session)` on the worker and `done(result)` back on this thread, unless the
+  // trace was opened again meanwhile. `work` returns a shared_ptr, or throws.
+  template <typename Result>
+  void run(std::function<std::shared_ptr<Result>(TraceSession&)> work,
+           std::function<void(std::shared_ptr<Result>)> done);
+  void report_progress(int done, const QString& stage);
+  void request_leaks();
+  void load_rest();
+  void poll();
+  void reload();
+
+  QThreadPool worker_;
+  QTimer poll_;
+  QString path_;
+  std::shared_ptr<TraceSession> session_;
+  std::uint64_t generation_ = 0;  // of the session: bumped by open()
+  std::uint64_t leaks_asked_ = 0, fragmentation_asked_ = 0;
+  std::optional<TimeRange> range_;
+  std::optional<std::int64_t> hover_pending_;
+  bool hover_running_ = false, reloading_ = false;
+  QString file_signature_;
+
+  std::shared_ptr<const TraceOverview> overview_;
+  std::shared_ptr<const analysis::LeakReport> leaks_, leaks_at_end_;
+  std::shared_ptr<const analysis::FragmentationReport> fragmentation_;
+  analysis::MomentSpec fragmentation_moment_;
+  std::shared_ptr<const analysis::Summary> summary_;
+  std::int64_t live_at_ns_ = 0;
+  std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups_;
+};
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,92 @@
+#include "viewer/model/trace_queries.h"
+
+#include <algorithm>
+#include <map>
+
+#include "analysis/oom_report.h"
+
+namespace vramtrace::viewer {
+
+TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index) {
+  TraceOverview overview;
+  overview.path = trace.path().string();
+  overview.complete = trace.complete();
+  overview.index_note = index.note();
+  overview.timeline =
+      analysis::build_timeline(trace, index, analysis::kMaxTimelineBuckets, std::nullopt);
+
+  std::map<std::int64_t, std::uint32_t> pids;
+  for (const storage::ProcessRecord& process : trace.processes())
+    pids[process.start.upid] = process.start.pid;
+  for (const storage::MarkerRecord& record : trace.markers()) {
+    TimelineMarker marker;
+    marker.name = record.start.name;
+    marker.pid = pids[record.start.upid];
+    marker.range = record.start.type == storage::kMarkerRange;
+    marker.start_ns = record.start.start_ns;
+    marker.end_ns = record.end     ? record.end->end_ns
+                    : marker.range ? std::max(overview.timeline.end_ns, marker.start_ns)
+                                   : marker.start_ns;
+    marker.depth = record.start.depth;
+    marker.color = record.start.color;
+    overview.markers.push_back(std::move(marker));
+  }
+  std::stable_sort(
+      overview.markers.begin(), overview.markers.end(),
+      [](const TimelineMarker& a, const TimelineMarker& b) { return a.start_ns < b.start_ns; });
+
+  for (const storage::AllocationRecord& record : analysis::find_out_of_memory_failures(trace)) {
+    const storage::AllocationRow& a = record.allocation;
+    overview.ooms.push_back(
+        {pids[a.upid], a.upid, a.alloc_ns, a.device, a.size, trace.kind_name(a.kind)});
+  }
+  std::stable_sort(overview.ooms.begin(), overview.ooms.end(),
+                   [](const OomFlag& a, const OomFlag& b) { return a.time_ns < b.time_ns; });
+
+  // analysis's own choice for `frag --at peak` without --pid.
+  try {
+    analysis::MomentSpec peak;
+    peak.kind = analysis::MomentSpec::Kind::kPeak;
+    peak.text = "peak";
+    const analysis::FragmentationReport at_peak =
+        analysis::build_fragmentation_report(trace, index, peak, std::nullopt);
+    overview.map_upid = at_peak.at.upid;
+    overview.map_pid = at_peak.at.pid;
+  } catch (const analysis::BadMoment&) {
+    // No device memory was ever in use: no map to show.
+  }
+  return overview;
+}
+
+analysis::MomentSpec moment_at(std::int64_t ns) {
+  analysis::MomentSpec moment;
+  moment.kind = analysis::MomentSpec::Kind::kTime;
+  moment.ns = ns;
+  moment.text = std::to_string(ns);
+  return moment;
+}
+
+analysis::LeakReport leaks_in(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                              const std::optional<TimeRange>& range) {
+  if (!range) return analysis::build_leak_report_at(trace, index, {}, std::nullopt);
+  return analysis::build_leak_report_at(trace, index, moment_at(range->to_ns),
+                                        moment_at(range->from_ns));
+}
+
+std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,
+                                         const storage::TimeIndex& index, std::int64_t ns,
+                                         std::size_t top) {
+  std::vector<analysis::LeakGroup> groups =
+      analysis::build_leak_report_at(trace, index, moment_at(ns), std::nullopt).groups;
+  if (groups.size() > top) groups.resize(top);
+  return groups;
+}
+
+analysis::FragmentationReport fragmentation_at(const storage::TraceReader& trace,
+                                               const storage::TimeIndex& index,
+                                               const analysis::MomentSpec& moment,
+                                               std::int64_t upid) {
+  return analysis::build_fragmentation_report(trace, index, moment, std::set<std::int64_t>{upid});
+}
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,86 @@
+// The questions the viewer asks of a trace, each answered by analysis/ exactly as the CLI
+// answers it, so that a view and its command always show the same numbers:
+//   overview             `vramtrace timeline` (at full resolution), markers, OOM failures
+//   leaks, no range      `vramtrace leaks`
+//   leaks of a range     `vramtrace leaks --between T0 T1`: allocated in (T0, T1], live at T1
+//   live at a time       `vramtrace leaks --at T` (hovering shows its top callsites)
+//   fragmentation        `vramtrace frag --at MOMENT --pid P`
+//   summary              `vramtrace summary`
+// Times are CLOCK_MONOTONIC ns, as the JSON reports give them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/fragmentation.h"
+#include "analysis/leak_report.h"
+#include "analysis/moment.h"
+#include "analysis/summary.h"
+#include "analysis/timeline.h"
+#include "storage/time_index.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::viewer {
+
+struct TimeRange {
+  std::int64_t from_ns = 0, to_ns = 0;  // from <= to
+};
+
+// An NVTX or API marker: a range drawn as a band, a mark as a line.
+struct TimelineMarker {
+  std::string name;
+  std::uint32_t pid = 0;
+  bool range = false;
+  std::int64_t start_ns = 0, end_ns = 0;  // a mark: equal; a range never ended: the trace's end
+  int depth = 0;
+  std::optional<std::uint32_t> color;  // ARGB
+};
+
+// An out-of-memory failure, drawn as a flag.
+struct OomFlag {
+  std::uint32_t pid = 0;
+  std::int64_t upid = 0;
+  std::int64_t time_ns = 0;
+  int device = 0;
+  std::uint64_t requested_bytes = 0;
+  std::string kind_name;
+};
+
+// What the first picture needs: cheap on any trace, since the timeline reads the time index's
+// rollups and markers and failures are small tables.
+struct TraceOverview {
+  std::string path;
+  bool complete = true;    // meta complete: false while `vramtrace run` still writes it
+  std::string index_note;  // how the time index was made, when not kept in the file
+  analysis::Timeline timeline;
+  std::vector<TimelineMarker> markers;  // by start
+  std::vector<OomFlag> ooms;            // by time
+  // The process the fragmentation map shows: the one whose device memory peaked highest among
+  // processes with allocator events (any, when none has them); unset in an empty trace.
+  std::optional<std::int64_t> map_upid;
+  std::uint32_t map_pid = 0;
+};
+
+TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index);
+
+// Leaks of the whole trace (no range) or of a range, as above.
+analysis::LeakReport leaks_in(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                              const std::optional<TimeRange>& range);
+
+// What was live at `ns`, as leak groups (largest first), at most `top` of them.
+std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,
+                                         const storage::TimeIndex& index, std::int64_t ns,
+                                         std::size_t top);
+
+// One process's segments at a moment (analysis::BadMoment when it has no such moment).
+analysis::FragmentationReport fragmentation_at(const storage::TraceReader& trace,
+                                               const storage::TimeIndex& index,
+                                               const analysis::MomentSpec& moment,
+                                               std::int64_t upid);
+
+// A moment at a time, as `--at NS` gives it.
+analysis::MomentSpec moment_at(std::int64_t ns);
+
+}  // namespace vramtrace::viewer

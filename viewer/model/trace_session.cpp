@@ -1,0 +1,43 @@
+#include "viewer/model/trace_session.h"
+
+#include "analysis/moment.h"
+
+namespace vramtrace::viewer {
+
+TraceSession open_trace_session(const std::filesystem::path& path, storage::OpenFailure* failure,
+                                const std::function<void()>& before_index) {
+  TraceSession session;
+  session.reader = storage::TraceReader::open(path, failure);
+  if (!session.reader) return {};
+  if (before_index) before_index();
+  try {
+    session.index = analysis::open_time_index(*session.reader);
+  } catch (const storage::TraceError& error) {
+    failure->reason = storage::OpenFailure::Reason::kCorrupt;
+    failure->message = error.what();
+    return {};
+  }
+  return session;
+}
+
+OpenFailureText describe_open_failure(const storage::OpenFailure& failure) {
+  using Reason = storage::OpenFailure::Reason;
+  const std::string& message = failure.message;
+  switch (failure.reason) {
+    case Reason::kMissing:
+      return {"No such file", message, "Check the path, or open another trace."};
+    case Reason::kUnreadable:
+      return {"The file cannot be read", message, "Check that it is a file you may read."};
+    case Reason::kNotATrace:
+      return {"Not a vramtrace trace", message, "Open a file written by `vramtrace run -o FILE`."};
+    case Reason::kNewerSchema:
+      return {"A trace from a newer vramtrace", message,
+              "Open it with the vramtrace that wrote it, or upgrade this one."};
+    case Reason::kCorrupt:
+      break;
+  }
+  return {"A truncated or damaged trace", message,
+          "If the file was copied, copy it whole again; else record it again."};
+}
+
+}  // namespace vramtrace::viewer
