@@ -1,0 +1,221 @@
+// The viewer's window, headless (QT_QPA_PLATFORM=offscreen), driven as a person drives it: open
+// the sample trace, zoom with the wheel, pan by dragging, Shift+drag a range, and check that the
+// leak tree, the flame graph and the fragmentation map follow with analysis/'s numbers. Each
+// test saves a screenshot of the window under the build directory (VRAMTRACE_SCREENSHOT_DIR);
+// docs/viewer.md shows them.
+#include <QApplication>
+#include <QDir>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTabWidget>
+#include <QTreeView>
+#include <QtTest>
+#include <fstream>
+
+#include "allocator_trace.h"
+#include "synthetic_trace.h"
+#include "temp_dir.h"
+#include "viewer/widgets/callsite_panel.h"
+#include "viewer/widgets/flame_graph_widget.h"
+#include "viewer/widgets/fragmentation_view.h"
+#include "viewer/widgets/main_window.h"
+#include "viewer/widgets/segment_map_widget.h"
+#include "viewer/widgets/timeline_widget.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::int64_t kMs = 1'000'000;
+
+std::int64_t at_seq(std::uint64_t seq) {
+  return testing::kAllocatorTraceStartNs + static_cast<std::int64_t>(seq) * kMs;
+}
+
+// Where `ns` is drawn on the timeline, in its widget's coordinates.
+QPoint point_of(const TimelineWidget& timeline, std::int64_t ns) {
+  const QRect plot = timeline.plot_rect();
+  return {plot.left() + static_cast<int>(std::lround(timeline.axis().x_of(ns))), plot.center().y()};
+}
+
+void send_mouse(QWidget* widget, QEvent::Type type, QPoint at, Qt::MouseButton button,
+                Qt::MouseButtons buttons, Qt::KeyboardModifiers modifiers = Qt::NoModifier) {
+  QMouseEvent event(type, QPointF(at), QPointF(widget->mapToGlobal(at)), button, buttons,
+                    modifiers);
+  QApplication::sendEvent(widget, &event);
+}
+
+void drag(QWidget* widget, QPoint from, QPoint to, Qt::KeyboardModifiers modifiers) {
+  send_mouse(widget, QEvent::MouseButtonPress, from, Qt::LeftButton, Qt::LeftButton, modifiers);
+  send_mouse(widget, QEvent::MouseMove, (from + to) / 2, Qt::NoButton, Qt::LeftButton, modifiers);
+  send_mouse(widget, QEvent::MouseMove, to, Qt::NoButton, Qt::LeftButton, modifiers);
+  send_mouse(widget, QEvent::MouseButtonRelease, to, Qt::LeftButton, Qt::NoButton, modifiers);
+}
+
+bool save_screenshot(QWidget* widget, const QString& name) {
+  QDir().mkpath(QStringLiteral(VRAMTRACE_SCREENSHOT_DIR));
+  const QString path = QStringLiteral(VRAMTRACE_SCREENSHOT_DIR "/%1.png").arg(name);
+  QFile::remove(path);
+  return widget->grab().save(path) && QFileInfo(path).size() > 0;
+}
+
+}  // namespace
+
+class GuiTest : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    allocator_ = dir_ / "allocator.db";
+    QCOMPARE(QString::fromStdString(testing::write_allocator_trace(allocator_)), QString());
+  }
+
+  void init() {
+    window_ = std::make_unique<MainWindow>();
+    window_->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window_.get()));
+  }
+
+  void cleanup() { window_.reset(); }
+
+  void zoom_pan_and_a_range_drive_every_view() {
+    open(allocator_);
+    TimelineWidget* timeline = window_->timeline();
+    QVERIFY(!timeline->stacked().empty());
+    const std::int64_t whole =
+        timeline->axis().visible_end_ns() - timeline->axis().visible_start_ns();
+
+    // Wheel: zoom in at the plot's centre.
+    const QPoint centre = timeline->plot_rect().center();
+    QWheelEvent wheel(QPointF(centre), QPointF(timeline->mapToGlobal(centre)), QPoint(),
+                      QPoint(0, 480), Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+    QApplication::sendEvent(timeline, &wheel);
+    const std::int64_t zoomed =
+        timeline->axis().visible_end_ns() - timeline->axis().visible_start_ns();
+    QVERIFY2(zoomed * 1.5 < whole, "the wheel did not zoom in");
+    // Drag: pan to later times (the view moves left under the mouse).
+    const std::int64_t start = timeline->axis().visible_start_ns();
+    drag(timeline, centre, centre - QPoint(100, 0), Qt::NoModifier);
+    QVERIFY(timeline->axis().visible_start_ns() > start);
+    QVERIFY(!timeline->selection());  // a plain drag never selects
+    // Double click: the whole trace again.
+    QTest::mouseDClick(timeline, Qt::LeftButton, Qt::NoModifier, centre);
+    QVERIFY(timeline->axis().shows_whole_trace());
+
+    // Shift+drag from between events 1 and 2 to between events 5 and 6 of upid 1.
+    QSignalSpy leaks(&window_->controller(), &TraceController::leaks_ready);
+    QSignalSpy map(&window_->controller(), &TraceController::fragmentation_ready);
+    drag(timeline, point_of(*timeline, at_seq(1) + kMs / 2),
+         point_of(*timeline, at_seq(5) + kMs / 2), Qt::ShiftModifier);
+    QVERIFY(timeline->selection());
+    QVERIFY(leaks.wait(10000));
+    QTRY_VERIFY_WITH_TIMEOUT(map.count() > 0, 10000);
+
+    // The leak tree: allocated in the range and live at its end (B1, B2, B3), as
+    // `vramtrace leaks --between` says.
+    const CallsiteTreeModel& tree = window_->leaks()->model();
+    QCOMPARE(tree.total_bytes(), kMiB / 2 + kMiB + kMiB / 4);
+    QCOMPARE(tree.total_bytes(), window_->controller().leaks()->total_bytes);
+    // The flame graph shows the same selection.
+    QVERIFY(!window_->flame_graph()->boxes().empty());
+    std::uint64_t flame_bytes = 0;
+    for (const FlameBox& box : window_->flame_graph()->boxes())
+      if (box.depth == 0) flame_bytes += box.node->bytes;
+    QCOMPARE(flame_bytes, tree.total_bytes());
+    // The fragmentation map moved to the range's end: after event 5, S1 alone, three blocks used.
+    const auto report = window_->fragmentation()->report();
+    QCOMPARE(report->at.seq, std::uint64_t{5});
+    QCOMPARE(window_->fragmentation()->map().geometry().bars().size(), std::size_t{1});
+    QCOMPARE(report->layout.used_bytes, kMiB / 2 + kMiB + kMiB / 4);
+
+    // The stack panel: choose the first leaf (top-down: main > train_step > backward), whose
+    // stack reads innermost first.
+    QModelIndex leaf = tree.index(0, 0);
+    while (tree.rowCount(leaf) > 0) leaf = tree.index(0, 0, leaf);
+    window_->leaks()->tree()->setCurrentIndex(leaf);
+    QVERIFY(window_->leaks()->stack_text().startsWith(QStringLiteral("#0 backward (train.py:8)")));
+    QVERIFY(window_->leaks()->stack_text().contains(QStringLiteral("#2 main (train.py:1)")));
+
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks")));
+    window_->tabs()->setCurrentIndex(1);
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_flame_graph")));
+    window_->tabs()->setCurrentIndex(2);
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_fragmentation")));
+
+    // A click without a drag clears the range: the whole trace's leaks again.
+    send_mouse(timeline, QEvent::MouseButtonPress, centre, Qt::LeftButton, Qt::LeftButton,
+               Qt::ShiftModifier);
+    send_mouse(timeline, QEvent::MouseButtonRelease, centre, Qt::LeftButton, Qt::NoButton,
+               Qt::ShiftModifier);
+    QVERIFY(!timeline->selection());
+    QVERIFY(leaks.wait(10000));
+    QCOMPARE(window_->leaks()->model().total_bytes(),
+             window_->controller().leaks_at_end()->total_bytes);
+  }
+
+  void the_slider_and_the_peak_button_move_the_map_and_the_timeline_cursor() {
+    open(allocator_);
+    window_->tabs()->setCurrentIndex(2);
+    FragmentationView* view = window_->fragmentation();
+    QCOMPARE(view->report()->at.seq, std::uint64_t{7});  // the peak, first
+    QSignalSpy map(&window_->controller(), &TraceController::fragmentation_ready);
+    // To the time of event 12 (R1 outside the allocator; S2 freed at 11): S1 alone.
+    const auto& timeline = window_->controller().overview()->timeline;
+    const int value =
+        static_cast<int>((at_seq(12) + kMs / 2 - timeline.start_ns) *
+                         FragmentationView::kSliderSteps / (timeline.end_ns - timeline.start_ns));
+    view->slider()->setValue(value);
+    QVERIFY(map.wait(10000));
+    QCOMPARE(view->report()->at.seq, std::uint64_t{12});
+    QCOMPARE(view->map().geometry().bars().size(), std::size_t{1});
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_fragmentation_slider")));
+
+    QTest::mouseClick(view->findChildren<QPushButton*>().front(), Qt::LeftButton);  // Peak
+    QVERIFY(map.wait(10000));
+    QCOMPARE(view->report()->at.seq, std::uint64_t{7});
+    QCOMPARE(view->map().geometry().bars().size(), std::size_t{2});
+  }
+
+  void hovering_the_timeline_shows_the_callsites_live_then() {
+    open(allocator_);
+    TimelineWidget* timeline = window_->timeline();
+    QSignalSpy live(&window_->controller(), &TraceController::live_at_ready);
+    send_mouse(timeline, QEvent::MouseMove, point_of(*timeline, at_seq(8) + kMs / 2), Qt::NoButton,
+               Qt::NoButton);
+    QVERIFY(live.wait(10000));
+    QVERIFY(!window_->controller().live_groups()->empty());
+    window_->tabs()->setCurrentIndex(3);
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_summary_and_hover")));
+  }
+
+  void a_file_that_is_not_a_trace_gets_a_dialog() {
+    const auto text = dir_ / "notes.txt";
+    std::ofstream(text) << "not a trace\n";
+    window_->open_trace(QString::fromStdString(text.string()));
+    QTRY_VERIFY_WITH_TIMEOUT(window_->findChild<QMessageBox*>() != nullptr, 10000);
+    QMessageBox* box = window_->findChild<QMessageBox*>();
+    QCOMPARE(box->windowTitle(), QStringLiteral("Not a vramtrace trace"));
+    QVERIFY(box->text().contains(QString::fromStdString(text.string())));
+    QVERIFY(save_screenshot(box, QStringLiteral("viewer_not_a_trace")));
+  }
+
+ private:
+  void open(const std::filesystem::path& path) {
+    QSignalSpy loaded(&window_->controller(), &TraceController::loaded);
+    window_->open_trace(QString::fromStdString(path.string()));
+    QVERIFY(loaded.wait(30000));
+    QCOMPARE(window_->progress_bar()->value(), TraceController::kStages);
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path allocator_;
+  std::unique_ptr<MainWindow> window_;
+};
+
+}  // namespace vramtrace::viewer
+
+QTEST_MAIN(vramtrace::viewer::GuiTest)
+#include "viewer_gui_test.moc"

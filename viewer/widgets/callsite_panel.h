@@ -1,0 +1,46 @@
+// The leak tree: a callsite tree of a leak report (the whole trace's leaks, or a range's),
+// top-down or bottom-up, and beside it the stack of the chosen node with the source lines of
+// each frame whose file is on this disk.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+
+#include "analysis/leak_report.h"
+#include "viewer/model/callsite_tree_model.h"
+
+class QComboBox;
+class QLabel;
+class QPlainTextEdit;
+class QTreeView;
+
+namespace vramtrace::viewer {
+
+class CallsitePanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit CallsitePanel(QWidget* parent = nullptr);
+
+  // `what`: the heading, saying which leaks these are.
+  void set_report(std::shared_ptr<const analysis::LeakReport> report, const QString& what);
+  void set_direction(analysis::TreeDirection direction);
+
+  const CallsiteTreeModel& model() const { return *model_; }
+  QTreeView* tree() const { return tree_; }
+  QString stack_text() const;
+
+ private:
+  void rebuild();
+  void show_stack(const QModelIndex& index);
+
+  std::shared_ptr<const analysis::LeakReport> report_;
+  analysis::TreeDirection direction_ = analysis::TreeDirection::kTopDown;
+  CallsiteTreeModel* model_;
+  QLabel* heading_;
+  QComboBox* direction_box_;
+  QTreeView* tree_;
+  QPlainTextEdit* stack_;
+};
+
+}  // namespace vramtrace::viewer

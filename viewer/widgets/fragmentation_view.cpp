@@ -1,0 +1,150 @@
+#include "viewer/widgets/fragmentation_view.h"
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSplitter>
+#include <QTimer>
+#include <QTreeView>
+#include <QVBoxLayout>
+
+#include "viewer/model/frame_text.h"
+#include "viewer/model/report_models.h"
+#include "viewer/widgets/segment_map_widget.h"
+#include "viewer/widgets/view_colors.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+QString legend_html() {
+  const auto swatch = [](const QColor& color, const QString& name) {
+    return QStringLiteral(
+               "<span style='background:%1'>&nbsp;&nbsp;&nbsp;&nbsp;</span> %2&nbsp;&nbsp;")
+        .arg(color.name(), name);
+  };
+  return swatch(block_color(BlockState::kUsed), QObject::tr("used (rounded size)")) +
+         swatch(requested_color(), QObject::tr("requested")) +
+         swatch(block_color(BlockState::kFree), QObject::tr("free between live blocks")) +
+         swatch(block_color(BlockState::kCached),
+                QObject::tr("cached (segment with no live block)"));
+}
+
+}  // namespace
+
+FragmentationView::FragmentationView(QWidget* parent)
+    : QWidget(parent),
+      slider_(new QSlider(Qt::Horizontal, this)),
+      slider_settle_(new QTimer(this)),
+      peak_button_(new QPushButton(tr("Peak"), this)),
+      oom_button_(new QPushButton(tr("First OOM"), this)),
+      moment_label_(new QLabel(this)),
+      map_(new SegmentMapWidget),
+      numbers_view_(new QTreeView(this)) {
+  slider_->setRange(0, kSliderSteps);
+  slider_->setEnabled(false);
+  // Ask for the map once the slider rests, not for every step it passes while dragged.
+  slider_settle_->setSingleShot(true);
+  slider_settle_->setInterval(120);
+  connect(slider_, &QSlider::valueChanged, slider_settle_, qOverload<>(&QTimer::start));
+  connect(slider_settle_, &QTimer::timeout, this,
+          [this] { emit moment_requested(moment_at(slider_time(slider_->value()))); });
+  connect(peak_button_, &QPushButton::clicked, this, [this] {
+    analysis::MomentSpec peak;
+    peak.kind = analysis::MomentSpec::Kind::kPeak;
+    peak.text = "peak";
+    emit moment_requested(peak);
+  });
+  connect(oom_button_, &QPushButton::clicked, this, [this] {
+    analysis::MomentSpec oom;
+    oom.kind = analysis::MomentSpec::Kind::kOom;
+    oom.text = "oom";
+    emit moment_requested(oom);
+  });
+  peak_button_->setEnabled(false);
+  oom_button_->setEnabled(false);
+
+  numbers_view_->setModel(&numbers_);
+  numbers_view_->setRootIsDecorated(false);
+  numbers_view_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+
+  auto* scroll = new QScrollArea(this);
+  scroll->setWidget(map_);
+  scroll->setWidgetResizable(true);
+  auto* legend = new QLabel(legend_html(), this);
+
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(new QLabel(tr("Time:"), this));
+  controls->addWidget(slider_, 1);
+  controls->addWidget(peak_button_);
+  controls->addWidget(oom_button_);
+  auto* left = new QWidget(this);
+  auto* left_layout = new QVBoxLayout(left);
+  left_layout->setContentsMargins(0, 0, 0, 0);
+  left_layout->addWidget(moment_label_);
+  left_layout->addWidget(scroll, 1);
+  left_layout->addWidget(legend);
+  auto* splitter = new QSplitter(Qt::Horizontal, this);
+  splitter->addWidget(left);
+  splitter->addWidget(numbers_view_);
+  splitter->setStretchFactor(0, 3);
+  splitter->setStretchFactor(1, 1);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addLayout(controls);
+  layout->addWidget(splitter, 1);
+}
+
+void FragmentationView::set_overview(std::shared_ptr<const TraceOverview> overview) {
+  overview_ = std::move(overview);
+  const bool mapped = overview_ && overview_->map_upid;
+  slider_->setEnabled(mapped);
+  peak_button_->setEnabled(mapped);
+  bool oom_in_process = false;
+  if (mapped)
+    for (const OomFlag& oom : overview_->ooms) oom_in_process |= oom.upid == *overview_->map_upid;
+  oom_button_->setEnabled(oom_in_process);
+  if (!mapped) set_problem(tr("No device memory was ever in use: there is nothing to map."));
+}
+
+std::int64_t FragmentationView::slider_time(int value) const {
+  if (!overview_) return 0;
+  const analysis::Timeline& timeline = overview_->timeline;
+  return timeline.start_ns + (timeline.end_ns - timeline.start_ns) * value / kSliderSteps;
+}
+
+int FragmentationView::slider_value(std::int64_t ns) const {
+  if (!overview_) return 0;
+  const analysis::Timeline& timeline = overview_->timeline;
+  const std::int64_t span = std::max<std::int64_t>(1, timeline.end_ns - timeline.start_ns);
+  return static_cast<int>(
+      std::clamp<std::int64_t>((ns - timeline.start_ns) * kSliderSteps / span, 0, kSliderSteps));
+}
+
+void FragmentationView::set_report(std::shared_ptr<const analysis::FragmentationReport> report) {
+  report_ = std::move(report);
+  map_->set_report(report_);
+  fill_fragmentation_numbers(*report_, &numbers_);
+  numbers_view_->expandAll();
+  const std::int64_t origin = overview_ ? overview_->timeline.start_ns : 0;
+  moment_label_->setText(report_->at.time_ns
+                             ? tr("pid %1 at %2 (event %3)")
+                                   .arg(report_->at.pid)
+                                   .arg(time_text(*report_->at.time_ns, origin))
+                                   .arg(report_->at.seq)
+                             : tr("pid %1 before its first event").arg(report_->at.pid));
+  if (report_->at.time_ns) {
+    // The slider follows without asking again for the moment it already shows.
+    const QSignalBlocker quiet(slider_);
+    slider_->setValue(slider_value(*report_->at.time_ns));
+    emit time_shown(*report_->at.time_ns);
+  }
+}
+
+void FragmentationView::set_problem(const QString& message) {
+  moment_label_->setText(message);
+}
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,61 @@
+// The fragmentation page: the segment map of one process at one moment, a time slider tied to
+// the timeline (moving it moves the timeline's cursor; a range selected on the timeline moves
+// it to the range's end), the peak and the first OOM as jump targets, and `vramtrace frag`'s
+// numbers beside the map.
+#pragma once
+
+#include <QStandardItemModel>
+#include <QWidget>
+#include <memory>
+
+#include "analysis/moment.h"
+#include "viewer/model/trace_queries.h"
+
+class QLabel;
+class QPushButton;
+class QSlider;
+class QTimer;
+class QTreeView;
+
+namespace vramtrace::viewer {
+
+class SegmentMapWidget;
+
+class FragmentationView : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kSliderSteps = 1000;
+
+  explicit FragmentationView(QWidget* parent = nullptr);
+
+  void set_overview(std::shared_ptr<const TraceOverview> overview);
+  void set_report(std::shared_ptr<const analysis::FragmentationReport> report);
+  void set_problem(const QString& message);
+
+  QSlider* slider() const { return slider_; }
+  const SegmentMapWidget& map() const { return *map_; }
+  const QStandardItemModel& numbers() const { return numbers_; }
+  std::shared_ptr<const analysis::FragmentationReport> report() const { return report_; }
+
+ signals:
+  void moment_requested(const vramtrace::analysis::MomentSpec& moment);
+  void time_shown(qint64 ns);  // the moment now mapped, for the timeline's cursor
+
+ private:
+  std::int64_t slider_time(int value) const;
+  int slider_value(std::int64_t ns) const;
+
+  std::shared_ptr<const TraceOverview> overview_;
+  std::shared_ptr<const analysis::FragmentationReport> report_;
+  QSlider* slider_;
+  QTimer* slider_settle_;
+  QPushButton* peak_button_;
+  QPushButton* oom_button_;
+  QLabel* moment_label_;
+  SegmentMapWidget* map_;
+  QStandardItemModel numbers_;
+  QTreeView* numbers_view_;
+};
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,325 @@
+#include "viewer/widgets/timeline_widget.h"
+
+#include <QMouseEvent>
+#include <QPainter>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "viewer/model/frame_text.h"
+#include "viewer/widgets/view_colors.h"
+
+namespace vramtrace::viewer {
+namespace {
+
+constexpr int kLeftMargin = 72;    // byte labels
+constexpr int kBottomMargin = 22;  // time labels
+constexpr int kBandHeight = 14;    // one row of marker bands
+constexpr int kBandRows = 3;       // nesting depths shown
+constexpr int kRightMargin = 8;
+
+}  // namespace
+
+TimelineWidget::TimelineWidget(QWidget* parent) : QWidget(parent) {
+  setMouseTracking(true);
+  setMinimumHeight(200);
+  setFocusPolicy(Qt::WheelFocus);
+}
+
+QRect TimelineWidget::plot_rect() const {
+  return QRect(kLeftMargin, kBandHeight * kBandRows + 4,
+               std::max(1, width() - kLeftMargin - kRightMargin),
+               std::max(1, height() - kBandHeight * kBandRows - 4 - kBottomMargin));
+}
+
+void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview) {
+  const bool same_trace = overview_ && overview && overview_->path == overview->path;
+  overview_ = std::move(overview);
+  if (!overview_) return;
+  const std::vector<std::string> levels = StackedTimeline::levels_of(overview_->timeline);
+  if (!levels.empty() && std::find(levels.begin(), levels.end(), level_) == levels.end())
+    level_ = levels.front();
+  stacked_ = StackedTimeline(overview_->timeline, level_);
+  if (same_trace) {
+    axis_.set_trace_range(overview_->timeline.start_ns, overview_->timeline.end_ns);
+  } else {
+    axis_ = TimeAxis(overview_->timeline.start_ns, overview_->timeline.end_ns, plot_rect().width());
+    selection_.reset();
+    cursor_ns_.reset();
+    groups_.reset();
+  }
+  update();
+}
+
+void TimelineWidget::set_level(const std::string& level) {
+  level_ = level;
+  if (overview_) stacked_ = StackedTimeline(overview_->timeline, level_);
+  update();
+}
+
+void TimelineWidget::set_live_groups(
+    std::int64_t ns, std::shared_ptr<const std::vector<analysis::LeakGroup>> groups) {
+  groups_ns_ = ns;
+  groups_ = std::move(groups);
+  update();
+}
+
+void TimelineWidget::set_selection(std::optional<TimeRange> range) {
+  selection_ = range;
+  update();
+  emit selection_changed(selection_);
+}
+
+void TimelineWidget::set_cursor(std::optional<std::int64_t> ns) {
+  cursor_ns_ = ns;
+  update();
+}
+
+double TimelineWidget::plot_x(std::int64_t ns) const {
+  return plot_rect().left() + axis_.x_of(ns);
+}
+
+std::int64_t TimelineWidget::time_at(int widget_x) const {
+  return axis_.ns_at(widget_x - plot_rect().left());
+}
+
+void TimelineWidget::resizeEvent(QResizeEvent*) {
+  axis_.set_width(plot_rect().width());
+}
+
+void TimelineWidget::paintEvent(QPaintEvent*) {
+  QPainter painter(this);
+  painter.fillRect(rect(), palette().base());
+  const QRect plot = plot_rect();
+  if (!overview_) {
+    painter.drawText(rect(), Qt::AlignCenter, tr("Open a trace (File > Open)"));
+    return;
+  }
+  if (stacked_.empty()) {
+    painter.drawText(plot, Qt::AlignCenter, tr("No memory was allocated in this trace"));
+    return;
+  }
+  std::uint64_t top = 1;
+  const std::vector<TimelineColumn> columns = stacked_.columns(axis_);
+  for (const TimelineColumn& column : columns) top = std::max(top, column.stacked_max());
+  top += top / 20;  // headroom above the highest column
+
+  painter.save();
+  painter.setClipRect(plot);
+  paint_layers(painter, plot, top);
+  if (selection_) {
+    const double from = plot_x(selection_->from_ns), to = plot_x(selection_->to_ns);
+    painter.fillRect(QRectF(from, plot.top(), std::max(1.0, to - from), plot.height()),
+                     selection_color());
+  }
+  if (cursor_ns_) {
+    painter.setPen(QPen(palette().text().color(), 1, Qt::DashLine));
+    const double x = plot_x(*cursor_ns_);
+    painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+  }
+  painter.restore();
+  paint_markers(painter, plot);
+  paint_axes(painter, plot, top);
+  paint_legend(painter, plot);
+  paint_hover(painter, plot);
+}
+
+void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
+                                  std::uint64_t top_bytes) const {
+  const std::vector<TimelineColumn> columns = stacked_.columns(axis_);
+  const double scale = plot.height() / static_cast<double>(top_bytes);
+  for (std::size_t x = 0; x < columns.size(); ++x) {
+    // Each layer's band spans its max, stacked on the layers below; within the band, the part
+    // above the layer's min is lighter, so a column that rose and fell shows its range.
+    double base = plot.bottom() + 1;
+    const double px = plot.left() + static_cast<double>(x) + 0.5;
+    for (std::size_t l = 0; l < columns[x].max_bytes.size(); ++l) {
+      const double high = static_cast<double>(columns[x].max_bytes[l]) * scale;
+      const double low = static_cast<double>(columns[x].min_bytes[l]) * scale;
+      if (high <= 0) continue;
+      const QColor color = layer_color(l);
+      painter.setPen(QPen(color, 1));
+      painter.drawLine(QPointF(px, base), QPointF(px, base - low));
+      painter.setPen(QPen(color.lighter(125), 1));
+      painter.drawLine(QPointF(px, base - low), QPointF(px, base - high));
+      base -= high;
+    }
+  }
+}
+
+void TimelineWidget::paint_markers(QPainter& painter, const QRect& plot) const {
+  painter.save();
+  painter.setClipRect(QRect(plot.left(), 0, plot.width(), height()));
+  const QFontMetrics metrics = painter.fontMetrics();
+  for (const TimelineMarker& marker : overview_->markers) {
+    const double from = plot_x(marker.start_ns);
+    if (!marker.range) {
+      painter.setPen(QPen(marker_color(marker.color, 0).darker(150), 1, Qt::DotLine));
+      painter.drawLine(QPointF(from, 0), QPointF(from, plot.bottom()));
+      continue;
+    }
+    if (marker.depth >= kBandRows) continue;
+    const double to = plot_x(marker.end_ns);
+    if (to < plot.left() || from > plot.right()) continue;
+    const QRectF band(from, marker.depth * kBandHeight + 1, std::max(1.0, to - from),
+                      kBandHeight - 2);
+    painter.fillRect(band, marker_color(marker.color, marker.depth));
+    painter.setPen(palette().text().color());
+    const QString name = QString::fromStdString(marker.name);
+    if (band.width() > metrics.horizontalAdvance(name) + 4)
+      painter.drawText(band.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, name);
+  }
+  for (const OomFlag& oom : overview_->ooms) {
+    const double x = plot_x(oom.time_ns);
+    painter.setPen(QPen(oom_color(), 2));
+    painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    const QPolygonF flag{QPointF(x, plot.top()), QPointF(x + 9, plot.top() + 4),
+                         QPointF(x, plot.top() + 8)};
+    painter.setBrush(oom_color());
+    painter.drawPolygon(flag);
+  }
+  painter.restore();
+}
+
+void TimelineWidget::paint_axes(QPainter& painter, const QRect& plot,
+                                std::uint64_t top_bytes) const {
+  painter.setPen(palette().text().color());
+  painter.drawRect(plot.adjusted(0, 0, -1, -1));
+  for (int i = 0; i <= 4; ++i) {
+    const int y = plot.bottom() - plot.height() * i / 4;
+    painter.drawText(QRect(0, y - 8, kLeftMargin - 4, 16), Qt::AlignRight | Qt::AlignVCenter,
+                     byte_text(top_bytes * static_cast<std::uint64_t>(i) / 4));
+  }
+  const int ticks = std::max(2, plot.width() / 120);
+  for (int i = 0; i <= ticks; ++i) {
+    const int x = plot.left() + plot.width() * i / ticks;
+    painter.drawLine(x, plot.bottom(), x, plot.bottom() + 4);
+    const Qt::Alignment align = i == 0       ? Qt::AlignLeft
+                                : i == ticks ? Qt::AlignRight
+                                             : Qt::AlignHCenter;
+    const int left = i == 0 ? x : i == ticks ? x - 100 : x - 50;
+    painter.drawText(QRect(left, plot.bottom() + 4, 100, kBottomMargin - 4), align | Qt::AlignTop,
+                     time_text(axis_.ns_at(x - plot.left()), axis_.trace_start_ns()));
+  }
+}
+
+void TimelineWidget::paint_legend(QPainter& painter, const QRect& plot) const {
+  const QFontMetrics metrics = painter.fontMetrics();
+  int y = plot.top() + 4;
+  for (std::size_t l = 0; l < stacked_.layers().size(); ++l) {
+    const TimelineLayer& layer = stacked_.layers()[l];
+    const QString text = tr("device %1 %2 (%3 level), peak %4")
+                             .arg(layer.device)
+                             .arg(QString::fromStdString(layer.kind_name))
+                             .arg(QString::fromStdString(layer.level))
+                             .arg(byte_text(layer.peak_bytes));
+    const int w = metrics.horizontalAdvance(text) + 18;
+    const QRect box(plot.right() - w - 4, y, w, metrics.height());
+    painter.fillRect(box, QColor(255, 255, 255, 200));
+    painter.fillRect(QRect(box.left() + 2, y + 3, 10, metrics.height() - 6), layer_color(l));
+    painter.setPen(Qt::black);
+    painter.drawText(box.adjusted(16, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, text);
+    y += metrics.height() + 1;
+  }
+}
+
+void TimelineWidget::paint_hover(QPainter& painter, const QRect& plot) const {
+  if (!hover_x_ || drag_ != Drag::kNone) return;
+  const std::int64_t ns = time_at(*hover_x_);
+  painter.setPen(QPen(palette().text().color(), 1));
+  painter.drawLine(*hover_x_, plot.top(), *hover_x_, plot.bottom());
+
+  QStringList lines;
+  lines << tr("at %1").arg(time_text(ns, axis_.trace_start_ns()));
+  const std::vector<std::uint64_t> bytes = stacked_.bytes_at(ns);
+  std::uint64_t total = 0;
+  for (std::size_t l = 0; l < bytes.size(); ++l) {
+    total += bytes[l];
+    lines << tr("device %1 %2: %3")
+                 .arg(stacked_.layers()[l].device)
+                 .arg(QString::fromStdString(stacked_.layers()[l].kind_name))
+                 .arg(byte_text(bytes[l]));
+  }
+  lines << tr("total: %1").arg(byte_text(total));
+  if (groups_ && groups_ns_ == ns) {
+    lines << tr("live then, largest callsites:");
+    for (const analysis::LeakGroup& group : *groups_) {
+      const QString where =
+          group.stack.empty() ? tr("(no stack)") : frame_label(group.stack.front());
+      lines << QStringLiteral("  %1  %2").arg(byte_text(group.bytes), where);
+    }
+  }
+  const QFontMetrics metrics = painter.fontMetrics();
+  int w = 0;
+  for (const QString& line : lines) w = std::max(w, metrics.horizontalAdvance(line));
+  QRect box(0, 0, w + 12, static_cast<int>(lines.size()) * metrics.height() + 8);
+  box.moveTopLeft(QPoint(*hover_x_ + 12, plot.top() + 8));
+  if (box.right() > plot.right()) box.moveRight(*hover_x_ - 12);
+  painter.fillRect(box, QColor(255, 255, 240, 235));
+  painter.setPen(Qt::black);
+  painter.drawRect(box);
+  painter.drawText(box.adjusted(6, 4, -6, -4), Qt::AlignLeft | Qt::AlignTop, lines.join('\n'));
+}
+
+void TimelineWidget::wheelEvent(QWheelEvent* event) {
+  if (!overview_) return;
+  const double factor = std::pow(1.0015, event->angleDelta().y());
+  axis_.zoom(factor, event->position().x() - plot_rect().left());
+  update();
+  event->accept();
+}
+
+void TimelineWidget::mousePressEvent(QMouseEvent* event) {
+  if (!overview_ || event->button() != Qt::LeftButton) return;
+  const int x = static_cast<int>(event->position().x());
+  press_x_ = drag_last_x_ = x;
+  if (event->modifiers() & Qt::ShiftModifier) {
+    drag_ = Drag::kSelect;
+    select_from_ns_ = time_at(x);
+  } else {
+    drag_ = Drag::kPan;
+  }
+}
+
+void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
+  const int x = static_cast<int>(event->position().x());
+  if (drag_ == Drag::kPan) {
+    axis_.pan(drag_last_x_ - x);
+    drag_last_x_ = x;
+  } else if (drag_ == Drag::kSelect) {
+    const std::int64_t at = time_at(x);
+    selection_ = TimeRange{std::min(select_from_ns_, at), std::max(select_from_ns_, at)};
+  } else if (overview_ && plot_rect().contains(event->position().toPoint())) {
+    hover_x_ = x;
+    emit hovered(time_at(x));
+  }
+  update();
+}
+
+void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
+  if (event->button() != Qt::LeftButton) return;
+  const int x = static_cast<int>(event->position().x());
+  const Drag ended = drag_;
+  drag_ = Drag::kNone;
+  if (ended == Drag::kSelect) {
+    if (std::abs(x - press_x_) < 3) {
+      set_selection(std::nullopt);
+    } else {
+      const std::int64_t at = time_at(x);
+      set_selection(TimeRange{std::min(select_from_ns_, at), std::max(select_from_ns_, at)});
+    }
+  }
+  update();
+}
+
+void TimelineWidget::mouseDoubleClickEvent(QMouseEvent*) {
+  axis_.show(axis_.trace_start_ns(), axis_.trace_end_ns());
+  update();
+}
+
+void TimelineWidget::leaveEvent(QEvent*) {
+  hover_x_.reset();
+  update();
+}
+
+}  // namespace vramtrace::viewer

@@ -1,0 +1,86 @@
+// The timeline: live bytes over time, stacked by device and kind at one level, with NVTX and API
+// ranges as bands above, marks as lines and OOM failures as red flags. Wheel: zoom at the
+// mouse; drag: pan; Shift+drag: select a range (a click clears it); double click: the whole
+// trace. Hovering shows the time, the bytes of each layer then and the top callsites live then
+// (asked of the controller, shown when they arrive).
+//
+// Painted at level of detail: one column per pixel from StackedTimeline::columns(), so the cost
+// of a frame follows the widget's width, never the trace's size.
+#pragma once
+
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "viewer/model/stacked_timeline.h"
+#include "viewer/model/time_axis.h"
+#include "viewer/model/trace_queries.h"
+
+namespace vramtrace::viewer {
+
+class TimelineWidget : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TimelineWidget(QWidget* parent = nullptr);
+
+  // A new trace shows whole; the same trace grown (live mode) keeps the view.
+  void set_overview(std::shared_ptr<const TraceOverview> overview);
+  void set_level(const std::string& level);
+  void set_live_groups(std::int64_t ns,
+                       std::shared_ptr<const std::vector<analysis::LeakGroup>> groups);
+  void set_selection(std::optional<TimeRange> range);  // as if the user selected it
+  void set_cursor(std::optional<std::int64_t> ns);     // the fragmentation map's moment
+
+  const TimeAxis& axis() const { return axis_; }
+  const StackedTimeline& stacked() const { return stacked_; }
+  std::optional<TimeRange> selection() const { return selection_; }
+  // The plot's rectangle: where time runs along x.
+  QRect plot_rect() const;
+
+  QSize sizeHint() const override { return {900, 300}; }
+
+ signals:
+  void selection_changed(std::optional<vramtrace::viewer::TimeRange> range);
+  void hovered(qint64 ns);
+
+ protected:
+  void paintEvent(QPaintEvent* event) override;
+  void resizeEvent(QResizeEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void mousePressEvent(QMouseEvent* event) override;
+  void mouseMoveEvent(QMouseEvent* event) override;
+  void mouseReleaseEvent(QMouseEvent* event) override;
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
+  void leaveEvent(QEvent* event) override;
+
+ private:
+  void paint_layers(QPainter& painter, const QRect& plot, std::uint64_t top_bytes) const;
+  void paint_markers(QPainter& painter, const QRect& plot) const;
+  void paint_axes(QPainter& painter, const QRect& plot, std::uint64_t top_bytes) const;
+  void paint_legend(QPainter& painter, const QRect& plot) const;
+  void paint_hover(QPainter& painter, const QRect& plot) const;
+  double plot_x(std::int64_t ns) const;
+  std::int64_t time_at(int widget_x) const;
+
+  std::shared_ptr<const TraceOverview> overview_;
+  std::string level_ = "segment";
+  StackedTimeline stacked_;
+  TimeAxis axis_;
+  std::optional<TimeRange> selection_;
+  std::optional<std::int64_t> cursor_ns_;
+
+  enum class Drag { kNone, kPan, kSelect };
+  Drag drag_ = Drag::kNone;
+  int drag_last_x_ = 0;
+  std::int64_t select_from_ns_ = 0;
+  int press_x_ = 0;
+
+  std::optional<int> hover_x_;
+  std::int64_t groups_ns_ = 0;
+  std::shared_ptr<const std::vector<analysis::LeakGroup>> groups_;
+};
+
+}  // namespace vramtrace::viewer
