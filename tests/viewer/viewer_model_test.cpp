@@ -152,7 +152,7 @@ class ModelTest : public QObject {
     QCOMPARE(controller.overview()->timeline.series.size(), timeline.series.size());
     QCOMPARE(controller.overview()->timeline.series[0].peak_bytes, timeline.series[0].peak_bytes);
     QCOMPARE(controller.overview()->markers.size(), std::size_t{3});  // three 'iter' marks
-    QVERIFY(controller.overview()->ooms.empty());
+    QVERIFY(controller.ooms()->empty());
     QCOMPARE(controller.overview()->map_pid, testing::kAllocatorPid);
     QCOMPARE(controller.leaks()->total_bytes,
              analysis::build_leak_report(*trace.reader).total_bytes);
@@ -206,8 +206,9 @@ class ModelTest : public QObject {
     TraceController controller;
     controller.open(QString::fromStdString(synthetic_.string()));
     QVERIFY(wait_loaded(controller));
-    QCOMPARE(controller.overview()->ooms.size(), std::size_t{1});
-    QCOMPARE(controller.overview()->ooms[0].requested_bytes, 64 * 1024 * kMiB);
+    QCOMPARE(controller.ooms()->size(), std::size_t{1});
+    QCOMPARE(controller.ooms()->front().requested_bytes, 64 * 1024 * kMiB);
+    QCOMPARE(controller.ooms()->front().pid, 4242u);
     QSignalSpy map(&controller, &TraceController::fragmentation_ready);
     QSignalSpy failed(&controller, &TraceController::fragmentation_failed);
     analysis::MomentSpec oom;

@@ -113,6 +113,7 @@ void TraceController::open(const QString& path) {
   leaks_at_end_.reset();
   fragmentation_.reset();
   summary_.reset();
+  ooms_.reset();
   live_groups_.reset();
   fragmentation_moment_ = {};
   file_signature_ = signature_of(path);
@@ -155,6 +156,7 @@ void TraceController::load_rest() {
     peak.text = "peak";
     show_fragmentation_at(peak);
   }
+  request_ooms();
   run<analysis::Summary>(
       [](TraceSession& session) {
         return std::make_shared<analysis::Summary>(analysis::build_summary(*session.reader));
@@ -181,9 +183,21 @@ void TraceController::request_leaks() {
         leaks_ = report;
         if (!range) {
           leaks_at_end_ = report;
-          if (!summary_) report_progress(4, tr("Summarizing (reads every event)"));
+          if (!summary_)
+            report_progress(4, tr("Finding OOMs and summarizing (both read every allocation)"));
         }
         emit leaks_ready();
+      });
+}
+
+void TraceController::request_ooms() {
+  run<std::vector<OomFlag>>(
+      [](TraceSession& session) {
+        return std::make_shared<std::vector<OomFlag>>(find_oom_flags(*session.reader));
+      },
+      [this](std::shared_ptr<std::vector<OomFlag>> ooms) {
+        ooms_ = std::move(ooms);
+        emit ooms_ready();
       });
 }
 
@@ -279,6 +293,7 @@ void TraceController::reload() {
         emit overview_ready();
         request_leaks();
         if (overview_->map_upid) show_fragmentation_at(fragmentation_moment_);
+        request_ooms();
         if (overview_->complete) poll_.stop();
       });
 }

@@ -1,6 +1,7 @@
 // TraceController: the viewer's one way to a trace. It opens a trace off the GUI thread in
 // stages (reader, time index and timeline: the first picture; then the leaks, the
-// fragmentation map at the peak, the summary, which sweeps every event), reports progress, and
+// fragmentation map at the peak, the OOM flags, and the summary, which sweeps every event),
+// reports progress, and
 // answers the views' questions (a range's leaks, the map at a moment, what was live under the
 // mouse) on the same single worker thread, since a trace's SQLite connections serve one thread
 // at a time. Results are immutable values behind shared pointers; a signal says one is ready.
@@ -50,6 +51,7 @@ class TraceController : public QObject {
   std::shared_ptr<const analysis::FragmentationReport> fragmentation() const {
     return fragmentation_;
   }
+  std::shared_ptr<const std::vector<OomFlag>> ooms() const { return ooms_; }
   std::shared_ptr<const analysis::Summary> summary() const { return summary_; }
   std::shared_ptr<const analysis::LeakReport> leaks_at_end() const { return leaks_at_end_; }
   std::int64_t live_at_ns() const { return live_at_ns_; }
@@ -64,6 +66,7 @@ class TraceController : public QObject {
   void leaks_ready();
   void fragmentation_ready();
   void fragmentation_failed(const QString& message);
+  void ooms_ready();
   void summary_ready();
   void live_at_ready();
   void loaded();  // every stage of open() is done
@@ -77,6 +80,7 @@ class TraceController : public QObject {
            std::function<void(std::shared_ptr<Result>)> done);
   void report_progress(int done, const QString& stage);
   void request_leaks();
+  void request_ooms();
   void load_rest();
   void poll();
   void reload();
@@ -96,6 +100,7 @@ class TraceController : public QObject {
   std::shared_ptr<const analysis::LeakReport> leaks_, leaks_at_end_;
   std::shared_ptr<const analysis::FragmentationReport> fragmentation_;
   analysis::MomentSpec fragmentation_moment_;
+  std::shared_ptr<const std::vector<OomFlag>> ooms_;
   std::shared_ptr<const analysis::Summary> summary_;
   std::int64_t live_at_ns_ = 0;
   std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups_;

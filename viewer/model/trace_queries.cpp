@@ -6,6 +6,16 @@
 #include "analysis/oom_report.h"
 
 namespace vramtrace::viewer {
+namespace {
+
+std::map<std::int64_t, std::uint32_t> pids_by_upid(const storage::TraceReader& trace) {
+  std::map<std::int64_t, std::uint32_t> pids;
+  for (const storage::ProcessRecord& process : trace.processes())
+    pids[process.start.upid] = process.start.pid;
+  return pids;
+}
+
+}  // namespace
 
 TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index) {
   TraceOverview overview;
@@ -15,13 +25,11 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
   overview.timeline =
       analysis::build_timeline(trace, index, analysis::kMaxTimelineBuckets, std::nullopt);
 
-  std::map<std::int64_t, std::uint32_t> pids;
-  for (const storage::ProcessRecord& process : trace.processes())
-    pids[process.start.upid] = process.start.pid;
+  const std::map<std::int64_t, std::uint32_t> pids = pids_by_upid(trace);
   for (const storage::MarkerRecord& record : trace.markers()) {
     TimelineMarker marker;
     marker.name = record.start.name;
-    marker.pid = pids[record.start.upid];
+    marker.pid = pids.at(record.start.upid);
     marker.range = record.start.type == storage::kMarkerRange;
     marker.start_ns = record.start.start_ns;
     marker.end_ns = record.end     ? record.end->end_ns
@@ -34,14 +42,6 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
   std::stable_sort(
       overview.markers.begin(), overview.markers.end(),
       [](const TimelineMarker& a, const TimelineMarker& b) { return a.start_ns < b.start_ns; });
-
-  for (const storage::AllocationRecord& record : analysis::find_out_of_memory_failures(trace)) {
-    const storage::AllocationRow& a = record.allocation;
-    overview.ooms.push_back(
-        {pids[a.upid], a.upid, a.alloc_ns, a.device, a.size, trace.kind_name(a.kind)});
-  }
-  std::stable_sort(overview.ooms.begin(), overview.ooms.end(),
-                   [](const OomFlag& a, const OomFlag& b) { return a.time_ns < b.time_ns; });
 
   // analysis's own choice for `frag --at peak` without --pid.
   try {
@@ -56,6 +56,19 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
     // No device memory was ever in use: no map to show.
   }
   return overview;
+}
+
+std::vector<OomFlag> find_oom_flags(const storage::TraceReader& trace) {
+  const std::map<std::int64_t, std::uint32_t> pids = pids_by_upid(trace);
+  std::vector<OomFlag> ooms;
+  for (const storage::AllocationRecord& record : analysis::find_out_of_memory_failures(trace)) {
+    const storage::AllocationRow& a = record.allocation;
+    ooms.push_back(
+        {pids.at(a.upid), a.upid, a.alloc_ns, a.device, a.size, trace.kind_name(a.kind)});
+  }
+  std::stable_sort(ooms.begin(), ooms.end(),
+                   [](const OomFlag& a, const OomFlag& b) { return a.time_ns < b.time_ns; });
+  return ooms;
 }
 
 analysis::MomentSpec moment_at(std::int64_t ns) {

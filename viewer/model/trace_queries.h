@@ -1,6 +1,7 @@
 // The questions the viewer asks of a trace, each answered by analysis/ exactly as the CLI
 // answers it, so that a view and its command always show the same numbers:
-//   overview             `vramtrace timeline` (at full resolution), markers, OOM failures
+//   overview             `vramtrace timeline` (at full resolution) and markers
+//   OOM flags            `vramtrace oom`'s failures, without what was live then
 //   leaks, no range      `vramtrace leaks`
 //   leaks of a range     `vramtrace leaks --between T0 T1`: allocated in (T0, T1], live at T1
 //   live at a time       `vramtrace leaks --at T` (hovering shows its top callsites)
@@ -49,14 +50,14 @@ struct OomFlag {
 };
 
 // What the first picture needs: cheap on any trace, since the timeline reads the time index's
-// rollups and markers and failures are small tables.
+// rollups and markers are a small table. (OOM failures are not: finding them reads every
+// allocation row, so they come in a later stage.)
 struct TraceOverview {
   std::string path;
   bool complete = true;    // meta complete: false while `vramtrace run` still writes it
   std::string index_note;  // how the time index was made, when not kept in the file
   analysis::Timeline timeline;
   std::vector<TimelineMarker> markers;  // by start
-  std::vector<OomFlag> ooms;            // by time
   // The process the fragmentation map shows: the one whose device memory peaked highest among
   // processes with allocator events (any, when none has them); unset in an empty trace.
   std::optional<std::int64_t> map_upid;
@@ -64,6 +65,9 @@ struct TraceOverview {
 };
 
 TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index);
+
+// By time.
+std::vector<OomFlag> find_oom_flags(const storage::TraceReader& trace);
 
 // Leaks of the whole trace (no range) or of a range, as above.
 analysis::LeakReport leaks_in(const storage::TraceReader& trace, const storage::TimeIndex& index,

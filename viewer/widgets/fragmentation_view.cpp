@@ -102,11 +102,15 @@ void FragmentationView::set_overview(std::shared_ptr<const TraceOverview> overvi
   const bool mapped = overview_ && overview_->map_upid;
   slider_->setEnabled(mapped);
   peak_button_->setEnabled(mapped);
-  bool oom_in_process = false;
-  if (mapped)
-    for (const OomFlag& oom : overview_->ooms) oom_in_process |= oom.upid == *overview_->map_upid;
-  oom_button_->setEnabled(oom_in_process);
+  oom_button_->setEnabled(false);
   if (!mapped) set_problem(tr("No device memory was ever in use: there is nothing to map."));
+}
+
+void FragmentationView::set_ooms(const std::vector<OomFlag>& ooms) {
+  bool oom_in_process = false;
+  if (overview_ && overview_->map_upid)
+    for (const OomFlag& oom : ooms) oom_in_process |= oom.upid == *overview_->map_upid;
+  oom_button_->setEnabled(oom_in_process);
 }
 
 std::int64_t FragmentationView::slider_time(int value) const {

@@ -30,6 +30,8 @@ class FragmentationView : public QWidget {
   explicit FragmentationView(QWidget* parent = nullptr);
 
   void set_overview(std::shared_ptr<const TraceOverview> overview);
+  // The first OOM becomes a jump target when the mapped process has one.
+  void set_ooms(const std::vector<OomFlag>& ooms);
   void set_report(std::shared_ptr<const analysis::FragmentationReport> report);
   void set_problem(const QString& message);
 

@@ -106,6 +106,10 @@ MainWindow::MainWindow(QWidget* parent)
   connect(&controller_, &TraceController::leaks_ready, this, &MainWindow::show_leaks);
   connect(&controller_, &TraceController::fragmentation_ready, this,
           [this] { fragmentation_->set_report(controller_.fragmentation()); });
+  connect(&controller_, &TraceController::ooms_ready, this, [this] {
+    timeline_->set_ooms(controller_.ooms());
+    fragmentation_->set_ooms(*controller_.ooms());
+  });
   connect(&controller_, &TraceController::fragmentation_failed, fragmentation_,
           &FragmentationView::set_problem);
   connect(&controller_, &TraceController::summary_ready, this, [this] {

@@ -47,6 +47,7 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
     selection_.reset();
     cursor_ns_.reset();
     groups_.reset();
+    ooms_.reset();
   }
   update();
 }
@@ -54,6 +55,11 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
 void TimelineWidget::set_level(const std::string& level) {
   level_ = level;
   if (overview_) stacked_ = StackedTimeline(overview_->timeline, level_);
+  update();
+}
+
+void TimelineWidget::set_ooms(std::shared_ptr<const std::vector<OomFlag>> ooms) {
+  ooms_ = std::move(ooms);
   update();
 }
 
@@ -106,7 +112,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
 
   painter.save();
   painter.setClipRect(plot);
-  paint_layers(painter, plot, top);
+  paint_layers(painter, plot, columns, top);
   if (selection_) {
     const double from = plot_x(selection_->from_ns), to = plot_x(selection_->to_ns);
     painter.fillRect(QRectF(from, plot.top(), std::max(1.0, to - from), plot.height()),
@@ -125,8 +131,8 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
 }
 
 void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
+                                  const std::vector<TimelineColumn>& columns,
                                   std::uint64_t top_bytes) const {
-  const std::vector<TimelineColumn> columns = stacked_.columns(axis_);
   const double scale = plot.height() / static_cast<double>(top_bytes);
   for (std::size_t x = 0; x < columns.size(); ++x) {
     // Each layer's band spans its max, stacked on the layers below; within the band, the part
@@ -169,7 +175,7 @@ void TimelineWidget::paint_markers(QPainter& painter, const QRect& plot) const {
     if (band.width() > metrics.horizontalAdvance(name) + 4)
       painter.drawText(band.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, name);
   }
-  for (const OomFlag& oom : overview_->ooms) {
+  for (const OomFlag& oom : ooms_ ? *ooms_ : std::vector<OomFlag>{}) {
     const double x = plot_x(oom.time_ns);
     painter.setPen(QPen(oom_color(), 2));
     painter.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));

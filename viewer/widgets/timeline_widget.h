@@ -29,6 +29,7 @@ class TimelineWidget : public QWidget {
   // A new trace shows whole; the same trace grown (live mode) keeps the view.
   void set_overview(std::shared_ptr<const TraceOverview> overview);
   void set_level(const std::string& level);
+  void set_ooms(std::shared_ptr<const std::vector<OomFlag>> ooms);
   void set_live_groups(std::int64_t ns,
                        std::shared_ptr<const std::vector<analysis::LeakGroup>> groups);
   void set_selection(std::optional<TimeRange> range);  // as if the user selected it
@@ -57,7 +58,8 @@ class TimelineWidget : public QWidget {
   void leaveEvent(QEvent* event) override;
 
  private:
-  void paint_layers(QPainter& painter, const QRect& plot, std::uint64_t top_bytes) const;
+  void paint_layers(QPainter& painter, const QRect& plot,
+                    const std::vector<TimelineColumn>& columns, std::uint64_t top_bytes) const;
   void paint_markers(QPainter& painter, const QRect& plot) const;
   void paint_axes(QPainter& painter, const QRect& plot, std::uint64_t top_bytes) const;
   void paint_legend(QPainter& painter, const QRect& plot) const;
@@ -66,6 +68,7 @@ class TimelineWidget : public QWidget {
   std::int64_t time_at(int widget_x) const;
 
   std::shared_ptr<const TraceOverview> overview_;
+  std::shared_ptr<const std::vector<OomFlag>> ooms_;
   std::string level_ = "segment";
   StackedTimeline stacked_;
   TimeAxis axis_;
