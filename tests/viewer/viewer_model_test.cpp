@@ -187,6 +187,24 @@ class ModelTest : public QObject {
     QCOMPARE(controller.leaks()->total_bytes, 11 * kMiB + 256 * kKiB);
   }
 
+  void the_tree_can_show_what_was_live_at_the_peak() {
+    TraceController controller;
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    QSignalSpy leaks(&controller, &TraceController::leaks_ready);
+    controller.set_tree_subject(TreeSubject::kLiveAtPeak);
+    QVERIFY(leaks.wait(10000));
+    // upid 1's device peak is after seq 7: B2 1 MiB, B3 256 KiB (S1, S2 are cache); upid 2's is
+    // R3 8 MiB. `vramtrace leaks --at peak`.
+    QCOMPARE(controller.leaks()->total_bytes, 9 * kMiB + 256 * kKiB);
+    QCOMPARE(controller.leaks_at_end()->total_bytes, 11 * kMiB + 256 * kKiB);  // kept apart
+    // A range brings the leaks back.
+    controller.select_range(TimeRange{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2});
+    QVERIFY(leaks.wait(10000));
+    QVERIFY(controller.tree_subject() == TreeSubject::kLeaks);
+    QCOMPARE(controller.leaks()->total_count, std::uint64_t{3});
+  }
+
   void hovering_asks_what_was_live_then() {
     TraceController controller;
     controller.open(QString::fromStdString(allocator_.string()));

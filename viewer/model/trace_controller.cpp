@@ -106,6 +106,7 @@ void TraceController::open(const QString& path) {
   poll_.stop();
   path_ = path;
   range_.reset();
+  tree_subject_ = TreeSubject::kLeaks;
   hover_pending_.reset();
   hover_running_ = reloading_ = false;
   overview_.reset();
@@ -173,15 +174,17 @@ void TraceController::load_rest() {
 void TraceController::request_leaks() {
   const std::uint64_t asked = ++leaks_asked_;
   const std::optional<TimeRange> range = range_;
+  const TreeSubject subject = tree_subject_;
   run<analysis::LeakReport>(
-      [range](TraceSession& session) {
+      [range, subject](TraceSession& session) {
         return std::make_shared<analysis::LeakReport>(
-            leaks_in(*session.reader, *session.index, range));
+            subject == TreeSubject::kLiveAtPeak ? live_at_peak(*session.reader, *session.index)
+                                                : leaks_in(*session.reader, *session.index, range));
       },
-      [this, asked, range](std::shared_ptr<analysis::LeakReport> report) {
+      [this, asked, range, subject](std::shared_ptr<analysis::LeakReport> report) {
         if (asked != leaks_asked_) return;
         leaks_ = report;
-        if (!range) {
+        if (!range && subject == TreeSubject::kLeaks) {
           leaks_at_end_ = report;
           if (!summary_)
             report_progress(4, tr("Finding OOMs and summarizing (both read every allocation)"));
@@ -204,8 +207,15 @@ void TraceController::request_ooms() {
 void TraceController::select_range(std::optional<TimeRange> range) {
   if (!overview_) return;
   range_ = range;
+  if (range) tree_subject_ = TreeSubject::kLeaks;
   request_leaks();
   if (range) show_fragmentation_at(moment_at(range->to_ns));
+}
+
+void TraceController::set_tree_subject(TreeSubject subject) {
+  if (!overview_) return;
+  tree_subject_ = subject;
+  request_leaks();
 }
 
 void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) {

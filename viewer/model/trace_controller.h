@@ -37,8 +37,9 @@ class TraceController : public QObject {
 
   void open(const QString& path);
   // Filters the leak tree and the flame graph to a range (unset: the whole trace), and moves
-  // the fragmentation map to the range's end.
+  // the fragmentation map to the range's end. A range shows the leak tree's leaks, not the peak.
   void select_range(std::optional<TimeRange> range);
+  void set_tree_subject(TreeSubject subject);
   void show_fragmentation_at(const analysis::MomentSpec& moment);
   void ask_live_at(std::int64_t ns);
   void set_poll_interval(int milliseconds);
@@ -46,6 +47,7 @@ class TraceController : public QObject {
   QString path() const { return path_; }
   bool live() const { return poll_.isActive(); }
   std::optional<TimeRange> range() const { return range_; }
+  TreeSubject tree_subject() const { return tree_subject_; }
   std::shared_ptr<const TraceOverview> overview() const { return overview_; }
   std::shared_ptr<const analysis::LeakReport> leaks() const { return leaks_; }
   std::shared_ptr<const analysis::FragmentationReport> fragmentation() const {
@@ -92,6 +94,7 @@ class TraceController : public QObject {
   std::uint64_t generation_ = 0;  // of the session: bumped by open()
   std::uint64_t leaks_asked_ = 0, fragmentation_asked_ = 0;
   std::optional<TimeRange> range_;
+  TreeSubject tree_subject_ = TreeSubject::kLeaks;
   std::optional<std::int64_t> hover_pending_;
   bool hover_running_ = false, reloading_ = false;
   QString file_signature_;

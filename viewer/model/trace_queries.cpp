@@ -86,6 +86,14 @@ analysis::LeakReport leaks_in(const storage::TraceReader& trace, const storage::
                                         moment_at(range->from_ns));
 }
 
+analysis::LeakReport live_at_peak(const storage::TraceReader& trace,
+                                  const storage::TimeIndex& index) {
+  analysis::MomentSpec peak;
+  peak.kind = analysis::MomentSpec::Kind::kPeak;
+  peak.text = "peak";
+  return analysis::build_leak_report_at(trace, index, peak, std::nullopt);
+}
+
 std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,
                                          const storage::TimeIndex& index, std::int64_t ns,
                                          std::size_t top) {

@@ -5,6 +5,7 @@
 //   leaks, no range      `vramtrace leaks`
 //   leaks of a range     `vramtrace leaks --between T0 T1`: allocated in (T0, T1], live at T1
 //   live at a time       `vramtrace leaks --at T` (hovering shows its top callsites)
+//   live at the peak     `vramtrace leaks --at peak`: each process at its device memory peak
 //   fragmentation        `vramtrace frag --at MOMENT --pid P`
 //   summary              `vramtrace summary`
 // Times are CLOCK_MONOTONIC ns, as the JSON reports give them.
@@ -72,6 +73,13 @@ std::vector<OomFlag> find_oom_flags(const storage::TraceReader& trace);
 // Leaks of the whole trace (no range) or of a range, as above.
 analysis::LeakReport leaks_in(const storage::TraceReader& trace, const storage::TimeIndex& index,
                               const std::optional<TimeRange>& range);
+
+// What the leak tree shows: the leaks (of the whole trace or of the selected range), or what was
+// live at the peak.
+enum class TreeSubject { kLeaks, kLiveAtPeak };
+
+analysis::LeakReport live_at_peak(const storage::TraceReader& trace,
+                                  const storage::TimeIndex& index);
 
 // What was live at `ns`, as leak groups (largest first), at most `top` of them.
 std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,

@@ -19,9 +19,15 @@ CallsitePanel::CallsitePanel(QWidget* parent)
     : QWidget(parent),
       model_(new CallsiteTreeModel(this)),
       heading_(new QLabel(this)),
+      subject_box_(new QComboBox(this)),
       direction_box_(new QComboBox(this)),
       tree_(new QTreeView(this)),
       stack_(new QPlainTextEdit(this)) {
+  subject_box_->addItem(tr("Leaks (of the selected range, if any)"));
+  subject_box_->addItem(tr("Live at the peak"));
+  connect(subject_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    emit subject_chosen(index == 0 ? TreeSubject::kLeaks : TreeSubject::kLiveAtPeak);
+  });
   direction_box_->addItem(tr("Top-down (callers first)"));
   direction_box_->addItem(tr("Bottom-up (allocating functions first)"));
   connect(direction_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
@@ -41,6 +47,7 @@ CallsitePanel::CallsitePanel(QWidget* parent)
   stack_->setFont(mono);
 
   auto* top = new QHBoxLayout;
+  top->addWidget(subject_box_);
   top->addWidget(heading_, 1);
   top->addWidget(direction_box_);
   auto* splitter = new QSplitter(Qt::Horizontal, this);
@@ -55,8 +62,12 @@ CallsitePanel::CallsitePanel(QWidget* parent)
 }
 
 void CallsitePanel::set_report(std::shared_ptr<const analysis::LeakReport> report,
-                               const QString& what) {
+                               TreeSubject subject, const QString& what) {
   report_ = std::move(report);
+  {
+    const QSignalBlocker quiet(subject_box_);
+    subject_box_->setCurrentIndex(subject == TreeSubject::kLeaks ? 0 : 1);
+  }
   if (report_) {
     heading_->setText(tr("%1: %2 in %3 allocations (%4 level)%5")
                           .arg(what)

@@ -1,6 +1,6 @@
-// The leak tree: a callsite tree of a leak report (the whole trace's leaks, or a range's),
-// top-down or bottom-up, and beside it the stack of the chosen node with the source lines of
-// each frame whose file is on this disk.
+// The leak tree: a callsite tree of a leak report (the whole trace's leaks, a range's, or what
+// was live at the peak), top-down or bottom-up, and beside it the stack of the chosen node with the
+// source lines of each frame whose file is on this disk.
 #pragma once
 
 #include <QWidget>
@@ -8,6 +8,7 @@
 
 #include "analysis/leak_report.h"
 #include "viewer/model/callsite_tree_model.h"
+#include "viewer/model/trace_queries.h"
 
 class QComboBox;
 class QLabel;
@@ -22,13 +23,17 @@ class CallsitePanel : public QWidget {
  public:
   explicit CallsitePanel(QWidget* parent = nullptr);
 
-  // `what`: the heading, saying which leaks these are.
-  void set_report(std::shared_ptr<const analysis::LeakReport> report, const QString& what);
+  // `what`: the heading, saying which leaks these are; `subject`: what the report is of.
+  void set_report(std::shared_ptr<const analysis::LeakReport> report, TreeSubject subject,
+                  const QString& what);
   void set_direction(analysis::TreeDirection direction);
 
   const CallsiteTreeModel& model() const { return *model_; }
   QTreeView* tree() const { return tree_; }
   QString stack_text() const;
+
+ signals:
+  void subject_chosen(vramtrace::viewer::TreeSubject subject);
 
  private:
   void rebuild();
@@ -38,6 +43,7 @@ class CallsitePanel : public QWidget {
   analysis::TreeDirection direction_ = analysis::TreeDirection::kTopDown;
   CallsiteTreeModel* model_;
   QLabel* heading_;
+  QComboBox* subject_box_;
   QComboBox* direction_box_;
   QTreeView* tree_;
   QPlainTextEdit* stack_;

@@ -128,6 +128,8 @@ MainWindow::MainWindow(QWidget* parent)
 
   connect(timeline_, &TimelineWidget::selection_changed, this,
           [this](std::optional<TimeRange> range) { controller_.select_range(range); });
+  connect(leaks_, &CallsitePanel::subject_chosen, this,
+          [this](TreeSubject subject) { controller_.set_tree_subject(subject); });
   connect(timeline_, &TimelineWidget::hovered, this,
           [this](qint64 ns) { controller_.ask_live_at(ns); });
   connect(
@@ -153,11 +155,14 @@ void MainWindow::show_leaks() {
   const auto range = controller_.range();
   const std::int64_t origin =
       controller_.overview() ? controller_.overview()->timeline.start_ns : 0;
-  const QString what = range ? tr("Allocated from %1 to %2 and live at its end")
-                                   .arg(time_text(range->from_ns, origin))
-                                   .arg(time_text(range->to_ns, origin))
-                             : tr("Leaks at the end of the trace");
-  leaks_->set_report(report, what);
+  const TreeSubject subject = controller_.tree_subject();
+  const QString what = subject == TreeSubject::kLiveAtPeak
+                           ? tr("Live at each process's device memory peak")
+                       : range ? tr("Allocated from %1 to %2 and live at its end")
+                                     .arg(time_text(range->from_ns, origin))
+                                     .arg(time_text(range->to_ns, origin))
+                               : tr("Leaks at the end of the trace");
+  leaks_->set_report(report, subject, what);
   flame_graph_->set_roots(
       analysis::build_leak_tree(report->groups, analysis::TreeDirection::kTopDown));
 }
