@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
                      "(from the start of the program to the timeline painted), and exit: how "
                      "docs/performance.md measures the viewer"));
   parser.addOption(first_picture);
+  const QCommandLineOption screenshot(
+      QStringLiteral("screenshot"),
+      QStringLiteral("with --time-first-picture: also save that picture of the window to PNG"),
+      QStringLiteral("PNG"));
+  parser.addOption(screenshot);
   parser.process(app);
   QElapsedTimer since_start;
   since_start.start();
@@ -37,13 +42,18 @@ int main(int argc, char** argv) {
   if (!parser.positionalArguments().isEmpty()) {
     window.open_trace(parser.positionalArguments().front());
     if (parser.isSet(first_picture)) {
-      QObject::connect(&window.controller(), &vramtrace::viewer::TraceController::overview_ready,
-                       &window, [&] {
-                         window.repaint();  // painted now, not at the next turn of the loop
-                         std::fprintf(stderr, "vramtrace-gui: first picture after %lld ms\n",
-                                      static_cast<long long>(since_start.elapsed()));
-                         QApplication::exit(0);
-                       });
+      QObject::connect(
+          &window.controller(), &vramtrace::viewer::TraceController::overview_ready, &window, [&] {
+            window.repaint();  // painted now, not at the next turn of the loop
+            std::fprintf(stderr, "vramtrace-gui: first picture after %lld ms\n",
+                         static_cast<long long>(since_start.elapsed()));
+            const bool saved =
+                !parser.isSet(screenshot) || window.grab().save(parser.value(screenshot));
+            if (!saved)
+              std::fprintf(stderr, "vramtrace-gui: cannot write %s\n",
+                           qPrintable(parser.value(screenshot)));
+            QApplication::exit(saved ? 0 : 1);
+          });
       QObject::connect(&window.controller(), &vramtrace::viewer::TraceController::open_failed,
                        &window, [](const QString&, const QString& message) {
                          std::fprintf(stderr, "vramtrace-gui: %s\n", qPrintable(message));

@@ -22,22 +22,22 @@ TraceSession open_trace_session(const std::filesystem::path& path, storage::Open
 
 OpenFailureText describe_open_failure(const storage::OpenFailure& failure) {
   using Reason = storage::OpenFailure::Reason;
+  // storage's messages say what to do next, but for a file that cannot be read.
   const std::string& message = failure.message;
   switch (failure.reason) {
     case Reason::kMissing:
-      return {"No such file", message, "Check the path, or open another trace."};
+      return {"No such file", message, ""};
     case Reason::kUnreadable:
-      return {"The file cannot be read", message, "Check that it is a file you may read."};
+      return {"The file cannot be read", message,
+              "Check that it is a file, and that you may read it."};
     case Reason::kNotATrace:
-      return {"Not a vramtrace trace", message, "Open a file written by `vramtrace run -o FILE`."};
+      return {"Not a vramtrace trace", message, ""};
     case Reason::kNewerSchema:
-      return {"A trace from a newer vramtrace", message,
-              "Open it with the vramtrace that wrote it, or upgrade this one."};
+      return {"A trace from a newer vramtrace", message, ""};
     case Reason::kCorrupt:
       break;
   }
-  return {"A truncated or damaged trace", message,
-          "If the file was copied, copy it whole again; else record it again."};
+  return {"A truncated or damaged trace", message, ""};
 }
 
 }  // namespace vramtrace::viewer

@@ -28,7 +28,8 @@ struct TraceSession {
 TraceSession open_trace_session(const std::filesystem::path& path, storage::OpenFailure* failure,
                                 const std::function<void()>& before_index = {});
 
-// What a dialog says about a failure: a title per reason, storage's message, and what to do.
+// What a dialog says about a failure: a title per reason, storage's message (which names the
+// file and, but for an unreadable file, what to do), and advice where the message has none.
 struct OpenFailureText {
   std::string title, message, advice;
 };

@@ -91,6 +91,7 @@ FragmentationView::FragmentationView(QWidget* parent)
   splitter->addWidget(numbers_view_);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 1);
+  splitter->setSizes({800, 380});  // the numbers' names are long: show them whole
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addLayout(controls);

@@ -172,7 +172,7 @@ void MainWindow::show_open_failure(const QString& title, const QString& message,
   status_->setText(title);
   // Not modal-blocking (open(), not exec()): the window stays usable, and a test can read it.
   auto* box = new QMessageBox(QMessageBox::Warning, title, message, QMessageBox::Ok, this);
-  box->setInformativeText(advice);
+  if (!advice.isEmpty()) box->setInformativeText(advice);
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->open();
 }
