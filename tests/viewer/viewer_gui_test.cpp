@@ -191,6 +191,45 @@ class GuiTest : public QObject {
     QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_summary_and_hover")));
   }
 
+  void the_stack_panel_shows_source_lines_of_files_on_this_disk() {
+    const auto source = dir_ / "model.py";
+    std::ofstream(source) << "import torch\n\ndef forward(x):\n    return x.new_empty(1 << 20)\n";
+    storage::StackFrame on_disk;
+    on_disk.function = "forward";
+    on_disk.file = source.string();
+    on_disk.line = 4;
+    on_disk.module = "/usr/bin/python3";
+    storage::StackFrame elsewhere = on_disk;
+    elsewhere.function = "main";
+    elsewhere.file = "/nonexistent/train.py";
+    elsewhere.line = 1;
+    auto report = std::make_shared<analysis::LeakReport>();
+    analysis::LeakGroup group;
+    group.stack = {on_disk, elsewhere};
+    group.bytes = kMiB;
+    group.count = 1;
+    report->groups = {group};
+    report->total_bytes = kMiB;
+    report->total_count = 1;
+    report->level = "segment";
+
+    CallsitePanel panel;
+    panel.set_report(report, TreeSubject::kLeaks, QStringLiteral("test"));
+    panel.set_direction(analysis::TreeDirection::kBottomUp);
+    panel.tree()->setCurrentIndex(panel.model().index(0, 0, panel.model().index(0, 0)));
+    const QString text = panel.stack_text();
+    // Bottom-up, the path to `main` is forward then main: innermost first already.
+    QVERIFY2(text.startsWith(QStringLiteral("#0 forward (")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral(">     4| ") +
+                           QStringLiteral("    return x.new_empty(1 << 20)")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("      2| ")), qPrintable(text));  // context above
+    QVERIFY2(text.contains(QStringLiteral("#1 main (")), qPrintable(text));
+    QVERIFY2(!text.contains(QStringLiteral(">     1| ")), qPrintable(text));  // no such file
+    panel.resize(900, 300);
+    QVERIFY(save_screenshot(&panel, QStringLiteral("viewer_stack_panel")));
+  }
+
   void a_file_that_is_not_a_trace_gets_a_dialog() {
     const auto text = dir_ / "notes.txt";
     std::ofstream(text) << "not a trace\n";

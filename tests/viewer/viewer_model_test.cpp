@@ -301,6 +301,50 @@ class ModelTest : public QObject {
     QVERIFY(controller.overview()->complete);
   }
 
+  void a_trace_without_allocations_loads_with_nothing_to_map() {
+    const auto path = dir_ / "empty.db";
+    std::string error;
+    const std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(path, &error);
+    QVERIFY2(writer, error.c_str());
+    testing::start_process(*writer, 1, 7100);
+    QVERIFY(writer->finish(&error));
+
+    TraceController controller;
+    QSignalSpy unmapped(&controller, &TraceController::fragmentation_failed);
+    controller.open(QString::fromStdString(path.string()));
+    QVERIFY(wait_loaded(controller));
+    QVERIFY(controller.overview()->timeline.series.empty());
+    QVERIFY(!controller.overview()->map_upid);
+    QCOMPARE(controller.leaks()->total_bytes, std::uint64_t{0});
+    QVERIFY(controller.ooms()->empty());
+    controller.show_fragmentation_at(moment_at(0));
+    QCOMPARE(unmapped.count(), 1);  // said at once, nothing asked of the trace
+    controller.select_range(TimeRange{0, 10});
+    QSignalSpy leaks(&controller, &TraceController::leaks_ready);
+    QVERIFY(leaks.wait(10000));
+    QCOMPARE(controller.leaks()->total_count, std::uint64_t{0});
+  }
+
+  void summary_lists_each_advice_with_its_evidence() {
+    analysis::Summary summary;
+    analysis::Advice advice;
+    advice.id = analysis::kAdvicePinnedMemory;
+    advice.text = "pin less";
+    advice.evidence = {{"pid", 5000}, {"pinned_bytes", 2ull << 30}};
+    summary.advice = {advice};
+    QStandardItemModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    fill_summary_model("t.db", summary, analysis::LeakReport{}, &model);
+    const QList<QStandardItem*> found = model.findItems(QStringLiteral("Advice"));
+    QCOMPARE(found.size(), 1);
+    QStandardItem* rule = found.front()->child(0, 0);
+    QCOMPARE(rule->text(), QStringLiteral("pinned_memory"));
+    QCOMPARE(found.front()->child(0, 1)->text(), QStringLiteral("pin less"));
+    QCOMPARE(rule->rowCount(), 2);
+    QCOMPARE(rule->child(1, 0)->text(), QStringLiteral("pinned_bytes"));
+    QCOMPARE(rule->child(1, 1)->text(), QStringLiteral("2147483648"));
+  }
+
   void source_excerpt_reads_the_lines_around_a_frame() {
     const auto source = dir_ / "model.py";
     std::ofstream(source) << "a\nb\nc\nd\ne\n";

@@ -115,8 +115,14 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
   QStandardItem* advice = add_row(model, nullptr, QObject::tr("Advice"),
                                   summary.advice.empty() ? QObject::tr("none: no rule fired")
                                                          : QString::number(summary.advice.size()));
-  for (const analysis::Advice& item : summary.advice)
-    add_row(model, advice, text(item.id), text(item.text));
+  for (const analysis::Advice& item : summary.advice) {
+    // The numbers the rule fired on, as `summary --format json` lists them.
+    QStandardItem* rule = add_row(model, advice, text(item.id), text(item.text));
+    for (const auto& [name, value] : item.evidence)
+      add_row(model, rule, text(name), QString::number(value));
+    if (item.fraction)
+      add_row(model, rule, QObject::tr("fraction"), QString::number(*item.fraction));
+  }
 
   std::vector<QString> problems;
   for (const std::string& warning : summary.warnings) problems.push_back(text(warning));

@@ -10,8 +10,9 @@
 
 namespace vramtrace::viewer {
 
-// Sections: Trace, Processes, Memory by kind, Peaks, Allocator, Leaks, Advice, Problems (the
-// last only when there are warnings, bad frees or stats above info). `leaks`: the leak report
+// Sections: Trace, Processes, Memory by kind, Peaks, Allocator, Leaks, Advice (each rule with
+// its evidence below it), Problems (only when there are warnings, bad frees or stats above
+// info). `leaks`: the leak report
 // at the end of the trace, as `vramtrace leaks` gives it.
 void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
                         const analysis::LeakReport& leaks, QStandardItemModel* model);
