@@ -102,6 +102,7 @@ MainWindow::MainWindow(QWidget* parent)
                                      : timeline_->stacked().layers().front().level));
     fragmentation_->set_overview(overview);
     live_->setText(overview->complete ? QString() : tr("LIVE: following a trace being written"));
+    live_->setMinimumWidth(live_->sizeHint().width());  // the stage's text must not squeeze it
   });
   connect(&controller_, &TraceController::leaks_ready, this, &MainWindow::show_leaks);
   connect(&controller_, &TraceController::fragmentation_ready, this,
@@ -122,9 +123,6 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(&controller_, &TraceController::query_failed, this,
           [this](const QString& message) { status_->setText(message); });
-  connect(&controller_, &TraceController::loaded, this, [this] {
-    if (controller_.live()) live_->setText(tr("LIVE: following a trace being written"));
-  });
 
   connect(timeline_, &TimelineWidget::selection_changed, this,
           [this](std::optional<TimeRange> range) { controller_.select_range(range); });
