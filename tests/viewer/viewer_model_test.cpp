@@ -205,6 +205,27 @@ class ModelTest : public QObject {
     QCOMPARE(controller.leaks()->total_count, std::uint64_t{3});
   }
 
+  void the_map_can_show_another_process() {
+    TraceController controller;
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    QCOMPARE(controller.overview()->processes.size(), std::size_t{2});
+    QVERIFY(controller.overview()->processes[0].allocator_events);
+    QVERIFY(!controller.overview()->processes[1].allocator_events);
+    QSignalSpy map(&controller, &TraceController::fragmentation_ready);
+    controller.set_map_process(2);  // pid 5001: R3 outside any allocator
+    QVERIFY(map.wait(10000));
+    QCOMPARE(controller.fragmentation()->at.pid, testing::kRawPid);
+    QVERIFY(controller.fragmentation()->layout.segments.empty());
+    QCOMPARE(controller.fragmentation()->layout.raw.size(), std::size_t{1});
+    QCOMPARE(controller.fragmentation()->layout.raw[0].bytes, 8 * kMiB);
+    // The moment stays the map's (the peak, asked at load), now resolved in this process.
+    controller.select_range(TimeRange{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2});
+    QVERIFY(map.wait(10000));
+    QCOMPARE(controller.fragmentation()->at.pid, testing::kRawPid);
+    QCOMPARE(*controller.map_process(), std::int64_t{2});
+  }
+
   void hovering_asks_what_was_live_then() {
     TraceController controller;
     controller.open(QString::fromStdString(allocator_.string()));

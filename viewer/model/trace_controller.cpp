@@ -106,6 +106,7 @@ void TraceController::open(const QString& path) {
   poll_.stop();
   path_ = path;
   range_.reset();
+  map_upid_.reset();
   tree_subject_ = TreeSubject::kLeaks;
   hover_pending_.reset();
   hover_running_ = reloading_ = false;
@@ -143,6 +144,7 @@ void TraceController::open(const QString& path) {
           return;
         }
         overview_ = opened->overview;
+        map_upid_ = overview_->map_upid;
         report_progress(3, tr("Finding the leaks"));
         emit overview_ready();
         load_rest();
@@ -151,7 +153,7 @@ void TraceController::open(const QString& path) {
 
 void TraceController::load_rest() {
   request_leaks();
-  if (overview_->map_upid) {
+  if (map_upid_) {
     analysis::MomentSpec peak;
     peak.kind = analysis::MomentSpec::Kind::kPeak;
     peak.text = "peak";
@@ -219,13 +221,13 @@ void TraceController::set_tree_subject(TreeSubject subject) {
 }
 
 void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) {
-  if (!overview_ || !overview_->map_upid) {
+  if (!overview_ || !map_upid_) {
     emit fragmentation_failed(tr("No device memory was ever in use: there is nothing to map."));
     return;
   }
   fragmentation_moment_ = moment;
   const std::uint64_t asked = ++fragmentation_asked_;
-  const std::int64_t upid = *overview_->map_upid;
+  const std::int64_t upid = *map_upid_;
   run<FragmentationAnswer>(
       [moment, upid](TraceSession& session) {
         auto answer = std::make_shared<FragmentationAnswer>();
@@ -246,6 +248,12 @@ void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) 
         fragmentation_ = answer->report;
         emit fragmentation_ready();
       });
+}
+
+void TraceController::set_map_process(std::int64_t upid) {
+  if (!overview_) return;
+  map_upid_ = upid;
+  show_fragmentation_at(fragmentation_moment_);
 }
 
 void TraceController::ask_live_at(std::int64_t ns) {
@@ -302,7 +310,8 @@ void TraceController::reload() {
         overview_ = opened->overview;
         emit overview_ready();
         request_leaks();
-        if (overview_->map_upid) show_fragmentation_at(fragmentation_moment_);
+        if (!map_upid_) map_upid_ = overview_->map_upid;  // the trace had no memory before
+        if (map_upid_) show_fragmentation_at(fragmentation_moment_);
         request_ooms();
         if (overview_->complete) poll_.stop();
       });

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "analysis/oom_report.h"
 
@@ -42,6 +43,11 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
   std::stable_sort(
       overview.markers.begin(), overview.markers.end(),
       [](const TimelineMarker& a, const TimelineMarker& b) { return a.start_ns < b.start_ns; });
+
+  const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  for (const storage::ProcessRecord& process : trace.processes())
+    overview.processes.push_back(
+        {process.start.upid, process.start.pid, with_allocator.contains(process.start.upid)});
 
   // analysis's own choice for `frag --at peak` without --pid.
   try {

@@ -50,6 +50,13 @@ struct OomFlag {
   std::string kind_name;
 };
 
+// A process the fragmentation map can show.
+struct MapProcess {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0;
+  bool allocator_events = false;  // else its map has no segments, only raw allocations
+};
+
 // What the first picture needs: cheap on any trace, since the timeline reads the time index's
 // rollups and markers are a small table. (OOM failures are not: finding them reads every
 // allocation row, so they come in a later stage.)
@@ -59,10 +66,11 @@ struct TraceOverview {
   std::string index_note;  // how the time index was made, when not kept in the file
   analysis::Timeline timeline;
   std::vector<TimelineMarker> markers;  // by start
-  // The process the fragmentation map shows: the one whose device memory peaked highest among
-  // processes with allocator events (any, when none has them); unset in an empty trace.
+  // The process the fragmentation map shows first: the one whose device memory peaked highest
+  // among processes with allocator events (any, when none has them); unset in an empty trace.
   std::optional<std::int64_t> map_upid;
   std::uint32_t map_pid = 0;
+  std::vector<MapProcess> processes;  // every process, by upid
 };
 
 TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index);

@@ -1,5 +1,6 @@
 #include "viewer/widgets/fragmentation_view.h"
 
+#include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -36,6 +37,7 @@ QString legend_html() {
 
 FragmentationView::FragmentationView(QWidget* parent)
     : QWidget(parent),
+      process_box_(new QComboBox(this)),
       slider_(new QSlider(Qt::Horizontal, this)),
       slider_settle_(new QTimer(this)),
       peak_button_(new QPushButton(tr("Peak"), this)),
@@ -43,6 +45,9 @@ FragmentationView::FragmentationView(QWidget* parent)
       moment_label_(new QLabel(this)),
       map_(new SegmentMapWidget),
       numbers_view_(new QTreeView(this)) {
+  connect(process_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index >= 0) emit process_chosen(process_box_->itemData(index).toLongLong());
+  });
   slider_->setRange(0, kSliderSteps);
   slider_->setEnabled(false);
   // Ask for the map once the slider rests, not for every step it passes while dragged.
@@ -76,6 +81,7 @@ FragmentationView::FragmentationView(QWidget* parent)
   auto* legend = new QLabel(legend_html(), this);
 
   auto* controls = new QHBoxLayout;
+  controls->addWidget(process_box_);
   controls->addWidget(new QLabel(tr("Time:"), this));
   controls->addWidget(slider_, 1);
   controls->addWidget(peak_button_);
@@ -103,14 +109,35 @@ void FragmentationView::set_overview(std::shared_ptr<const TraceOverview> overvi
   const bool mapped = overview_ && overview_->map_upid;
   slider_->setEnabled(mapped);
   peak_button_->setEnabled(mapped);
-  oom_button_->setEnabled(false);
+  {
+    const QSignalBlocker quiet(process_box_);
+    process_box_->clear();
+    if (overview_) {
+      for (const MapProcess& process : overview_->processes)
+        process_box_->addItem(process.allocator_events
+                                  ? tr("pid %1").arg(process.pid)
+                                  : tr("pid %1 (no allocator)").arg(process.pid),
+                              QVariant::fromValue<qlonglong>(process.upid));
+    }
+  }
+  set_process(mapped ? overview_->map_upid : std::nullopt);
   if (!mapped) set_problem(tr("No device memory was ever in use: there is nothing to map."));
 }
 
 void FragmentationView::set_ooms(const std::vector<OomFlag>& ooms) {
+  ooms_ = ooms;
+  set_process(upid_);
+}
+
+void FragmentationView::set_process(std::optional<std::int64_t> upid) {
+  upid_ = upid;
+  {
+    const QSignalBlocker quiet(process_box_);
+    process_box_->setCurrentIndex(
+        upid ? process_box_->findData(QVariant::fromValue<qlonglong>(*upid)) : -1);
+  }
   bool oom_in_process = false;
-  if (overview_ && overview_->map_upid)
-    for (const OomFlag& oom : ooms) oom_in_process |= oom.upid == *overview_->map_upid;
+  for (const OomFlag& oom : ooms_) oom_in_process |= upid && oom.upid == *upid;
   oom_button_->setEnabled(oom_in_process);
 }
 

@@ -1,7 +1,7 @@
 // The fragmentation page: the segment map of one process at one moment, a time slider tied to
 // the timeline (moving it moves the timeline's cursor; a range selected on the timeline moves
 // it to the range's end), the peak and the first OOM as jump targets, and `vramtrace frag`'s
-// numbers beside the map.
+// numbers beside the map, for one process at a time (a box chooses it).
 #pragma once
 
 #include <QStandardItemModel>
@@ -11,6 +11,7 @@
 #include "analysis/moment.h"
 #include "viewer/model/trace_queries.h"
 
+class QComboBox;
 class QLabel;
 class QPushButton;
 class QSlider;
@@ -32,6 +33,8 @@ class FragmentationView : public QWidget {
   void set_overview(std::shared_ptr<const TraceOverview> overview);
   // The first OOM becomes a jump target when the mapped process has one.
   void set_ooms(const std::vector<OomFlag>& ooms);
+  // The process mapped now (its OOMs make the OOM button).
+  void set_process(std::optional<std::int64_t> upid);
   void set_report(std::shared_ptr<const analysis::FragmentationReport> report);
   void set_problem(const QString& message);
 
@@ -42,6 +45,7 @@ class FragmentationView : public QWidget {
 
  signals:
   void moment_requested(const vramtrace::analysis::MomentSpec& moment);
+  void process_chosen(qint64 upid);
   void time_shown(qint64 ns);  // the moment now mapped, for the timeline's cursor
 
  private:
@@ -50,6 +54,9 @@ class FragmentationView : public QWidget {
 
   std::shared_ptr<const TraceOverview> overview_;
   std::shared_ptr<const analysis::FragmentationReport> report_;
+  std::vector<OomFlag> ooms_;
+  std::optional<std::int64_t> upid_;
+  QComboBox* process_box_;
   QSlider* slider_;
   QTimer* slider_settle_;
   QPushButton* peak_button_;

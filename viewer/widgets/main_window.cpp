@@ -133,6 +133,10 @@ MainWindow::MainWindow(QWidget* parent)
   connect(
       fragmentation_, &FragmentationView::moment_requested, this,
       [this](const analysis::MomentSpec& moment) { controller_.show_fragmentation_at(moment); });
+  connect(fragmentation_, &FragmentationView::process_chosen, this, [this](qint64 upid) {
+    controller_.set_map_process(upid);
+    fragmentation_->set_process(upid);
+  });
   connect(fragmentation_, &FragmentationView::time_shown, this,
           [this](qint64 ns) { timeline_->set_cursor(ns); });
   resize(1200, 820);
