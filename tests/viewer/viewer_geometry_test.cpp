@@ -21,7 +21,7 @@ analysis::TimelineSeries series(std::int64_t upid, int device, int kind, const c
   s.upid = upid;
   s.device = device;
   s.kind = kind;
-  s.kind_name = kind == 6 ? "block" : "device";
+  s.kind_name = kind == 8 ? "block" : kind == 5 ? "vmm_reservation" : "device";
   s.level = level;
   for (std::size_t i = 0; i < values.size(); ++i) {
     const auto start = static_cast<std::int64_t>(i) * bucket_ns;
@@ -104,7 +104,7 @@ class GeometryTest : public QObject {
     timeline.end_ns = 40;
     timeline.series = {
         series(1, 0, 1, "segment", {1, 2, 3, 4}), series(2, 0, 1, "segment", {10, 10, 10, 10}),
-        series(1, 1, 1, "segment", {5, 5, 5, 5}), series(1, 0, 6, "block", {100, 100, 100, 100})};
+        series(1, 1, 1, "segment", {5, 5, 5, 5}), series(1, 0, 8, "block", {100, 100, 100, 100})};
     QVERIFY(StackedTimeline::levels_of(timeline) == (std::vector<std::string>{"segment", "block"}));
     const StackedTimeline segments(timeline, "segment");
     QCOMPARE(segments.layers().size(), std::size_t{2});  // device 0 (two processes), device 1
@@ -114,6 +114,27 @@ class GeometryTest : public QObject {
     const StackedTimeline blocks(timeline, "block");
     QCOMPARE(blocks.layers().size(), std::size_t{1});  // never stacked with segments
     QVERIFY(blocks.bytes_at(0) == (std::vector<std::uint64_t>{100}));
+  }
+
+  void only_kinds_that_occupy_device_memory_are_stacked() {
+    analysis::Timeline timeline;
+    timeline.start_ns = 0;
+    timeline.end_ns = 20;
+    // A 1 GiB reservation (address space) beside 3 MiB of device memory and 2 MiB of mappings.
+    timeline.series = {series(1, 0, 1, "segment", {3 * kMiB, 3 * kMiB}),
+                       series(1, 0, 5, "segment", {1024 * kMiB, 1024 * kMiB}),
+                       series(1, 0, 7, "segment", {2 * kMiB, 2 * kMiB})};
+    const StackedTimeline stacked(timeline, "segment");
+    QCOMPARE(stacked.layers().size(), std::size_t{3});
+    QVERIFY(stacked.layers()[0].stacked);   // device
+    QVERIFY(!stacked.layers()[1].stacked);  // vmm_reservation
+    QVERIFY(stacked.layers()[2].stacked);   // vmm_mapping
+    const std::vector<TimelineColumn> columns = stacked.columns(TimeAxis(0, 20, 2));
+    QCOMPARE(columns[0].top_bytes, 1024 * kMiB);  // the line's top, not 1029 MiB
+    timeline.series.erase(timeline.series.begin() + 1);
+    const std::vector<TimelineColumn> without =
+        StackedTimeline(timeline, "segment").columns(TimeAxis(0, 20, 2));
+    QCOMPARE(without[1].top_bytes, 5 * kMiB);  // device and mappings add up
   }
 
   void a_column_keeps_the_min_and_max_of_its_buckets() {
@@ -131,7 +152,7 @@ class GeometryTest : public QObject {
     QCOMPARE(columns[1].max_bytes[0], 64 * kMiB);  // the spike survives
     QCOMPARE(columns[1].min_bytes[0], 2 * kMiB);
     QCOMPARE(columns[2].min_bytes[0], kMiB);  // and so does the dip
-    QCOMPARE(columns[0].stacked_max(), 2 * kMiB);
+    QCOMPARE(columns[0].top_bytes, 2 * kMiB);
     // Zoomed in past the buckets (1 us each here): a column shows the buckets it lies in.
     timeline.end_ns = 16000;
     timeline.series = {series(1, 0, 1, "segment", values, 1000)};

@@ -230,6 +230,41 @@ class GuiTest : public QObject {
     QVERIFY(save_screenshot(&panel, QStringLiteral("viewer_stack_panel")));
   }
 
+  void an_oom_is_a_flag_and_the_maps_jump_target() {
+    const auto path = dir_ / "synthetic.db";
+    QCOMPARE(QString::fromStdString(testing::write_synthetic_trace(path)), QString());
+    open(path);
+    QTRY_VERIFY_WITH_TIMEOUT(window_->controller().ooms() != nullptr, 10000);
+    QCOMPARE(window_->controller().ooms()->size(), std::size_t{1});  // a5, 64 GiB, pid 4242
+    window_->tabs()->setCurrentIndex(2);
+    FragmentationView* view = window_->fragmentation();
+    QPushButton* first_oom = view->findChildren<QPushButton*>().back();
+    QCOMPARE(first_oom->text(), QStringLiteral("First OOM"));
+    QVERIFY(first_oom->isEnabled());  // the mapped process (pid 4242, the highest peak) had it
+    QSignalSpy map(&window_->controller(), &TraceController::fragmentation_ready);
+    QTest::mouseClick(first_oom, Qt::LeftButton);
+    QVERIFY(map.wait(10000));
+    QCOMPARE(view->report()->at.seq, std::uint64_t{6});
+    QCOMPARE(view->report()->at.pid, 4242u);
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_oom")));
+  }
+
+  void ranges_are_bands_over_the_timeline() {
+    const auto path = dir_ / "node.db";
+    QCOMPARE(QString::fromStdString(testing::write_node_trace(path, {})), QString());
+    open(path);
+    // Per process: 'epoch 0' and 'forward' (nested), the 'checkpoint' mark, 'data_load' (never
+    // ended: drawn to the trace's end).
+    const auto& markers = window_->controller().overview()->markers;
+    QCOMPARE(markers.size(), std::size_t{8});
+    const auto data_load =
+        std::find_if(markers.begin(), markers.end(),
+                     [](const TimelineMarker& m) { return m.name == "data_load"; });
+    QVERIFY(data_load != markers.end());
+    QCOMPARE(data_load->end_ns, window_->controller().overview()->timeline.end_ns);
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_ranges")));
+  }
+
   void a_file_that_is_not_a_trace_gets_a_dialog() {
     const auto text = dir_ / "notes.txt";
     std::ofstream(text) << "not a trace\n";

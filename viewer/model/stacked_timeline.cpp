@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <map>
 
-namespace vramtrace::viewer {
+#include "analysis/device_peaks.h"
 
-std::uint64_t TimelineColumn::stacked_max() const {
-  std::uint64_t sum = 0;
-  for (const std::uint64_t bytes : max_bytes) sum += bytes;
-  return sum;
-}
+namespace vramtrace::viewer {
 
 StackedTimeline::StackedTimeline(const analysis::Timeline& timeline, std::string_view level)
     : start_ns_(timeline.start_ns), end_ns_(timeline.end_ns) {
@@ -22,6 +18,7 @@ StackedTimeline::StackedTimeline(const analysis::Timeline& timeline, std::string
       layer.kind = series.kind;
       layer.kind_name = series.kind_name;
       layer.level = series.level;
+      layer.stacked = level == "block" || analysis::occupies_device_memory(series.kind);
       layer.buckets = series.buckets;
       continue;
     }
@@ -71,6 +68,7 @@ std::vector<TimelineColumn> StackedTimeline::columns(const TimeAxis& axis) const
     const auto [from_ns, to_ns] = axis.column_span(x);
     const std::size_t first = bucket_at(from_ns);
     const std::size_t last = std::max(first, bucket_at(to_ns - 1));
+    std::uint64_t stacked_top = 0;
     for (std::size_t l = 0; l < layers_.size(); ++l) {
       const std::vector<analysis::TimelineBucket>& buckets = layers_[l].buckets;
       std::uint64_t low = UINT64_MAX, high = 0;
@@ -80,6 +78,8 @@ std::vector<TimelineColumn> StackedTimeline::columns(const TimeAxis& axis) const
       }
       column.min_bytes[l] = low == UINT64_MAX ? 0 : low;
       column.max_bytes[l] = high;
+      stacked_top += layers_[l].stacked ? high : 0;
+      column.top_bytes = std::max(column.top_bytes, layers_[l].stacked ? stacked_top : high);
     }
   }
   return columns;

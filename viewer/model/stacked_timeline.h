@@ -1,7 +1,11 @@
 // The timeline as the viewer stacks it: analysis::Timeline's series of one level (segment:
 // device memory and other kinds as the driver sees them; block: a caching allocator's tensors),
 // summed over processes into one layer per (device, kind). Block and segment series are never
-// stacked together, since blocks lie inside segments (analysis/timeline.h).
+// stacked together, since blocks lie inside segments (analysis/timeline.h). At the segment level
+// only the kinds that occupy device memory (analysis::occupies_device_memory: what the peaks add
+// up) are stacked; pinned host memory, VMM reservations (address space) and VMM handles (memory
+// counted again when mapped) are layers of their own, drawn unstacked, since adding them would
+// count memory that is not there or count it twice.
 //
 // Level of detail: a view asks for one value pair per pixel column, the min and the max of each
 // layer over the buckets the column covers, so the cost of a picture follows its width and the
@@ -22,6 +26,7 @@ namespace vramtrace::viewer {
 struct TimelineLayer {
   int device = 0, kind = 0;
   std::string kind_name, level;
+  bool stacked = true;           // false: drawn on its own, from 0 (see above)
   std::uint64_t peak_bytes = 0;  // the largest max of its buckets
   // Summed over processes: min is the sum of the processes' minima, max the sum of their maxima
   // (an upper bound when they peak apart), last the sum of their last values.
@@ -31,7 +36,9 @@ struct TimelineLayer {
 // One pixel column: per layer (in layer order) the min and max bytes over the column's buckets.
 struct TimelineColumn {
   std::vector<std::uint64_t> min_bytes, max_bytes;
-  std::uint64_t stacked_max() const;  // the top of the stack: the sum of the layers' maxima
+  // The highest point drawn: the sum of the stacked layers' maxima, or an unstacked layer's
+  // maximum if higher.
+  std::uint64_t top_bytes = 0;
 };
 
 class StackedTimeline {

@@ -107,7 +107,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
   }
   std::uint64_t top = 1;
   const std::vector<TimelineColumn> columns = stacked_.columns(axis_);
-  for (const TimelineColumn& column : columns) top = std::max(top, column.stacked_max());
+  for (const TimelineColumn& column : columns) top = std::max(top, column.top_bytes);
   top += top / 20;  // headroom above the highest column
 
   painter.save();
@@ -142,7 +142,7 @@ void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
     for (std::size_t l = 0; l < columns[x].max_bytes.size(); ++l) {
       const double high = static_cast<double>(columns[x].max_bytes[l]) * scale;
       const double low = static_cast<double>(columns[x].min_bytes[l]) * scale;
-      if (high <= 0) continue;
+      if (high <= 0 || !stacked_.layers()[l].stacked) continue;
       const QColor color = layer_color(l);
       painter.setPen(QPen(color, 1));
       painter.drawLine(QPointF(px, base), QPointF(px, base - low));
@@ -150,6 +150,18 @@ void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
       painter.drawLine(QPointF(px, base - low), QPointF(px, base - high));
       base -= high;
     }
+  }
+  // Unstacked layers: their max as a line from 0, over the stack.
+  for (std::size_t l = 0; l < stacked_.layers().size(); ++l) {
+    if (stacked_.layers()[l].stacked) continue;
+    QPolygonF line;
+    for (std::size_t x = 0; x < columns.size(); ++x) {
+      const double y = plot.bottom() + 1 - static_cast<double>(columns[x].max_bytes[l]) * scale;
+      line << QPointF(plot.left() + static_cast<double>(x), y)
+           << QPointF(plot.left() + static_cast<double>(x) + 1, y);
+    }
+    painter.setPen(QPen(layer_color(l).darker(130), 2));
+    painter.drawPolyline(line);
   }
 }
 
@@ -214,10 +226,11 @@ void TimelineWidget::paint_legend(QPainter& painter, const QRect& plot) const {
   int y = plot.top() + 4;
   for (std::size_t l = 0; l < stacked_.layers().size(); ++l) {
     const TimelineLayer& layer = stacked_.layers()[l];
-    const QString text = tr("device %1 %2 (%3 level), peak %4")
+    const QString text = tr("device %1 %2 (%3 level%4), peak %5")
                              .arg(layer.device)
                              .arg(QString::fromStdString(layer.kind_name))
                              .arg(QString::fromStdString(layer.level))
+                             .arg(layer.stacked ? QString() : tr(", a line: not stacked"))
                              .arg(byte_text(layer.peak_bytes));
     const int w = metrics.horizontalAdvance(text) + 18;
     const QRect box(plot.right() - w - 4, y, w, metrics.height());
