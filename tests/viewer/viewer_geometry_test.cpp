@@ -153,6 +153,12 @@ class GeometryTest : public QObject {
     QCOMPARE(columns[1].min_bytes[0], 2 * kMiB);
     QCOMPARE(columns[2].min_bytes[0], kMiB);  // and so does the dip
     QCOMPARE(columns[0].top_bytes, 2 * kMiB);
+    // A range's extremes: buckets 4 to 10 hold the spike and the dip.
+    const std::vector<StackedTimeline::Extremes> range = stacked.extremes(45, 105);
+    QCOMPARE(range.size(), std::size_t{1});
+    QCOMPARE(range[0].max_bytes, 64 * kMiB);
+    QCOMPARE(range[0].min_bytes, kMiB);
+    QCOMPARE(stacked.extremes(0, 39)[0].max_bytes, 2 * kMiB);
     // Zoomed in past the buckets (1 us each here): a column shows the buckets it lies in.
     timeline.end_ns = 16000;
     timeline.series = {series(1, 0, 1, "segment", values, 1000)};

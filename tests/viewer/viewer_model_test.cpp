@@ -19,6 +19,7 @@
 #include "viewer/model/callsite_tree_model.h"
 #include "viewer/model/report_models.h"
 #include "viewer/model/source_excerpt.h"
+#include "viewer/model/stacked_timeline.h"
 #include "viewer/model/trace_controller.h"
 
 namespace vramtrace::viewer {
@@ -344,6 +345,31 @@ class ModelTest : public QObject {
     QSignalSpy leaks(&controller, &TraceController::leaks_ready);
     QVERIFY(leaks.wait(10000));
     QCOMPARE(controller.leaks()->total_count, std::uint64_t{0});
+  }
+
+  void summary_gains_a_section_for_the_selected_range() {
+    Reference trace(allocator_);
+    QStandardItemModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    fill_summary_model(allocator_.string(), analysis::build_summary(*trace.reader),
+                       analysis::build_leak_report(*trace.reader), &model);
+    const int sections = model.rowCount();
+    const StackedTimeline timeline(
+        analysis::build_timeline(*trace.reader, *trace.index, analysis::kMaxTimelineBuckets,
+                                 std::nullopt),
+        "segment");
+    const TimeRange range{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2};
+    const analysis::LeakReport leaks = leaks_in(*trace.reader, *trace.index, range);
+    add_range_section(range, timeline, leaks, &model);
+    add_range_section(range, timeline, leaks, &model);  // replaces, never adds a second
+    QCOMPARE(model.rowCount(), sections + 1);
+    QStandardItem* section = model.item(0, 0);
+    QCOMPARE(section->text(), QStringLiteral("Selected range"));
+    // Device 0 held S1 (2 MiB) all through; device 1 R3 (8 MiB); then the range's leaks.
+    QCOMPARE(section->rowCount(), 3);
+    QCOMPARE(section->child(0, 1)->text(), QStringLiteral("2.0 MiB to 2.0 MiB live"));
+    QCOMPARE(section->child(1, 1)->text(), QStringLiteral("8.0 MiB to 8.0 MiB live"));
+    QCOMPARE(section->child(2, 1)->text(), QStringLiteral("1.8 MiB in 3 allocations"));
   }
 
   void summary_lists_each_advice_with_its_evidence() {

@@ -13,13 +13,16 @@ QString percent(double fraction) {
   return QStringLiteral("%1 %").arg(fraction * 100, 0, 'f', 1);
 }
 
-// A row under `parent` (the model's root when null): an item and its value.
+// A row under `parent` (the model's root when null): an item and its value. `first`: before the
+// other top-level rows.
 QStandardItem* add_row(QStandardItemModel* model, QStandardItem* parent, const QString& name,
-                       const QString& value = {}) {
+                       const QString& value = {}, bool first = false) {
   QList<QStandardItem*> row{new QStandardItem(name), new QStandardItem(value)};
   for (QStandardItem* cell : row) cell->setEditable(false);
   if (parent != nullptr)
     parent->appendRow(row);
+  else if (first)
+    model->insertRow(0, row);
   else
     model->appendRow(row);
   return row.front();
@@ -139,6 +142,33 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
         add_row(model, nullptr, QObject::tr("Problems"), QString::number(problems.size()));
     for (const QString& problem : problems) add_row(model, row, problem);
   }
+}
+
+void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
+                       const analysis::LeakReport& range_leaks, QStandardItemModel* model) {
+  const QString title = QObject::tr("Selected range");
+  const QList<QStandardItem*> earlier = model->findItems(title);
+  if (!earlier.isEmpty()) model->removeRow(earlier.front()->row());
+  const std::int64_t origin = timeline.start_ns();
+  QStandardItem* section = add_row(model, nullptr, title,
+                                   QObject::tr("%1 to %2")
+                                       .arg(time_text(range.from_ns, origin))
+                                       .arg(time_text(range.to_ns, origin)),
+                                   true);
+  const std::vector<StackedTimeline::Extremes> extremes =
+      timeline.extremes(range.from_ns, range.to_ns);
+  for (std::size_t l = 0; l < extremes.size(); ++l) {
+    const TimelineLayer& layer = timeline.layers()[l];
+    add_row(model, section,
+            QObject::tr("device %1 %2").arg(layer.device).arg(text(layer.kind_name)),
+            QObject::tr("%1 to %2 live")
+                .arg(byte_text(extremes[l].min_bytes))
+                .arg(byte_text(extremes[l].max_bytes)));
+  }
+  add_row(model, section, QObject::tr("Allocated in it, live at its end"),
+          QObject::tr("%1 in %2 allocations")
+              .arg(byte_text(range_leaks.total_bytes))
+              .arg(range_leaks.total_count));
 }
 
 void fill_fragmentation_numbers(const analysis::FragmentationReport& report,

@@ -7,6 +7,8 @@
 #include "analysis/fragmentation.h"
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
+#include "viewer/model/stacked_timeline.h"
+#include "viewer/model/trace_queries.h"
 
 namespace vramtrace::viewer {
 
@@ -16,6 +18,12 @@ namespace vramtrace::viewer {
 // at the end of the trace, as `vramtrace leaks` gives it.
 void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
                         const analysis::LeakReport& leaks, QStandardItemModel* model);
+
+// The range selected on the timeline, as a first section "Selected range": its times (since
+// the timeline's start), each timeline layer's least and most bytes in it, and its leaks
+// (`leaks --between`). Replaces the section of an earlier range.
+void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
+                       const analysis::LeakReport& range_leaks, QStandardItemModel* model);
 
 // One row per number of `vramtrace frag`: used, free, largest free, external and internal
 // fragmentation, the largest request that fits, segments, and memory outside the allocator.

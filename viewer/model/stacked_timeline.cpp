@@ -62,27 +62,34 @@ std::vector<TimelineColumn> StackedTimeline::columns(const TimeAxis& axis) const
   std::vector<TimelineColumn> columns(static_cast<std::size_t>(axis.width()));
   for (int x = 0; x < axis.width(); ++x) {
     TimelineColumn& column = columns[static_cast<std::size_t>(x)];
-    column.min_bytes.assign(layers_.size(), 0);
-    column.max_bytes.assign(layers_.size(), 0);
-    if (layers_.empty()) continue;
     const auto [from_ns, to_ns] = axis.column_span(x);
-    const std::size_t first = bucket_at(from_ns);
-    const std::size_t last = std::max(first, bucket_at(to_ns - 1));
     std::uint64_t stacked_top = 0;
-    for (std::size_t l = 0; l < layers_.size(); ++l) {
-      const std::vector<analysis::TimelineBucket>& buckets = layers_[l].buckets;
-      std::uint64_t low = UINT64_MAX, high = 0;
-      for (std::size_t b = first; b <= last && b < buckets.size(); ++b) {
-        low = std::min(low, buckets[b].min_bytes);
-        high = std::max(high, buckets[b].max_bytes);
-      }
-      column.min_bytes[l] = low == UINT64_MAX ? 0 : low;
-      column.max_bytes[l] = high;
-      stacked_top += layers_[l].stacked ? high : 0;
-      column.top_bytes = std::max(column.top_bytes, layers_[l].stacked ? stacked_top : high);
+    for (std::size_t l = 0; const Extremes& layer : extremes(from_ns, to_ns - 1)) {
+      column.min_bytes.push_back(layer.min_bytes);
+      column.max_bytes.push_back(layer.max_bytes);
+      stacked_top += layers_[l].stacked ? layer.max_bytes : 0;
+      column.top_bytes =
+          std::max(column.top_bytes, layers_[l].stacked ? stacked_top : layer.max_bytes);
+      ++l;
     }
   }
   return columns;
+}
+
+std::vector<StackedTimeline::Extremes> StackedTimeline::extremes(std::int64_t from_ns,
+                                                                 std::int64_t to_ns) const {
+  std::vector<Extremes> found;
+  const std::size_t first = bucket_at(from_ns), last = std::max(first, bucket_at(to_ns));
+  for (const TimelineLayer& layer : layers_) {
+    Extremes extremes{UINT64_MAX, 0};
+    for (std::size_t b = first; b <= last && b < layer.buckets.size(); ++b) {
+      extremes.min_bytes = std::min(extremes.min_bytes, layer.buckets[b].min_bytes);
+      extremes.max_bytes = std::max(extremes.max_bytes, layer.buckets[b].max_bytes);
+    }
+    if (extremes.min_bytes == UINT64_MAX) extremes.min_bytes = 0;
+    found.push_back(extremes);
+  }
+  return found;
 }
 
 std::vector<std::uint64_t> StackedTimeline::bytes_at(std::int64_t ns) const {

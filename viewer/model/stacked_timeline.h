@@ -56,6 +56,11 @@ class StackedTimeline {
 
   // One column per pixel of the axis's width.
   std::vector<TimelineColumn> columns(const TimeAxis& axis) const;
+  // Per layer, the least and most bytes over the buckets that [from_ns, to_ns] touches.
+  struct Extremes {
+    std::uint64_t min_bytes = 0, max_bytes = 0;
+  };
+  std::vector<Extremes> extremes(std::int64_t from_ns, std::int64_t to_ns) const;
   // Per layer, the bytes live at `ns` (the `last` value of the bucket holding it).
   std::vector<std::uint64_t> bytes_at(std::int64_t ns) const;
   // The bucket holding `ns`, clamped to the buckets.

@@ -113,11 +113,7 @@ MainWindow::MainWindow(QWidget* parent)
   });
   connect(&controller_, &TraceController::fragmentation_failed, fragmentation_,
           &FragmentationView::set_problem);
-  connect(&controller_, &TraceController::summary_ready, this, [this] {
-    fill_summary_model(controller_.path().toStdString(), *controller_.summary(),
-                       *controller_.leaks_at_end(), &summary_);
-    summary_view_->expandToDepth(0);
-  });
+  connect(&controller_, &TraceController::summary_ready, this, &MainWindow::show_summary);
   connect(&controller_, &TraceController::live_at_ready, this, [this] {
     timeline_->set_live_groups(controller_.live_at_ns(), controller_.live_groups());
   });
@@ -152,6 +148,16 @@ void MainWindow::choose_trace() {
   if (!path.isEmpty()) open_trace(path);
 }
 
+void MainWindow::show_summary() {
+  if (!controller_.summary() || !controller_.leaks_at_end()) return;
+  fill_summary_model(controller_.path().toStdString(), *controller_.summary(),
+                     *controller_.leaks_at_end(), &summary_);
+  const auto range = controller_.range();
+  if (range && controller_.tree_subject() == TreeSubject::kLeaks && controller_.leaks())
+    add_range_section(*range, timeline_->stacked(), *controller_.leaks(), &summary_);
+  summary_view_->expandToDepth(0);
+}
+
 void MainWindow::show_leaks() {
   const auto report = controller_.leaks();
   const auto range = controller_.range();
@@ -165,6 +171,7 @@ void MainWindow::show_leaks() {
                                      .arg(time_text(range->to_ns, origin))
                                : tr("Leaks at the end of the trace");
   leaks_->set_report(report, subject, what);
+  show_summary();  // its range section follows the range
   flame_graph_->set_roots(
       analysis::build_leak_tree(report->groups, analysis::TreeDirection::kTopDown));
 }
