@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include "viewer/model/flame_graph_layout.h"
+#include "viewer/model/marker_layout.h"
 #include "viewer/model/segment_map_geometry.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/time_axis.h"
@@ -170,6 +171,55 @@ class GeometryTest : public QObject {
     for (const TimelineColumn& column : fine) QCOMPARE(column.max_bytes[0], 64 * kMiB);
     QCOMPARE(microseconds.bucket_at(5999), std::size_t{5});
     QCOMPARE(microseconds.bucket_at(6000), std::size_t{6});
+  }
+
+  void markers_narrower_than_a_pixel_merge_into_one_band() {
+    // 10,000 iterations of 10 ns each over 100 pixels (1000 ns a pixel), a range around them
+    // all, and two marks on one pixel.
+    std::vector<TimelineMarker> markers;
+    TimelineMarker outer;
+    outer.name = "epoch";
+    outer.range = true;
+    outer.start_ns = 0;
+    outer.end_ns = 100'000;
+    markers.push_back(outer);
+    for (std::int64_t i = 0; i < 10'000; ++i) {
+      TimelineMarker iteration;
+      iteration.name = "iteration";
+      iteration.range = true;
+      iteration.depth = 1;
+      iteration.start_ns = i * 10;
+      iteration.end_ns = i * 10 + 10;
+      markers.push_back(iteration);
+    }
+    TimelineMarker mark;
+    mark.start_ns = mark.end_ns = 50'100;
+    markers.push_back(mark);
+    mark.start_ns = mark.end_ns = 50'200;
+    markers.push_back(mark);
+    std::stable_sort(markers.begin(), markers.end(),
+                     [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+
+    const MarkerLayout layout = lay_out_markers(markers, TimeAxis(0, 100'000, 100), 3);
+    QCOMPARE(layout.bands.size(), std::size_t{2});  // the epoch, and all iterations as one
+    QCOMPARE(layout.bands[0].row, 0);
+    QVERIFY(!layout.bands[0].merged);
+    QCOMPARE(layout.bands[0].to_x, 100.0);
+    QCOMPARE(layout.bands[1].row, 1);
+    QVERIFY(layout.bands[1].merged);
+    QCOMPARE(layout.bands[1].from_x, 0.0);
+    QCOMPARE(layout.bands[1].to_x, 100.0);
+    QCOMPARE(layout.marks.size(), std::size_t{1});  // one pixel, one line
+    QCOMPARE(layout.marks[0].x, 50.1);
+
+    // Zoomed in on 100 ns: ten iterations a pixel wide each, with their own bands.
+    TimeAxis zoomed(0, 100'000, 100);
+    zoomed.show(1000, 2000);
+    const MarkerLayout near = lay_out_markers(markers, zoomed, 3);
+    std::size_t iterations = 0;
+    for (const MarkerBand& band : near.bands) iterations += band.row == 1 && !band.merged;
+    QCOMPARE(iterations, std::size_t{100});  // 10 ns over 10 ns a pixel: 100 visible
+    QVERIFY(lay_out_markers(markers, zoomed, 1).bands.size() == 1);  // depth 1 left out
   }
 
   void flame_graph_boxes_are_shares_of_the_bytes() {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "viewer/model/frame_text.h"
+#include "viewer/model/marker_layout.h"
 #include "viewer/widgets/view_colors.h"
 
 namespace vramtrace::viewer {
@@ -169,23 +170,21 @@ void TimelineWidget::paint_markers(QPainter& painter, const QRect& plot) const {
   painter.save();
   painter.setClipRect(QRect(plot.left(), 0, plot.width(), height()));
   const QFontMetrics metrics = painter.fontMetrics();
-  for (const TimelineMarker& marker : overview_->markers) {
-    const double from = plot_x(marker.start_ns);
-    if (!marker.range) {
-      painter.setPen(QPen(marker_color(marker.color, 0).darker(150), 1, Qt::DotLine));
-      painter.drawLine(QPointF(from, 0), QPointF(from, plot.bottom()));
-      continue;
-    }
-    if (marker.depth >= kBandRows) continue;
-    const double to = plot_x(marker.end_ns);
-    if (to < plot.left() || from > plot.right()) continue;
-    const QRectF band(from, marker.depth * kBandHeight + 1, std::max(1.0, to - from),
-                      kBandHeight - 2);
-    painter.fillRect(band, marker_color(marker.color, marker.depth));
-    painter.setPen(palette().text().color());
-    const QString name = QString::fromStdString(marker.name);
-    if (band.width() > metrics.horizontalAdvance(name) + 4)
-      painter.drawText(band.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, name);
+  const MarkerLayout layout = lay_out_markers(overview_->markers, axis_, kBandRows);
+  for (const MarkerLine& mark : layout.marks) {
+    painter.setPen(QPen(marker_color(mark.marker->color, 0).darker(150), 1, Qt::DotLine));
+    const double x = plot.left() + mark.x;
+    painter.drawLine(QPointF(x, 0), QPointF(x, plot.bottom()));
+  }
+  painter.setPen(palette().text().color());
+  for (const MarkerBand& band : layout.bands) {
+    const QRectF area(plot.left() + band.from_x, band.row * kBandHeight + 1,
+                      band.to_x - band.from_x, kBandHeight - 2);
+    painter.fillRect(area, marker_color(band.marker->color, band.row));
+    if (band.merged || area.width() < 24) continue;  // no room for a name
+    const QString name = QString::fromStdString(band.marker->name);
+    if (area.width() > metrics.horizontalAdvance(name) + 4)
+      painter.drawText(area.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, name);
   }
   for (const OomFlag& oom : ooms_ ? *ooms_ : std::vector<OomFlag>{}) {
     const double x = plot_x(oom.time_ns);
