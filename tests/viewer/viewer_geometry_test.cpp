@@ -269,6 +269,21 @@ class GeometryTest : public QObject {
     QVERIFY(map.blocks()[3].state == BlockState::kCached);  // no live block in its segment
     QCOMPARE(map.block_at(QPointF(160, 10))->block, std::size_t{2});
     QCOMPARE(map.block_at(QPointF(150, 30)), nullptr);  // past the smaller segment's end
+
+    // A 512-byte tensor in a 1 GiB segment: far narrower than a pixel, yet found under the
+    // mouse before the free space around it.
+    analysis::Fragmentation huge;
+    analysis::SegmentLayout segment;
+    segment.address = 0;
+    segment.size = 1024 * kMiB;
+    segment.blocks = {{0, 512 * kMiB, std::nullopt, false},
+                      {512 * kMiB, 512, 512, true},
+                      {512 * kMiB + 512, 512 * kMiB - 512, std::nullopt, false}};
+    huge.segments = {segment};
+    const SegmentMapGeometry wide(huge, 200, 20, 5);
+    QVERIFY(wide.blocks()[1].rect.width() < 0.01);
+    QCOMPARE(wide.block_at(QPointF(100.5, 10))->block, std::size_t{1});
+    QCOMPARE(wide.block_at(QPointF(103, 10))->block, std::size_t{2});
   }
 };
 

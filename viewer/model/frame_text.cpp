@@ -1,5 +1,6 @@
 #include "viewer/model/frame_text.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "analysis/advice.h"
@@ -21,8 +22,10 @@ QString byte_text(std::uint64_t bytes) {
 
 QString time_text(std::int64_t ns, std::int64_t origin_ns) {
   const double seconds = static_cast<double>(ns - origin_ns) / 1e9;
-  if (seconds >= 1 || seconds <= -1) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 3);
-  return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', 3);
+  const double magnitude = std::abs(seconds);
+  if (magnitude >= 1) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 3);
+  if (magnitude >= 1e-3) return QStringLiteral("%1 ms").arg(seconds * 1e3, 0, 'f', 3);
+  return QStringLiteral("%1 us").arg(seconds * 1e6, 0, 'f', 3);
 }
 
 }  // namespace vramtrace::viewer

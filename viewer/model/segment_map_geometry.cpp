@@ -44,6 +44,12 @@ double SegmentMapGeometry::x_of(std::size_t segment, std::uint64_t address) cons
 }
 
 const BlockRect* SegmentMapGeometry::block_at(QPointF point) const {
+  for (const BlockRect& block : blocks_) {
+    if (block.state != BlockState::kUsed) continue;
+    QRectF drawn = block.rect;
+    drawn.setWidth(std::max(drawn.width(), kMinBlockWidth));
+    if (drawn.contains(point)) return &block;
+  }
   for (const BlockRect& block : blocks_)
     if (block.rect.contains(point)) return &block;
   return nullptr;

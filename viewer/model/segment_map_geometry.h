@@ -32,6 +32,10 @@ struct BlockRect {
 
 class SegmentMapGeometry {
  public:
+  // A block is drawn (and hit) at least this wide, so a tensor of 512 bytes in a 2 GiB segment
+  // is still there to see and to point at.
+  static constexpr double kMinBlockWidth = 2;
+
   SegmentMapGeometry() = default;
   SegmentMapGeometry(const analysis::Fragmentation& layout, double width, double row_height,
                      double row_gap);
@@ -43,7 +47,8 @@ class SegmentMapGeometry {
 
   // x of an address inside segment `segment`'s bar.
   double x_of(std::size_t segment, std::uint64_t address) const;
-  // The block under a point, if any.
+  // The block under a point, if any; a used block (at least kMinBlockWidth wide) before the free
+  // space around it.
   const BlockRect* block_at(QPointF point) const;
 
  private:

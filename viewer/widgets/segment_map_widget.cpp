@@ -68,18 +68,25 @@ void SegmentMapWidget::paintEvent(QPaintEvent*) {
                          .arg(byte_text(segments[s].size))
                          .arg(segments[s].expandable ? QStringLiteral(" (exp.)") : QString()));
   }
-  for (const BlockRect& block : geometry_.blocks()) {
-    QRectF area = block.rect;
-    if (area.width() < 1) area.setWidth(1);  // every block stays visible
-    painter.fillRect(area, block_color(block.state));
-    if (block.requested_width) {
-      // The rounding is what the lighter rest of the block shows.
-      painter.fillRect(QRectF(area.left(), area.top() + area.height() / 3,
-                              std::max(1.0, *block.requested_width), area.height() / 3),
-                       requested_color());
+  // Used blocks last, so that a tensor narrower than a pixel is never covered by the free
+  // space around it; edges only between blocks wide enough to show one.
+  for (const bool used : {false, true}) {
+    for (const BlockRect& block : geometry_.blocks()) {
+      if ((block.state == BlockState::kUsed) != used) continue;
+      QRectF area = block.rect;
+      area.setWidth(std::max(area.width(), SegmentMapGeometry::kMinBlockWidth));
+      painter.fillRect(area, block_color(block.state));
+      if (block.requested_width) {
+        // The rounding is what the lighter rest of the block shows.
+        painter.fillRect(QRectF(area.left(), area.top() + area.height() / 3,
+                                std::max(1.0, *block.requested_width), area.height() / 3),
+                         requested_color());
+      }
+      if (area.width() >= 4) {
+        painter.setPen(QPen(palette().base().color(), 0));
+        painter.drawLine(area.topLeft(), area.bottomLeft());
+      }
     }
-    painter.setPen(QPen(palette().base().color(), 0));
-    painter.drawLine(area.topLeft(), area.bottomLeft());
   }
   painter.setPen(palette().text().color());
   for (const QRectF& bar : geometry_.bars()) painter.drawRect(bar);

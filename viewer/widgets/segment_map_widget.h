@@ -15,7 +15,7 @@ class SegmentMapWidget : public QWidget {
   Q_OBJECT
 
  public:
-  static constexpr int kRowHeight = 22, kRowGap = 6, kLabelWidth = 150;
+  static constexpr int kRowHeight = 22, kRowGap = 6, kLabelWidth = 200;
 
   explicit SegmentMapWidget(QWidget* parent = nullptr);
 
