@@ -42,6 +42,23 @@ struct FragmentationAnswer {
   QString problem;
 };
 
+// A worker's result, or what went wrong on the way.
+template <typename Result>
+struct Answer {
+  std::shared_ptr<Result> value;
+  QString error;
+};
+
+template <typename Result, typename Work>
+Answer<Result> answer_of(const Work& work) {
+  try {
+    return {work(), {}};
+  } catch (const std::exception& error) {
+    // A trace damaged past its first pages, or removed while open (storage::TraceError).
+    return {nullptr, QString::fromStdString(error.what())};
+  }
+}
+
 QString signature_of(const QString& path) {
   QString signature;
   for (const QString& file : {path, path + QStringLiteral("-wal")}) {
@@ -59,6 +76,7 @@ QString signature_of(const QString& path) {
 TraceController::TraceController(QObject* parent) : QObject(parent) {
   // One thread: a trace's SQLite connections are used by one thread at a time.
   worker_.setMaxThreadCount(1);
+  aside_.setMaxThreadCount(1);
   poll_.setInterval(1000);
   connect(&poll_, &QTimer::timeout, this, &TraceController::poll);
 }
@@ -66,35 +84,54 @@ TraceController::TraceController(QObject* parent) : QObject(parent) {
 TraceController::~TraceController() {
   ++generation_;  // answers still queued are dropped
   worker_.waitForDone();
+  aside_.waitForDone();
+}
+
+template <typename Result, typename Answer>
+void TraceController::deliver(QFuture<Answer> future,
+                              std::function<void(std::shared_ptr<Result>)> done,
+                              std::function<void()> settled) {
+  const std::uint64_t generation = generation_;
+  auto* watcher = new QFutureWatcher<Answer>(this);
+  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, done, settled] {
+    const Answer answer = watcher->result();
+    watcher->deleteLater();
+    if (generation != generation_) return;
+    if (answer.error.isEmpty())
+      done(answer.value);
+    else
+      emit query_failed(answer.error);
+    if (settled) settled();
+  });
+  watcher->setFuture(future);
 }
 
 template <typename Result>
 void TraceController::run(std::function<std::shared_ptr<Result>(TraceSession&)> work,
-                          std::function<void(std::shared_ptr<Result>)> done) {
-  struct Answer {
-    std::shared_ptr<Result> value;
-    QString error;
-  };
-  const std::uint64_t generation = generation_;
-  auto* watcher = new QFutureWatcher<Answer>(this);
-  connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation, done] {
-    const Answer answer = watcher->result();
-    watcher->deleteLater();
-    if (generation != generation_) return;
-    if (!answer.error.isEmpty()) {
-      emit query_failed(answer.error);
-      return;
-    }
-    done(answer.value);
-  });
-  watcher->setFuture(QtConcurrent::run(&worker_, [session = session_, work]() -> Answer {
-    try {
-      return {work(*session), {}};
-    } catch (const std::exception& error) {
-      // A trace damaged past its first pages, or removed while open (storage::TraceError).
-      return {nullptr, QString::fromStdString(error.what())};
-    }
-  }));
+                          std::function<void(std::shared_ptr<Result>)> done,
+                          std::function<void()> settled) {
+  deliver<Result>(QtConcurrent::run(&worker_,
+                                    [session = session_, work] {
+                                      return answer_of<Result>([&] { return work(*session); });
+                                    }),
+                  done, settled);
+}
+
+template <typename Result>
+void TraceController::run_aside(
+    std::function<std::shared_ptr<Result>(const storage::TraceReader&)> work,
+    std::function<void(std::shared_ptr<Result>)> done, std::function<void()> settled) {
+  deliver<Result>(QtConcurrent::run(&aside_,
+                                    [path = path_.toStdString(), work] {
+                                      return answer_of<Result>([&] {
+                                        storage::OpenFailure failure;
+                                        const auto reader =
+                                            storage::TraceReader::open(path, &failure);
+                                        if (!reader) throw storage::TraceError(failure.message);
+                                        return work(*reader);
+                                      });
+                                    }),
+                  done, settled);
 }
 
 void TraceController::report_progress(int done, const QString& stage) {
@@ -110,6 +147,7 @@ void TraceController::open(const QString& path) {
   tree_subject_ = TreeSubject::kLeaks;
   hover_pending_.reset();
   hover_running_ = reloading_ = false;
+  pending_.clear();
   overview_.reset();
   leaks_.reset();
   leaks_at_end_.reset();
@@ -145,35 +183,65 @@ void TraceController::open(const QString& path) {
         }
         overview_ = opened->overview;
         map_upid_ = overview_->map_upid;
-        report_progress(3, tr("Finding the leaks"));
         emit overview_ready();
         load_rest();
       });
 }
 
 void TraceController::load_rest() {
-  request_leaks();
+  pending_ = {Stage::kLeaks, Stage::kMap, Stage::kOoms, Stage::kSummary};
+  report_progress(3, tr("Finding the leaks, the map, the OOMs, the summary"));
+  request_leaks([this] { finish_stage(Stage::kLeaks); });
   if (map_upid_) {
     analysis::MomentSpec peak;
     peak.kind = analysis::MomentSpec::Kind::kPeak;
     peak.text = "peak";
-    show_fragmentation_at(peak);
+    map_at(peak, [this] { finish_stage(Stage::kMap); });
+  } else {
+    finish_stage(Stage::kMap);
   }
-  request_ooms();
-  run<analysis::Summary>(
-      [](TraceSession& session) {
-        return std::make_shared<analysis::Summary>(analysis::build_summary(*session.reader));
+  request_ooms([this] { finish_stage(Stage::kOoms); });
+  run_aside<analysis::Summary>(
+      [](const storage::TraceReader& trace) {
+        return std::make_shared<analysis::Summary>(analysis::build_summary(trace));
       },
       [this](std::shared_ptr<analysis::Summary> summary) {
         summary_ = std::move(summary);
-        report_progress(kStages, tr("Loaded"));
         emit summary_ready();
-        emit loaded();
-        if (!overview_->complete) poll_.start();
-      });
+      },
+      [this] { finish_stage(Stage::kSummary); });
 }
 
-void TraceController::request_leaks() {
+void TraceController::finish_stage(Stage stage) {
+  if (pending_.erase(stage) == 0) return;
+  QStringList left;
+  for (const Stage still : pending_) {
+    switch (still) {
+      case Stage::kLeaks:
+        left << tr("the leaks");
+        break;
+      case Stage::kMap:
+        left << tr("the map");
+        break;
+      case Stage::kOoms:
+        left << tr("the OOMs (reads every allocation)");
+        break;
+      case Stage::kSummary:
+        left << tr("the summary (reads every event)");
+        break;
+    }
+  }
+  const int done = kStages - static_cast<int>(pending_.size());
+  if (!left.isEmpty()) {
+    report_progress(done, tr("Finding %1").arg(left.join(QStringLiteral(", "))));
+    return;
+  }
+  report_progress(kStages, tr("Loaded"));
+  emit loaded();
+  if (!overview_->complete) poll_.start();
+}
+
+void TraceController::request_leaks(std::function<void()> settled) {
   const std::uint64_t asked = ++leaks_asked_;
   const std::optional<TimeRange> range = range_;
   const TreeSubject subject = tree_subject_;
@@ -186,24 +254,22 @@ void TraceController::request_leaks() {
       [this, asked, range, subject](std::shared_ptr<analysis::LeakReport> report) {
         if (asked != leaks_asked_) return;
         leaks_ = report;
-        if (!range && subject == TreeSubject::kLeaks) {
-          leaks_at_end_ = report;
-          if (!summary_)
-            report_progress(4, tr("Finding OOMs and summarizing (both read every allocation)"));
-        }
+        if (!range && subject == TreeSubject::kLeaks) leaks_at_end_ = report;
         emit leaks_ready();
-      });
+      },
+      settled);
 }
 
-void TraceController::request_ooms() {
-  run<std::vector<OomFlag>>(
-      [](TraceSession& session) {
-        return std::make_shared<std::vector<OomFlag>>(find_oom_flags(*session.reader));
+void TraceController::request_ooms(std::function<void()> settled) {
+  run_aside<std::vector<OomFlag>>(
+      [](const storage::TraceReader& trace) {
+        return std::make_shared<std::vector<OomFlag>>(find_oom_flags(trace));
       },
       [this](std::shared_ptr<std::vector<OomFlag>> ooms) {
         ooms_ = std::move(ooms);
         emit ooms_ready();
-      });
+      },
+      settled);
 }
 
 void TraceController::select_range(std::optional<TimeRange> range) {
@@ -221,6 +287,10 @@ void TraceController::set_tree_subject(TreeSubject subject) {
 }
 
 void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) {
+  map_at(moment, {});
+}
+
+void TraceController::map_at(const analysis::MomentSpec& moment, std::function<void()> settled) {
   if (!overview_ || !map_upid_) {
     emit fragmentation_failed(tr("No device memory was ever in use: there is nothing to map."));
     return;
@@ -247,7 +317,8 @@ void TraceController::show_fragmentation_at(const analysis::MomentSpec& moment) 
         }
         fragmentation_ = answer->report;
         emit fragmentation_ready();
-      });
+      },
+      settled);
 }
 
 void TraceController::set_map_process(std::int64_t upid) {

@@ -3,15 +3,18 @@
 // fragmentation map at the peak, the OOM flags, and the summary, which sweeps every event),
 // reports progress, and
 // answers the views' questions (a range's leaks, the map at a moment, what was live under the
-// mouse) on the same single worker thread, since a trace's SQLite connections serve one thread
-// at a time. Results are immutable values behind shared pointers; a signal says one is ready.
-// An answer to a question that a newer one replaced is dropped.
+// mouse) on one worker thread, since a trace's SQLite connections serve one thread at a time.
+// The two stages that read every allocation (the OOM flags, the summary: a minute on ten
+// million allocations) run aside, on a second thread with a reader of their own, so that the
+// views' questions never wait behind them. Results are immutable values behind shared pointers; a
+// signal says one is ready. An answer to a question that a newer one replaced is dropped.
 //
 // Live mode: a trace that is not complete (`vramtrace run` still writes it) is polled; when the
 // file or its WAL changes, the session is opened again and the timeline, the leaks and the map
 // follow. Polling stops when the trace is complete.
 #pragma once
 
+#include <QFuture>
 #include <QObject>
 #include <QString>
 #include <QThreadPool>
@@ -19,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "viewer/model/trace_queries.h"
@@ -30,7 +34,9 @@ class TraceController : public QObject {
   Q_OBJECT
 
  public:
-  static constexpr int kStages = 5;
+  // Opening, the time index, the timeline (the first picture), then the leaks, the map at the
+  // peak, the OOM flags and the summary, which end in any order.
+  static constexpr int kStages = 7;
 
   explicit TraceController(QObject* parent = nullptr);
   ~TraceController() override;
@@ -74,23 +80,36 @@ class TraceController : public QObject {
   void ooms_ready();
   void summary_ready();
   void live_at_ready();
-  void loaded();  // every stage of open() is done
+  void loaded();  // every stage of open() is done (or failed: query_failed says so)
   void query_failed(const QString& message);
 
  private:
   // Runs `work(session)` on the worker and `done(result)` back on this thread, unless the
   // trace was opened again meanwhile. `work` returns a shared_ptr, or throws.
+  // `settled` is called after `done`, or after query_failed when `work` threw.
   template <typename Result>
   void run(std::function<std::shared_ptr<Result>(TraceSession&)> work,
-           std::function<void(std::shared_ptr<Result>)> done);
+           std::function<void(std::shared_ptr<Result>)> done, std::function<void()> settled = {});
+  // The same on the second thread, with a reader of the trace opened for `work` alone.
+  template <typename Result>
+  void run_aside(std::function<std::shared_ptr<Result>(const storage::TraceReader&)> work,
+                 std::function<void(std::shared_ptr<Result>)> done,
+                 std::function<void()> settled = {});
+  // Calls done(result) here when `future` ends, unless the trace was opened again meanwhile.
+  template <typename Result, typename Answer>
+  void deliver(QFuture<Answer> future, std::function<void(std::shared_ptr<Result>)> done,
+               std::function<void()> settled);
+  enum class Stage { kLeaks, kMap, kOoms, kSummary };  // the stages after the first picture
+  void finish_stage(Stage stage);
   void report_progress(int done, const QString& stage);
-  void request_leaks();
-  void request_ooms();
+  void request_leaks(std::function<void()> settled = {});
+  void request_ooms(std::function<void()> settled = {});
+  void map_at(const analysis::MomentSpec& moment, std::function<void()> settled);
   void load_rest();
   void poll();
   void reload();
 
-  QThreadPool worker_;
+  QThreadPool worker_, aside_;
   QTimer poll_;
   QString path_;
   std::shared_ptr<TraceSession> session_;
@@ -101,6 +120,7 @@ class TraceController : public QObject {
   TreeSubject tree_subject_ = TreeSubject::kLeaks;
   std::optional<std::int64_t> hover_pending_;
   bool hover_running_ = false, reloading_ = false;
+  std::set<Stage> pending_;
   QString file_signature_;
 
   std::shared_ptr<const TraceOverview> overview_;
