@@ -214,23 +214,12 @@ void TraceController::load_rest() {
 
 void TraceController::finish_stage(Stage stage) {
   if (pending_.erase(stage) == 0) return;
+  // In Stage's order.
+  static const char* const kStageNames[] = {QT_TR_NOOP("the leaks"), QT_TR_NOOP("the map"),
+                                            QT_TR_NOOP("the OOMs (reads every allocation)"),
+                                            QT_TR_NOOP("the summary (reads every event)")};
   QStringList left;
-  for (const Stage still : pending_) {
-    switch (still) {
-      case Stage::kLeaks:
-        left << tr("the leaks");
-        break;
-      case Stage::kMap:
-        left << tr("the map");
-        break;
-      case Stage::kOoms:
-        left << tr("the OOMs (reads every allocation)");
-        break;
-      case Stage::kSummary:
-        left << tr("the summary (reads every event)");
-        break;
-    }
-  }
+  for (const Stage still : pending_) left << tr(kStageNames[static_cast<int>(still)]);
   const int done = kStages - static_cast<int>(pending_.size());
   if (!left.isEmpty()) {
     report_progress(done, tr("Finding %1").arg(left.join(QStringLiteral(", "))));
