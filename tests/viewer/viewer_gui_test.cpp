@@ -8,6 +8,7 @@
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSaveFile>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QTabWidget>
@@ -57,9 +58,9 @@ void drag(QWidget* widget, QPoint from, QPoint to, Qt::KeyboardModifiers modifie
 
 bool save_screenshot(QWidget* widget, const QString& name) {
   QDir().mkpath(QStringLiteral(VRAMTRACE_SCREENSHOT_DIR));
-  const QString path = QStringLiteral(VRAMTRACE_SCREENSHOT_DIR "/%1.png").arg(name);
-  QFile::remove(path);
-  return widget->grab().save(path) && QFileInfo(path).size() > 0;
+  // Written aside and renamed, so that a reader never sees half a picture.
+  QSaveFile file(QStringLiteral(VRAMTRACE_SCREENSHOT_DIR "/%1.png").arg(name));
+  return file.open(QIODevice::WriteOnly) && widget->grab().save(&file, "PNG") && file.commit();
 }
 
 }  // namespace

@@ -318,9 +318,12 @@ class ModelTest : public QObject {
     QCOMPARE(controller.leaks()->total_bytes, 3 * kMiB);
     QCOMPARE(controller.overview()->timeline.end_ns, testing::ns_of_seq(2));
 
+    QSignalSpy summary(&controller, &TraceController::summary_ready);
     QVERIFY(writer->finish(&error));
     QTRY_VERIFY_WITH_TIMEOUT(!controller.live(), 10000);  // complete: polling stops
     QVERIFY(controller.overview()->complete);
+    QTRY_VERIFY_WITH_TIMEOUT(controller.summary()->trace_complete, 10000);  // it follows too
+    QVERIFY(summary.count() >= 1);
   }
 
   void a_trace_without_allocations_loads_with_nothing_to_map() {

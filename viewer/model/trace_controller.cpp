@@ -146,7 +146,7 @@ void TraceController::open(const QString& path) {
   map_upid_.reset();
   tree_subject_ = TreeSubject::kLeaks;
   hover_pending_.reset();
-  hover_running_ = reloading_ = false;
+  hover_running_ = reloading_ = summary_running_ = summary_stale_ = false;
   pending_.clear();
   overview_.reset();
   leaks_.reset();
@@ -201,6 +201,11 @@ void TraceController::load_rest() {
     finish_stage(Stage::kMap);
   }
   request_ooms([this] { finish_stage(Stage::kOoms); });
+  request_summary([this] { finish_stage(Stage::kSummary); });
+}
+
+void TraceController::request_summary(std::function<void()> settled) {
+  summary_running_ = true;
   run_aside<analysis::Summary>(
       [](const storage::TraceReader& trace) {
         return std::make_shared<analysis::Summary>(analysis::build_summary(trace));
@@ -209,7 +214,14 @@ void TraceController::load_rest() {
         summary_ = std::move(summary);
         emit summary_ready();
       },
-      [this] { finish_stage(Stage::kSummary); });
+      [this, settled] {
+        summary_running_ = false;
+        if (settled) settled();
+        if (summary_stale_) {
+          summary_stale_ = false;
+          request_summary({});
+        }
+      });
 }
 
 void TraceController::finish_stage(Stage stage) {
@@ -329,15 +341,16 @@ void TraceController::ask_live_at(std::int64_t ns) {
             live_at(*session.reader, *session.index, ns, 5));
       },
       [this, ns](std::shared_ptr<std::vector<analysis::LeakGroup>> groups) {
-        hover_running_ = false;
         live_at_ns_ = ns;
         live_groups_ = std::move(groups);
         emit live_at_ready();
-        if (hover_pending_) {
-          const std::int64_t next = *hover_pending_;
-          hover_pending_.reset();
-          ask_live_at(next);
-        }
+      },
+      [this] {
+        hover_running_ = false;
+        if (!hover_pending_) return;
+        const std::int64_t next = *hover_pending_;
+        hover_pending_.reset();
+        ask_live_at(next);
       });
 }
 
@@ -361,7 +374,6 @@ void TraceController::reload() {
         return open_with_overview(path, fresh.get(), [](int, const QString&) {});
       },
       [this, fresh](std::shared_ptr<Opened> opened) {
-        reloading_ = false;
         if (opened->failure) {
           emit query_failed(QString::fromStdString(opened->failure->message));
           return;
@@ -373,8 +385,14 @@ void TraceController::reload() {
         if (!map_upid_) map_upid_ = overview_->map_upid;  // the trace had no memory before
         if (map_upid_) show_fragmentation_at(fragmentation_moment_);
         request_ooms();
+        // One summary at a time; one that started before this reload is run again after it.
+        if (summary_running_)
+          summary_stale_ = true;
+        else
+          request_summary({});
         if (overview_->complete) poll_.stop();
-      });
+      },
+      [this] { reloading_ = false; });
 }
 
 }  // namespace vramtrace::viewer

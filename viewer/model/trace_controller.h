@@ -10,8 +10,9 @@
 // signal says one is ready. An answer to a question that a newer one replaced is dropped.
 //
 // Live mode: a trace that is not complete (`vramtrace run` still writes it) is polled; when the
-// file or its WAL changes, the session is opened again and the timeline, the leaks and the map
-// follow. Polling stops when the trace is complete.
+// file or its WAL changes, the session is opened again and the timeline, the leaks, the map and
+// the OOM flags follow, and the summary when the last one is done. Polling stops when the trace
+// is complete.
 #pragma once
 
 #include <QFuture>
@@ -104,6 +105,7 @@ class TraceController : public QObject {
   void report_progress(int done, const QString& stage);
   void request_leaks(std::function<void()> settled = {});
   void request_ooms(std::function<void()> settled = {});
+  void request_summary(std::function<void()> settled);
   void map_at(const analysis::MomentSpec& moment, std::function<void()> settled);
   void load_rest();
   void poll();
@@ -119,7 +121,7 @@ class TraceController : public QObject {
   std::optional<std::int64_t> map_upid_;
   TreeSubject tree_subject_ = TreeSubject::kLeaks;
   std::optional<std::int64_t> hover_pending_;
-  bool hover_running_ = false, reloading_ = false;
+  bool hover_running_ = false, reloading_ = false, summary_running_ = false, summary_stale_ = false;
   std::set<Stage> pending_;
   QString file_signature_;
 
