@@ -225,6 +225,18 @@ class ModelTest : public QObject {
     QVERIFY(map.wait(10000));
     QCOMPARE(controller.fragmentation()->at.pid, testing::kRawPid);
     QCOMPARE(*controller.map_process(), std::int64_t{2});
+    QVERIFY(controller.overview()->processes[1].devices == std::vector<int>{1});
+
+    // One device: `frag --device`. Upid 1 has device 0 only; device 1 of it maps nothing.
+    controller.set_map_process(1);
+    QVERIFY(map.wait(10000));
+    QCOMPARE(controller.fragmentation()->layout.segments.size(), std::size_t{1});  // S1
+    controller.set_map_device(1);
+    QVERIFY(map.wait(10000));
+    QVERIFY(controller.fragmentation()->layout.segments.empty());
+    controller.set_map_device(0);
+    QVERIFY(map.wait(10000));
+    QCOMPARE(controller.fragmentation()->layout.segments.size(), std::size_t{1});
   }
 
   void hovering_asks_what_was_live_then() {

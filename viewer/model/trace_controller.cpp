@@ -144,6 +144,7 @@ void TraceController::open(const QString& path) {
   path_ = path;
   range_.reset();
   map_upid_.reset();
+  map_device_.reset();
   tree_subject_ = TreeSubject::kLeaks;
   hover_pending_.reset();
   hover_running_ = reloading_ = summary_running_ = summary_stale_ = false;
@@ -299,12 +300,13 @@ void TraceController::map_at(const analysis::MomentSpec& moment, std::function<v
   fragmentation_moment_ = moment;
   const std::uint64_t asked = ++fragmentation_asked_;
   const std::int64_t upid = *map_upid_;
+  const std::optional<int> device = map_device_;
   run<FragmentationAnswer>(
-      [moment, upid](TraceSession& session) {
+      [moment, upid, device](TraceSession& session) {
         auto answer = std::make_shared<FragmentationAnswer>();
         try {
           answer->report = std::make_shared<analysis::FragmentationReport>(
-              fragmentation_at(*session.reader, *session.index, moment, upid));
+              fragmentation_at(*session.reader, *session.index, moment, upid, device));
         } catch (const analysis::BadMoment& bad) {
           answer->problem = QString::fromStdString(bad.what());
         }
@@ -325,6 +327,13 @@ void TraceController::map_at(const analysis::MomentSpec& moment, std::function<v
 void TraceController::set_map_process(std::int64_t upid) {
   if (!overview_) return;
   map_upid_ = upid;
+  map_device_.reset();
+  show_fragmentation_at(fragmentation_moment_);
+}
+
+void TraceController::set_map_device(std::optional<int> device) {
+  if (!overview_) return;
+  map_device_ = device;
   show_fragmentation_at(fragmentation_moment_);
 }
 

@@ -48,9 +48,13 @@ class TraceController : public QObject {
   void select_range(std::optional<TimeRange> range);
   void set_tree_subject(TreeSubject subject);
   void show_fragmentation_at(const analysis::MomentSpec& moment);
-  // Maps another process (at the moment the map shows); kept when live mode reloads.
+  // Maps another process (at the moment the map shows, all its devices); kept when live mode
+  // reloads.
   void set_map_process(std::int64_t upid);
   std::optional<std::int64_t> map_process() const { return map_upid_; }
+  // Maps one device of the process (unset: all).
+  void set_map_device(std::optional<int> device);
+  std::optional<int> map_device() const { return map_device_; }
   void ask_live_at(std::int64_t ns);
   void set_poll_interval(int milliseconds);
 
@@ -119,6 +123,7 @@ class TraceController : public QObject {
   std::uint64_t leaks_asked_ = 0, fragmentation_asked_ = 0;
   std::optional<TimeRange> range_;
   std::optional<std::int64_t> map_upid_;
+  std::optional<int> map_device_;
   TreeSubject tree_subject_ = TreeSubject::kLeaks;
   std::optional<std::int64_t> hover_pending_;
   bool hover_running_ = false, reloading_ = false, summary_running_ = false, summary_stale_ = false;

@@ -45,9 +45,16 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
       [](const TimelineMarker& a, const TimelineMarker& b) { return a.start_ns < b.start_ns; });
 
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
-  for (const storage::ProcessRecord& process : trace.processes())
-    overview.processes.push_back(
-        {process.start.upid, process.start.pid, with_allocator.contains(process.start.upid)});
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    MapProcess& added = overview.processes.emplace_back();
+    added.upid = process.start.upid;
+    added.pid = process.start.pid;
+    added.allocator_events = with_allocator.contains(process.start.upid);
+    std::set<int> devices;
+    for (const analysis::TimelineSeries& series : overview.timeline.series)
+      if (series.upid == added.upid) devices.insert(series.device);
+    added.devices.assign(devices.begin(), devices.end());
+  }
 
   // analysis's own choice for `frag --at peak` without --pid.
   try {
@@ -112,8 +119,9 @@ std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,
 analysis::FragmentationReport fragmentation_at(const storage::TraceReader& trace,
                                                const storage::TimeIndex& index,
                                                const analysis::MomentSpec& moment,
-                                               std::int64_t upid) {
-  return analysis::build_fragmentation_report(trace, index, moment, std::set<std::int64_t>{upid});
+                                               std::int64_t upid, std::optional<int> device) {
+  return analysis::build_fragmentation_report(trace, index, moment, std::set<std::int64_t>{upid},
+                                              device);
 }
 
 }  // namespace vramtrace::viewer

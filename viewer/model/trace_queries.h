@@ -55,6 +55,7 @@ struct MapProcess {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
   bool allocator_events = false;  // else its map has no segments, only raw allocations
+  std::vector<int> devices;       // that its timeline has series of, ascending
 };
 
 // What the first picture needs: cheap on any trace, since the timeline reads the time index's
@@ -94,11 +95,13 @@ std::vector<analysis::LeakGroup> live_at(const storage::TraceReader& trace,
                                          const storage::TimeIndex& index, std::int64_t ns,
                                          std::size_t top);
 
-// One process's segments at a moment (analysis::BadMoment when it has no such moment).
+// One process's segments at a moment (analysis::BadMoment when it has no such moment), of one
+// device or (unset) all of them: `frag --at MOMENT --pid P [--device D]`.
 analysis::FragmentationReport fragmentation_at(const storage::TraceReader& trace,
                                                const storage::TimeIndex& index,
                                                const analysis::MomentSpec& moment,
-                                               std::int64_t upid);
+                                               std::int64_t upid,
+                                               std::optional<int> device = std::nullopt);
 
 // A moment at a time, as `--at NS` gives it.
 analysis::MomentSpec moment_at(std::int64_t ns);

@@ -38,6 +38,7 @@ QString legend_html() {
 FragmentationView::FragmentationView(QWidget* parent)
     : QWidget(parent),
       process_box_(new QComboBox(this)),
+      device_box_(new QComboBox(this)),
       slider_(new QSlider(Qt::Horizontal, this)),
       slider_settle_(new QTimer(this)),
       peak_button_(new QPushButton(tr("Peak"), this)),
@@ -47,6 +48,11 @@ FragmentationView::FragmentationView(QWidget* parent)
       numbers_view_(new QTreeView(this)) {
   connect(process_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
     if (index >= 0) emit process_chosen(process_box_->itemData(index).toLongLong());
+  });
+  connect(device_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
+    if (index < 0) return;
+    const QVariant device = device_box_->itemData(index);
+    emit device_chosen(device.isValid() ? std::optional<int>(device.toInt()) : std::nullopt);
   });
   slider_->setRange(0, kSliderSteps);
   slider_->setEnabled(false);
@@ -82,6 +88,7 @@ FragmentationView::FragmentationView(QWidget* parent)
 
   auto* controls = new QHBoxLayout;
   controls->addWidget(process_box_);
+  controls->addWidget(device_box_);
   controls->addWidget(new QLabel(tr("Time:"), this));
   controls->addWidget(slider_, 1);
   controls->addWidget(peak_button_);
@@ -139,6 +146,14 @@ void FragmentationView::set_process(std::optional<std::int64_t> upid) {
   bool oom_in_process = false;
   for (const OomFlag& oom : ooms_) oom_in_process |= upid && oom.upid == *upid;
   oom_button_->setEnabled(oom_in_process);
+  const QSignalBlocker quiet(device_box_);
+  device_box_->clear();
+  device_box_->addItem(tr("all devices"));
+  if (overview_ && upid)
+    for (const MapProcess& process : overview_->processes)
+      if (process.upid == *upid)
+        for (const int device : process.devices)
+          device_box_->addItem(tr("device %1").arg(device), device);
 }
 
 std::int64_t FragmentationView::slider_time(int value) const {

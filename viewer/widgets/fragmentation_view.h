@@ -33,7 +33,7 @@ class FragmentationView : public QWidget {
   void set_overview(std::shared_ptr<const TraceOverview> overview);
   // The first OOM becomes a jump target when the mapped process has one.
   void set_ooms(const std::vector<OomFlag>& ooms);
-  // The process mapped now (its OOMs make the OOM button).
+  // The process mapped now (its OOMs make the OOM button, its devices the device box).
   void set_process(std::optional<std::int64_t> upid);
   void set_report(std::shared_ptr<const analysis::FragmentationReport> report);
   void set_problem(const QString& message);
@@ -46,6 +46,7 @@ class FragmentationView : public QWidget {
  signals:
   void moment_requested(const vramtrace::analysis::MomentSpec& moment);
   void process_chosen(qint64 upid);
+  void device_chosen(std::optional<int> device);
   void time_shown(qint64 ns);  // the moment now mapped, for the timeline's cursor
 
  private:
@@ -57,6 +58,7 @@ class FragmentationView : public QWidget {
   std::vector<OomFlag> ooms_;
   std::optional<std::int64_t> upid_;
   QComboBox* process_box_;
+  QComboBox* device_box_;
   QSlider* slider_;
   QTimer* slider_settle_;
   QPushButton* peak_button_;

@@ -133,6 +133,8 @@ MainWindow::MainWindow(QWidget* parent)
     controller_.set_map_process(upid);
     fragmentation_->set_process(upid);
   });
+  connect(fragmentation_, &FragmentationView::device_chosen, this,
+          [this](std::optional<int> device) { controller_.set_map_device(device); });
   connect(fragmentation_, &FragmentationView::time_shown, this,
           [this](qint64 ns) { timeline_->set_cursor(ns); });
   resize(1200, 820);
