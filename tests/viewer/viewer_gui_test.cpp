@@ -188,7 +188,14 @@ class GuiTest : public QObject {
                Qt::NoButton);
     QVERIFY(live.wait(10000));
     QVERIFY(!window_->controller().live_groups()->empty());
-    window_->tabs()->setCurrentIndex(3);
+    window_->tabs()->setCurrentIndex(3);  // the layout may move; the box stays on its time
+    const QStringList box = timeline->hover_text();
+    QVERIFY2(box.contains(QStringLiteral("live then, largest callsites:")),
+             qPrintable(box.join('|')));
+    // After event 8 (upid 1) and R3 of upid 2: init_workspace's 8 MiB first.
+    QVERIFY2(box.contains(QStringLiteral("  8.0 MiB  init_workspace (lib.cu:3)")),
+             qPrintable(box.join('|')));
+    QVERIFY2(box.contains(QStringLiteral("total: 14.0 MiB")), qPrintable(box.join('|')));
     QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_summary_and_hover")));
   }
 

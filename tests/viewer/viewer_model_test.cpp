@@ -117,8 +117,13 @@ class ModelTest : public QObject {
                                             QAbstractItemModelTester::FailureReportingMode::QtTest);
     const analysis::LeakReport leaks = analysis::build_leak_report(*trace.reader);
     fill_summary_model(allocator_.string(), analysis::build_summary(*trace.reader), leaks,
-                       &summary);
+                       at_seq(1), &summary);
     QCOMPARE(value_of(summary, QStringLiteral("Processes")), QStringLiteral("2"));
+    // Peaks read on the timeline's axis: upid 1's device peak at event 7, 6 ms after event 1.
+    const QStandardItem* peaks =
+        summary.findItems(QStringLiteral("Peaks of device memory")).front();
+    QCOMPARE(peaks->child(0, 0)->text(), QStringLiteral("pid 5000, device 0"));
+    QCOMPARE(peaks->child(0, 1)->text(), QStringLiteral("6.0 MiB at 6.000 ms"));
     QCOMPARE(value_of(summary, QStringLiteral("Leaks (block level)")),
              QStringLiteral("11.2 MiB in 5 allocations"));
 
@@ -367,7 +372,7 @@ class ModelTest : public QObject {
     QStandardItemModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     fill_summary_model(allocator_.string(), analysis::build_summary(*trace.reader),
-                       analysis::build_leak_report(*trace.reader), &model);
+                       analysis::build_leak_report(*trace.reader), at_seq(1), &model);
     const int sections = model.rowCount();
     const StackedTimeline timeline(
         analysis::build_timeline(*trace.reader, *trace.index, analysis::kMaxTimelineBuckets,
@@ -396,7 +401,7 @@ class ModelTest : public QObject {
     summary.advice = {advice};
     QStandardItemModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
-    fill_summary_model("t.db", summary, analysis::LeakReport{}, &model);
+    fill_summary_model("t.db", summary, analysis::LeakReport{}, 0, &model);
     const QList<QStandardItem*> found = model.findItems(QStringLiteral("Advice"));
     QCOMPARE(found.size(), 1);
     QStandardItem* rule = found.front()->child(0, 0);

@@ -21,6 +21,7 @@ QString byte_text(std::uint64_t bytes) {
 }
 
 QString time_text(std::int64_t ns, std::int64_t origin_ns) {
+  if (ns == origin_ns) return QStringLiteral("0");
   const double seconds = static_cast<double>(ns - origin_ns) / 1e9;
   const double magnitude = std::abs(seconds);
   if (magnitude >= 1) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 3);

@@ -46,7 +46,8 @@ void add_peaks(QStandardItemModel* model, const QString& title,
 }  // namespace
 
 void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
-                        const analysis::LeakReport& leaks, QStandardItemModel* model) {
+                        const analysis::LeakReport& leaks, std::int64_t origin_ns,
+                        QStandardItemModel* model) {
   start(model);
   QStandardItem* trace = add_row(model, nullptr, QObject::tr("Trace"), text(trace_path));
   add_row(model, trace, QObject::tr("Complete"),
@@ -86,10 +87,9 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
       add_row(model, row, QObject::tr("Failed"), QString::number(kind.failed_allocations));
   }
 
-  add_peaks(model, QObject::tr("Peaks of device memory"), summary.peaks, summary.start_ns);
+  add_peaks(model, QObject::tr("Peaks of device memory"), summary.peaks, origin_ns);
   if (!summary.block_peaks.empty())
-    add_peaks(model, QObject::tr("Peaks of tensors (blocks)"), summary.block_peaks,
-              summary.start_ns);
+    add_peaks(model, QObject::tr("Peaks of tensors (blocks)"), summary.block_peaks, origin_ns);
   for (const analysis::AllocatorTotals& allocator : summary.allocator) {
     if (!allocator.allocator_events) continue;
     QStandardItem* row =

@@ -15,9 +15,11 @@ namespace vramtrace::viewer {
 // Sections: Trace, Processes, Memory by kind, Peaks, Allocator, Leaks, Advice (each rule with
 // its evidence below it), Problems (only when there are warnings, bad frees or stats above
 // info). `leaks`: the leak report
-// at the end of the trace, as `vramtrace leaks` gives it.
+// at the end of the trace, as `vramtrace leaks` gives it. Times are since `origin_ns`: the
+// timeline's start (the first allocation), so that they read as the timeline's axis does.
 void fill_summary_model(const std::string& trace_path, const analysis::Summary& summary,
-                        const analysis::LeakReport& leaks, QStandardItemModel* model);
+                        const analysis::LeakReport& leaks, std::int64_t origin_ns,
+                        QStandardItemModel* model);
 
 // The range selected on the timeline, as a first section "Selected range": its times (since
 // the timeline's start), each timeline layer's least and most bytes in it, and its leaks

@@ -153,7 +153,8 @@ void MainWindow::choose_trace() {
 void MainWindow::show_summary() {
   if (!controller_.summary() || !controller_.leaks_at_end()) return;
   fill_summary_model(controller_.path().toStdString(), *controller_.summary(),
-                     *controller_.leaks_at_end(), &summary_);
+                     *controller_.leaks_at_end(), controller_.overview()->timeline.start_ns,
+                     &summary_);
   const auto range = controller_.range();
   if (range && controller_.tree_subject() == TreeSubject::kLeaks && controller_.leaks())
     add_range_section(*range, timeline_->stacked(), *controller_.leaks(), &summary_);

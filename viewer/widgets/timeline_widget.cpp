@@ -241,24 +241,23 @@ void TimelineWidget::paint_legend(QPainter& painter, const QRect& plot) const {
   }
 }
 
-void TimelineWidget::paint_hover(QPainter& painter, const QRect& plot) const {
-  if (!hover_x_ || drag_ != Drag::kNone) return;
-  const std::int64_t ns = time_at(*hover_x_);
-  painter.setPen(QPen(palette().text().color(), 1));
-  painter.drawLine(*hover_x_, plot.top(), *hover_x_, plot.bottom());
-
+QStringList TimelineWidget::hover_text() const {
+  if (!hover_ns_ || !overview_) return {};
+  const std::int64_t ns = *hover_ns_;
   QStringList lines;
   lines << tr("at %1").arg(time_text(ns, axis_.trace_start_ns()));
   const std::vector<std::uint64_t> bytes = stacked_.bytes_at(ns);
-  std::uint64_t total = 0;
+  std::uint64_t stacked_total = 0;
   for (std::size_t l = 0; l < bytes.size(); ++l) {
-    total += bytes[l];
-    lines << tr("device %1 %2: %3")
-                 .arg(stacked_.layers()[l].device)
-                 .arg(QString::fromStdString(stacked_.layers()[l].kind_name))
-                 .arg(byte_text(bytes[l]));
+    const TimelineLayer& layer = stacked_.layers()[l];
+    if (layer.stacked) stacked_total += bytes[l];
+    lines << tr("device %1 %2: %3%4")
+                 .arg(layer.device)
+                 .arg(QString::fromStdString(layer.kind_name))
+                 .arg(byte_text(bytes[l]))
+                 .arg(layer.stacked ? QString() : tr(" (not in the total)"));
   }
-  lines << tr("total: %1").arg(byte_text(total));
+  lines << tr("total: %1").arg(byte_text(stacked_total));
   if (groups_ && groups_ns_ == ns) {
     lines << tr("live then, largest callsites:");
     for (const analysis::LeakGroup& group : *groups_) {
@@ -267,12 +266,23 @@ void TimelineWidget::paint_hover(QPainter& painter, const QRect& plot) const {
       lines << QStringLiteral("  %1  %2").arg(byte_text(group.bytes), where);
     }
   }
+  return lines;
+}
+
+void TimelineWidget::paint_hover(QPainter& painter, const QRect& plot) const {
+  if (!hover_ns_ || drag_ != Drag::kNone) return;
+  const std::int64_t ns = *hover_ns_;
+  const int hover_x = static_cast<int>(std::lround(plot_x(ns)));
+  painter.setPen(QPen(palette().text().color(), 1));
+  painter.drawLine(hover_x, plot.top(), hover_x, plot.bottom());
+
+  const QStringList lines = hover_text();
   const QFontMetrics metrics = painter.fontMetrics();
   int w = 0;
   for (const QString& line : lines) w = std::max(w, metrics.horizontalAdvance(line));
   QRect box(0, 0, w + 12, static_cast<int>(lines.size()) * metrics.height() + 8);
-  box.moveTopLeft(QPoint(*hover_x_ + 12, plot.top() + 8));
-  if (box.right() > plot.right()) box.moveRight(*hover_x_ - 12);
+  box.moveTopLeft(QPoint(hover_x + 12, plot.top() + 8));
+  if (box.right() > plot.right()) box.moveRight(hover_x - 12);
   painter.fillRect(box, QColor(255, 255, 240, 235));
   painter.setPen(Qt::black);
   painter.drawRect(box);
@@ -308,7 +318,7 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
     const std::int64_t at = time_at(x);
     selection_ = TimeRange{std::min(select_from_ns_, at), std::max(select_from_ns_, at)};
   } else if (overview_ && plot_rect().contains(event->position().toPoint())) {
-    hover_x_ = x;
+    hover_ns_ = time_at(x);
     emit hovered(time_at(x));
   }
   update();
@@ -336,7 +346,7 @@ void TimelineWidget::mouseDoubleClickEvent(QMouseEvent*) {
 }
 
 void TimelineWidget::leaveEvent(QEvent*) {
-  hover_x_.reset();
+  hover_ns_.reset();
   update();
 }
 

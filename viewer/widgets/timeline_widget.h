@@ -40,6 +40,9 @@ class TimelineWidget : public QWidget {
   std::optional<TimeRange> selection() const { return selection_; }
   // The plot's rectangle: where time runs along x.
   QRect plot_rect() const;
+  // What the hover box says: the time, each layer's bytes, and the callsites live then once the
+  // controller's answer for that time has come; empty when the mouse is not over the plot.
+  QStringList hover_text() const;
 
   QSize sizeHint() const override { return {900, 300}; }
 
@@ -81,7 +84,9 @@ class TimelineWidget : public QWidget {
   std::int64_t select_from_ns_ = 0;
   int press_x_ = 0;
 
-  std::optional<int> hover_x_;
+  // The time under the mouse: a time, not a pixel, so that the answer about it (groups_) still
+  // matches after the widget was resized.
+  std::optional<std::int64_t> hover_ns_;
   std::int64_t groups_ns_ = 0;
   std::shared_ptr<const std::vector<analysis::LeakGroup>> groups_;
 };
