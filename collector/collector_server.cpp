@@ -91,13 +91,46 @@ CollectorServer::CollectorServer(TraceIngest& ingest, int listen_fd, std::string
     : ingest_(ingest),
       listen_fd_(listen_fd),
       dir_(std::move(dir)),
-      socket_path_(std::move(socket_path)) {}
+      socket_path_(std::move(socket_path)) {
+  ingest_.set_reply_sink(
+      [this](int64_t ring_id, const LiveQueries::Reply& reply) { send_reply(ring_id, reply); });
+}
 
 CollectorServer::~CollectorServer() {
+  ingest_.set_reply_sink(nullptr);
   close_all();
   close(listen_fd_);
   unlink(socket_path_.c_str());
   rmdir(dir_.c_str());
+}
+
+void CollectorServer::send_reply(int64_t ring_id, const LiveQueries::Reply& reply) {
+  Connection* c = nullptr;
+  for (const auto& candidate : connections_)
+    if (candidate->ring_id == ring_id) c = candidate.get();
+  if (c == nullptr) return;  // the process is gone: nobody waits
+  std::string bytes(reinterpret_cast<const char*>(&reply.header), sizeof reply.header);
+  bytes += reply.report;
+  // The answer is small and the socket's buffer empty unless the process stopped reading its
+  // answers; wait a little for room rather than ever block the recording on it. A process
+  // that gets half an answer finds the next one's magic wrong and reports no answer.
+  size_t sent = 0;
+  for (int waits = 0; sent < bytes.size() && waits < 10;) {
+    const ssize_t n =
+        send(c->fd, bytes.data() + sent, bytes.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{c->fd, POLLOUT, 0};
+      poll(&p, 1, 10);
+      ++waits;
+      continue;
+    }
+    return;  // the process hung up: poll_once retires it
+  }
 }
 
 void CollectorServer::accept_pending() {

@@ -11,6 +11,9 @@
 //   therefore never lost: the server holds its own mapping of the memory.
 // - Rings are untrusted input (see shm_ring.h). A ring that turns out corrupt is dropped
 //   and counted; the others go on.
+// - The only thing it writes to a connection is the answer to a live query (live_query.h,
+//   proto/live_reply.h), without ever blocking on it: a process that does not read its
+//   answers loses them, never the recording.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +63,8 @@ class CollectorServer {
   // Returns false when the ring cannot be read on.
   bool drain(Connection& c, size_t max_records, size_t* delivered);
   void retire(size_t index, bool hung_up);
+  // Sends the answer to a live query (live_query.h) on the ring's connection.
+  void send_reply(int64_t ring_id, const LiveQueries::Reply& reply);
 
   TraceIngest& ingest_;
   int listen_fd_;

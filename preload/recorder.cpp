@@ -88,6 +88,12 @@ uint64_t write_record(const uint8_t* payload, size_t bytes) {
   return 0;
 }
 
+bool read_live_reply(uint64_t query_id, int timeout_ms, wire::LiveReplyHeader* header, char* report,
+                     size_t capacity) {
+  if (!is_recording()) return false;
+  return g_link.read_live_reply(query_id, timeout_ms, header, report, capacity);
+}
+
 namespace {
 
 // Sends the modules loaded since the last scan. Before an event's record, so that the
