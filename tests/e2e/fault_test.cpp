@@ -205,6 +205,23 @@ TEST_F(FaultTest, DlcloseOfTheDriverAndALoadElsewhere) {
   expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
 }
 
+// The same with the runtime, brought in by a library loaded RTLD_LOCAL (as a Python extension
+// is) whose cudaMalloc calls the shim interposes: the shim's pointers to the real cudaMalloc
+// and cudaFree point into the first copy of the runtime.
+TEST_F(FaultTest, DlcloseOfTheRuntimeAndALoadElsewhere) {
+  ProcessResult run = record({DLCLOSE_DRIVER_BIN, RUNTIME_USER_LIB, "runtime"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+  EXPECT_NE(run.out.find("reloaded elsewhere"), std::string::npos);
+  TraceQuery q(trace());
+  const auto announced = parse_announcements(run.out);
+  ASSERT_EQ(announced.size(), 6u) << run.out;
+  expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
+  // Recorded by the runtime's hooks (cudaMalloc), not only the driver's beneath them.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a JOIN api ON api.id = a.api "
+                      "WHERE api.name = 'cudaMalloc'"),
+            4);
+}
+
 // Linux paths and arguments are bytes: a program in a directory named in Latin-1, given a
 // Latin-1 argument, must keep its process row, its module (the stacks are symbolized) and
 // its allocation; nothing may be undecodable.
