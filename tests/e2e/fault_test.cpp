@@ -61,6 +61,24 @@ class FaultTest : public ScratchDirTest {
     EXPECT_FALSE(timed_out) << "the recording did not end within " << deadline.count() << " s";
     return result;
   }
+
+  // Runs programs/dlclose_driver.cpp with `args`: it must finish, and the trace hold exactly
+  // the six allocations and frees it announced, before and after the reload. Returns the
+  // count of allocations recorded by `api`.
+  int64_t expect_kept_across_reload(std::vector<std::string> args, const std::string& api) const {
+    args.insert(args.begin(), DLCLOSE_DRIVER_BIN);
+    ProcessResult run = record(args);
+    EXPECT_EQ(run.exit_code(), 0) << run.err << run.out;
+    EXPECT_NE(run.out.find("reloaded elsewhere"), std::string::npos);
+    TraceQuery q(trace());
+    const auto announced = parse_announcements(run.out);
+    EXPECT_EQ(announced.size(), 6u) << run.out;
+    expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
+    return q.integer(
+        "SELECT count(*) FROM allocation a JOIN api ON api.id = a.api WHERE "
+        "api.name = '" +
+        api + "'");
+  }
 };
 
 // One process: its allocations are exactly what it announced, and it ended by `signal`.
@@ -196,30 +214,14 @@ TEST_F(FaultTest, ProgramThatClosesEveryDescriptorRunsOnAndKeepsWhatCameBefore) 
 }
 
 TEST_F(FaultTest, DlcloseOfTheDriverAndALoadElsewhere) {
-  ProcessResult run = record({DLCLOSE_DRIVER_BIN, SIMCUDA_DRIVER_LIB});
-  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
-  EXPECT_NE(run.out.find("reloaded elsewhere"), std::string::npos);
-  TraceQuery q(trace());
-  const auto announced = parse_announcements(run.out);
-  ASSERT_EQ(announced.size(), 6u) << run.out;
-  expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
+  EXPECT_EQ(expect_kept_across_reload({SIMCUDA_DRIVER_LIB}, "cuMemAlloc"), 4);
 }
 
 // The same with the runtime, brought in by a library loaded RTLD_LOCAL (as a Python extension
 // is) whose cudaMalloc calls the shim interposes: the shim's pointers to the real cudaMalloc
 // and cudaFree point into the first copy of the runtime.
 TEST_F(FaultTest, DlcloseOfTheRuntimeAndALoadElsewhere) {
-  ProcessResult run = record({DLCLOSE_DRIVER_BIN, RUNTIME_USER_LIB, "runtime"});
-  ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
-  EXPECT_NE(run.out.find("reloaded elsewhere"), std::string::npos);
-  TraceQuery q(trace());
-  const auto announced = parse_announcements(run.out);
-  ASSERT_EQ(announced.size(), 6u) << run.out;
-  expect_trace_holds(q, q.integer("SELECT upid FROM process"), announced, Holds::kExactly);
-  // Recorded by the runtime's hooks (cudaMalloc), not only the driver's beneath them.
-  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation a JOIN api ON api.id = a.api "
-                      "WHERE api.name = 'cudaMalloc'"),
-            4);
+  EXPECT_EQ(expect_kept_across_reload({RUNTIME_USER_LIB, "runtime"}, "cudaMalloc"), 4);
 }
 
 // Linux paths and arguments are bytes: a program in a directory named in Latin-1, given a
