@@ -32,6 +32,9 @@ class CollectorLink {
   // False once the collector has closed its end of the socket, or once the program has
   // closed the socket itself (programs that close every descriptor do).
   bool collector_alive() const;
+  // True once the program has closed the socket (or reused its number): the collector can no
+  // longer be seen through it, though it goes on reading the ring (collector_server.h).
+  bool socket_lost() const { return socket_fd_ >= 0 && !owns_socket(); }
 
   // Reads the answer to live query `query_id`, waiting at most `timeout_ms` in all; answers to
   // earlier queries (whose callers gave up) are read and dropped. The report's text goes to
