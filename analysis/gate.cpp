@@ -8,6 +8,8 @@
 #include <stdexcept>
 
 #include "analysis/device_peaks.h"
+#include "analysis/leak_growth.h"
+#include "analysis/moment.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -91,6 +93,42 @@ std::vector<TestLeaks> leaks_by_test(const storage::TraceReader& trace,
   return tests;
 }
 
+// Iterations looked at per process: as `leaks --growth` by default; enough to see a steady
+// rise, and the index reads stay small on a long run.
+constexpr std::size_t kGrowthIterations = 32;
+
+// One check per process that has the iteration marker twice: the bytes per iteration of the
+// stacks that grow, the suppressed ones left out.
+std::vector<GateCheck> growth_checks(const storage::TraceReader& trace, const GateOptions& options,
+                                     const LeakReportOptions& leak_options) {
+  const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
+  const LeakGrowth growth =
+      build_leak_growth(trace, *index, options.growth_marker, kGrowthIterations, leak_options);
+  std::vector<GateCheck> checks;
+  for (const ProcessIterations& process : growth.processes) {
+    std::vector<LeakGroup> growing;
+    std::vector<double> rates;
+    double per_iteration = 0;
+    for (const GrowingGroup& entry : growth.growing) {
+      if (entry.upid != process.upid ||
+          matching_rule(options.suppressions, entry.group.stack).has_value())
+        continue;
+      per_iteration += entry.bytes_per_iteration;
+      growing.push_back(entry.group);
+      rates.push_back(entry.bytes_per_iteration);
+    }
+    GateCheck check = at_most("growth",
+                              fmt::format("pid {}, {} iterations of '{}'", process.pid,
+                                          process.iterations, growth.marker),
+                              "bytes per iteration", per_iteration,
+                              static_cast<double>(*options.limits.max_growth));
+    check.leaks = std::move(growing);
+    check.growth = std::move(rates);
+    checks.push_back(std::move(check));
+  }
+  return checks;
+}
+
 }  // namespace
 
 bool GateResult::passed() const {
@@ -158,6 +196,10 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
                 static_cast<double>(*limits.max_leak_increase));
     if (!check.passed) check.leaks = leaks.groups;
     result.checks.push_back(std::move(check));
+  }
+  if (limits.max_growth) {
+    for (GateCheck& check : growth_checks(trace, options, leak_options))
+      result.checks.push_back(std::move(check));
   }
   result.tests = leaks_by_test(trace, options);
   return result;

@@ -9,6 +9,10 @@
 //   its tensors), one check per process and device.
 // - peak_increase (percent) and leak_increase (bytes): against the baseline trace, the largest
 //   peak of any process on each device, and the leaked bytes after suppressions.
+// - growth (bytes per iteration): per process, the sum over the stacks whose live bytes rise
+//   from one occurrence of the iteration marker to the next (leak_growth.h), after
+//   suppressions; the evidence is those stacks, fastest growing first. A leak in progress
+//   fails here even when the program frees everything at its end.
 // Leaks are also attributed to tests: a range marker named "test:ID" (the pytest plugin and the
 // GoogleTest listener make one per test) owns the leaks allocated inside it by its process.
 #pragma once
@@ -31,6 +35,7 @@ struct GateLimits {
   std::optional<std::uint64_t> max_peak;            // bytes, per process and device
   std::optional<double> max_peak_increase_percent;  // needs a baseline
   std::optional<std::uint64_t> max_leak_increase;   // bytes; needs a baseline
+  std::optional<std::uint64_t> max_growth;          // bytes per iteration, per process
 
   bool needs_baseline() const { return max_peak_increase_percent || max_leak_increase; }
 };
@@ -40,16 +45,23 @@ struct GateOptions {
   std::optional<LeakLevel> level;
   ProcessSelection processes;  // of the trace under test; the baseline is taken whole
   std::vector<SuppressionRule> suppressions;
+  // The marker whose occurrences are the iterations of the growth check: ranges or marks of
+  // this name, or numbered "<name> <n>" as vramtrace.iteration() makes them.
+  std::string growth_marker = "iteration";
 };
 
 struct GateCheck {
-  std::string name;     // "leaked_bytes", "leaked_count", "peak", "peak_increase", "leak_increase"
+  // "leaked_bytes", "leaked_count", "peak", "peak_increase", "leak_increase", "growth"
+  std::string name;
   std::string subject;  // what was measured: "all processes", "pid 4242, device 0", "device 0"
-  std::string unit;     // "bytes", "allocations" or "percent"
+  std::string unit;     // "bytes", "allocations", "percent" or "bytes per iteration"
   double actual = 0;    // for peak_increase with a baseline of 0 bytes: infinity
   double limit = 0;
   bool passed = true;
   std::vector<LeakGroup> leaks;  // leak checks: the leaks that count, largest first
+  // growth checks: each of `leaks`' bytes per iteration (its bytes and count are those live
+  // at the last iteration looked at).
+  std::vector<double> growth;
 };
 
 struct SuppressionUse {
@@ -76,7 +88,9 @@ struct GateResult {
   bool passed() const;
 };
 
-// Throws std::invalid_argument when a baseline limit is given without a baseline.
+// Throws std::invalid_argument when a baseline limit is given without a baseline, and
+// BadMoment (moment.h) when the growth limit is given but no selected process has the
+// iteration marker twice: a growth check that cannot be made must not pass.
 GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& options,
                          const storage::TraceReader* baseline = nullptr);
 

@@ -22,6 +22,8 @@ bool set_limit(std::string_view name, std::string_view value, GateLimits* limits
     limits->max_leaked_bytes = number;
   } else if (name == "peak") {
     limits->max_peak = number;
+  } else if (name == "growth") {
+    limits->max_growth = number;
   } else if (name == "leaked_count") {
     if (value.find_first_not_of("0123456789") != std::string_view::npos) {
       *error = "leaked_count takes a plain count, not '" + std::string(value) + "'";
@@ -29,7 +31,8 @@ bool set_limit(std::string_view name, std::string_view value, GateLimits* limits
     }
     limits->max_leaked_count = number;
   } else {
-    *error = "unknown limit '" + std::string(name) + "' (known: leaked_bytes, leaked_count, peak)";
+    *error = "unknown limit '" + std::string(name) +
+             "' (known: leaked_bytes, leaked_count, peak, growth)";
     return false;
   }
   return true;

@@ -3,7 +3,8 @@
 //   leaked_bytes=0,leaked_count<=10,peak<=2GiB
 //
 // Each term is NAME=VALUE or NAME<=VALUE (the same: the most allowed). Names: leaked_bytes
-// and peak (sizes, with units: byte_size.h), leaked_count (a count). Spaces around terms are
+// and peak (sizes, with units: byte_size.h), growth (bytes per occurrence of the marker
+// "iteration", as `gate --max-growth`), leaked_count (a count). Spaces around terms are
 // ignored.
 #pragma once
 

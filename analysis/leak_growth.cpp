@@ -6,6 +6,16 @@
 
 namespace vramtrace::analysis {
 
+bool is_occurrence_of(std::string_view name, std::string_view marker) {
+  if (!name.starts_with(marker)) return false;
+  name.remove_prefix(marker.size());
+  if (name.empty()) return true;
+  // "<marker> <n>": vramtrace.iteration() numbers each entry.
+  if (name.size() < 2 || name.front() != ' ') return false;
+  name.remove_prefix(1);
+  return name.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
 LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
                              const std::string& marker, std::size_t max_iterations,
                              const LeakReportOptions& options) {
@@ -17,7 +27,9 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
   // Each occurrence's point, per process, in order.
   std::map<std::int64_t, std::vector<std::uint64_t>> points;
   for (const storage::MarkerRecord& record : trace.markers()) {
-    if (record.start.name != marker || !is_selected(options.processes, record.start.upid)) continue;
+    if (!is_occurrence_of(record.start.name, marker) ||
+        !is_selected(options.processes, record.start.upid))
+      continue;
     points[record.start.upid].push_back(record.end ? record.end->end_seq : record.start.start_seq);
   }
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();

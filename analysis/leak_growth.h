@@ -1,5 +1,6 @@
 // Growth across iterations: a leak in progress. At the same point of successive iterations (the
-// successive occurrences of one marker: the end of each range so named, or each mark), the live
+// successive occurrences of one marker: the end of each range so named, or each mark; a name
+// "<marker> <n>", as vramtrace.iteration() numbers its ranges, is an occurrence too), the live
 // bytes per (allocation stack, kind) at the leak level (leak_report.h); the groups whose live
 // bytes never fall from one iteration to the next and end higher than they began are growing,
 // by (last - first) / (iterations - 1) bytes per iteration.
@@ -11,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/leak_report.h"
@@ -43,6 +45,10 @@ struct LeakGrowth {
   // Fastest growing first (bytes per iteration, then upid, callsite, kind).
   std::vector<GrowingGroup> growing;
 };
+
+// True when a marker named `name` is an occurrence of `marker`: the same name, or the name
+// followed by a space and a number.
+bool is_occurrence_of(std::string_view name, std::string_view marker);
 
 // Throws BadMoment when no selected process has the marker twice.
 LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,

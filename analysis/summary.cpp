@@ -4,6 +4,7 @@
 #include <map>
 
 #include "analysis/trace_advice.h"
+#include "analysis/trace_peaks.h"
 #include "analysis/trace_warnings.h"
 #include "storage/schema.h"
 
@@ -112,12 +113,16 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   for (const auto& [reason, count] : bad_free_counts) summary.bad_frees.push_back({reason, count});
 
   summary.level = options.level;
-  summary.peaks = find_device_peaks(trace, selected, options.allocations);
+  TracePeaks peaks = find_trace_peaks(trace, selected, options.allocations);
+  summary.peaks = peaks.device;
   if (block_level) {
-    summary.block_peaks = find_block_peaks(trace, selected, options.allocations);
+    summary.block_peaks = peaks.blocks;
     for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
       summary.allocator.push_back(totals);
-    for (Advice& advice : build_trace_advice(trace, selected)) {
+    // The advice looks at whole processes: the peaks found above serve unless they were
+    // narrowed to a kind or a device.
+    const bool whole = options.allocations.empty();
+    for (Advice& advice : build_trace_advice(trace, selected, whole ? &peaks : nullptr)) {
       const auto device = std::find_if(advice.evidence.begin(), advice.evidence.end(),
                                        [](const auto& e) { return e.first == "device"; });
       if (options.allocations.device && device != advice.evidence.end() &&

@@ -334,10 +334,11 @@ void advise_pinned(const ProcessFacts& p, std::vector<Advice>* advice) {
 }  // namespace
 
 std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
-                                       const ProcessSelection& processes) {
+                                       const ProcessSelection& processes, const TracePeaks* peaks) {
   std::vector<Advice> advice;
-  const std::vector<DevicePeak> device_peaks = find_device_peaks(trace, processes);
-  const std::vector<DevicePeak> block_peaks = find_block_peaks(trace, processes);
+  const TracePeaks found = peaks != nullptr ? TracePeaks{} : find_trace_peaks(trace, processes);
+  const std::vector<DevicePeak>& device_peaks = (peaks != nullptr ? *peaks : found).device;
+  const std::vector<DevicePeak>& block_peaks = (peaks != nullptr ? *peaks : found).blocks;
   std::map<std::int64_t, std::vector<storage::MarkerRecord>> ranges;
   for (storage::MarkerRecord& m : trace.markers()) {
     if (m.start.type == storage::kMarkerRange && is_selected(processes, m.start.upid))

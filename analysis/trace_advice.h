@@ -26,18 +26,21 @@
 
 #include "analysis/advice.h"
 #include "analysis/process_filter.h"
+#include "analysis/trace_peaks.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
 
 inline constexpr std::uint64_t kPinnedMemoryAdviceBytes = 1ull << 30;
 
-// Cost: one pass for the peaks, and the rows of each process with tensors (kind block) in
-// memory while its rules run, as the OOM report does; of other processes, only their pinned
-// allocations.
-// In upid order; within a process, rule by rule in the order listed above (device by device). Every
-// advice's evidence starts with "pid", then "device" where the rule is per device.
+// Cost: the peaks (trace_peaks.h: read from the time index where the trace keeps one), and the rows
+// of each process with tensors (kind block) in memory while its rules run, as the OOM report does;
+// of other processes, only their pinned allocations. In upid order; within a process, rule by rule
+// in the order listed above (device by device). Every advice's evidence starts with "pid", then
+// "device" where the rule is per device. `peaks`: the trace's peaks of the same processes
+// (trace_peaks.h), when the caller has them; found here otherwise.
 std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
-                                       const ProcessSelection& processes = std::nullopt);
+                                       const ProcessSelection& processes = std::nullopt,
+                                       const TracePeaks* peaks = nullptr);
 
 }  // namespace vramtrace::analysis

@@ -14,6 +14,7 @@
 // the layer, the op) under 3 native frames, 96 distinct stacks.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -224,10 +225,15 @@ class Process {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: vramtrace_trace_generator OUT.db [--allocations N] [--processes P] "
-                 "[--seed S]\n");
+  const char* usage =
+      "usage: vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]\n";
+  if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  // An output named like an option is a mistake, not a file to write 1.3 GB into.
+  if (argc < 2 || argv[1][0] == '-' || argc % 2 != 0) {
+    std::fputs(usage, stderr);
     return 2;
   }
   std::uint64_t total = 10'000'000;
@@ -236,9 +242,17 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
     const std::uint64_t value = std::strtoull(argv[i + 1], nullptr, 10);
-    if (option == "--allocations") total = value;
-    if (option == "--processes") processes = static_cast<int>(value);
-    if (option == "--seed") seed = value;
+    if (option == "--allocations") {
+      total = value;
+    } else if (option == "--processes") {
+      processes = static_cast<int>(value);
+    } else if (option == "--seed") {
+      seed = value;
+    } else {
+      std::fprintf(stderr, "vramtrace_trace_generator: unknown option %s\n%s", option.c_str(),
+                   usage);
+      return 2;
+    }
   }
   std::string error;
   auto writer = TraceWriter::create(argv[1], &error);

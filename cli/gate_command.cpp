@@ -108,7 +108,7 @@ void register_gate_command(CLI::App& app, int* exit_status) {
   CLI::App* sub = app.add_subcommand(
       "gate",
       "Fail (exit 1) when a trace breaks a limit: leaked bytes or allocations, peak "
-      "device memory, or growth against a baseline trace");
+      "device memory, growth per iteration, or growth against a baseline trace");
   sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
       ->required();
   analysis::GateLimits& limits = options->gate.limits;
@@ -125,6 +125,15 @@ void register_gate_command(CLI::App& app, int* exit_status) {
       ->type_name("PCT");
   add_size_option(sub, "--max-leak-increase", &limits.max_leak_increase,
                   "Most growth of the leaked bytes against --baseline");
+  add_size_option(sub, "--max-growth", &limits.max_growth,
+                  "Most growth of live memory per iteration in each process: the stacks whose "
+                  "live bytes rise from one iteration to the next (a leak in progress, even if "
+                  "freed at exit)");
+  sub->add_option("--iteration-marker", options->gate.growth_marker,
+                  "The marker whose occurrences are the iterations for --max-growth: ranges or "
+                  "marks of this name, or numbered '<name> <n>' as vramtrace.iteration() makes")
+      ->type_name("NAME")
+      ->default_str("iteration");
   sub->add_option_function<std::string>(
          "--level",
          [options](const std::string& name) {

@@ -24,12 +24,16 @@ std::string quantity(double value, const std::string& unit) {
     return format_bytes_exact(static_cast<std::uint64_t>(value));
   }
   if (unit == "percent") return fmt::format("{:+.1f}%", value);
+  if (unit == "bytes per iteration")
+    return format_bytes(static_cast<std::uint64_t>(std::llround(value))) + " per iteration";
   return count_of(static_cast<std::uint64_t>(value), "allocation", "allocations");
 }
 
 std::string limit_text(const analysis::GateCheck& check) {
   if (check.unit == "bytes") return format_bytes(static_cast<std::uint64_t>(check.limit));
   if (check.unit == "percent") return fmt::format("{:.1f}%", check.limit);
+  if (check.unit == "bytes per iteration")
+    return format_bytes(static_cast<std::uint64_t>(check.limit)) + " per iteration";
   return fmt::format("{}", static_cast<std::uint64_t>(check.limit));
 }
 
@@ -39,14 +43,21 @@ std::string check_line(const analysis::GateCheck& check) {
                      quantity(check.actual, check.unit), limit_text(check));
 }
 
-std::string leaks_text(const std::vector<analysis::LeakGroup>& leaks, std::string_view indent) {
+// `growth`, when not empty, holds each leak's bytes per iteration (a growth check's evidence).
+std::string leaks_text(const std::vector<analysis::LeakGroup>& leaks, std::string_view indent,
+                       const std::vector<double>& growth = {}) {
   std::string text;
   for (std::size_t i = 0; i < leaks.size() && i < kLeaksShown; ++i) {
     const analysis::LeakGroup& leak = leaks[i];
-    text += fmt::format(
-        "{}{} in {}{}\n", indent, format_bytes_exact(leak.bytes),
-        count_of(leak.count, leak.kind_name + " allocation", leak.kind_name + " allocations"),
-        leak.stack.empty() ? " (no stack recorded)" : " from:");
+    std::string what = fmt::format(
+        "{} in {}", format_bytes_exact(leak.bytes),
+        count_of(leak.count, leak.kind_name + " allocation", leak.kind_name + " allocations"));
+    if (i < growth.size()) {
+      what = fmt::format("+{} per iteration ({} live at the last iteration)",
+                         format_bytes(static_cast<std::uint64_t>(std::llround(growth[i]))), what);
+    }
+    text += fmt::format("{}{}{}\n", indent, what,
+                        leak.stack.empty() ? " (no stack recorded)" : " from:");
     for (std::size_t f = 0; f < leak.stack.size() && f < kFramesShown; ++f)
       text += fmt::format("{}    {}\n", indent, format_frame(f, leak.stack[f]));
     if (leak.stack.size() > kFramesShown)
@@ -104,14 +115,18 @@ std::string suppression_text(const analysis::SuppressionUse& use) {
                                               count_of(use.count, "allocation", "allocations")));
 }
 
-Json leaks_json(const std::vector<analysis::LeakGroup>& leaks) {
+Json leaks_json(const std::vector<analysis::LeakGroup>& leaks,
+                const std::vector<double>& growth = {}) {
   Json out = Json::array();
-  for (const analysis::LeakGroup& leak : leaks) {
-    out.push_back({{"kind", leak.kind_name},
-                   {"level", leak.level},
-                   {"bytes", leak.bytes},
-                   {"count", leak.count},
-                   {"stack", stack_json(leak.stack)}});
+  for (std::size_t i = 0; i < leaks.size(); ++i) {
+    const analysis::LeakGroup& leak = leaks[i];
+    Json entry = {{"kind", leak.kind_name},
+                  {"level", leak.level},
+                  {"bytes", leak.bytes},
+                  {"count", leak.count}};
+    if (i < growth.size()) entry["bytes_per_iteration"] = growth[i];
+    entry["stack"] = stack_json(leak.stack);
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -135,7 +150,7 @@ std::string gate_text(const std::string& trace_path, const analysis::GateResult&
   }
   for (const analysis::GateCheck& check : result.checks) {
     text += fmt::format("  {} {}\n", check.passed ? "PASS" : "FAIL", check_line(check));
-    if (!check.passed) text += leaks_text(check.leaks, "       ");
+    if (!check.passed) text += leaks_text(check.leaks, "       ", check.growth);
   }
   if (!result.suppressions.empty()) {
     text += "suppressions:\n";
@@ -166,7 +181,7 @@ Json gate_json(const std::string& trace_path, const analysis::GateResult& result
                       {"actual", std::isinf(check.actual) ? Json(nullptr) : Json(check.actual)},
                       {"limit", check.limit},
                       {"passed", check.passed},
-                      {"leaks", leaks_json(check.leaks)}});
+                      {"leaks", leaks_json(check.leaks, check.growth)}});
   }
   Json suppressions = Json::array();
   for (const analysis::SuppressionUse& use : result.suppressions) {
@@ -201,9 +216,10 @@ std::string gate_junit(const std::string& trace_path, const analysis::GateResult
     xml += fmt::format("    <testcase classname=\"vramtrace.gate\" name=\"{} ({})\">\n",
                        xml_escape(check.name), xml_escape(check.subject));
     if (!check.passed) {
-      xml += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
-                         xml_escape(check_line(check)), xml_escape(check.name),
-                         xml_escape(check_line(check) + "\n" + leaks_text(check.leaks, "")));
+      xml += fmt::format(
+          "      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(check_line(check)),
+          xml_escape(check.name),
+          xml_escape(check_line(check) + "\n" + leaks_text(check.leaks, "", check.growth)));
     }
     xml += "    </testcase>\n";
   }
@@ -234,7 +250,7 @@ std::string gate_markdown(const std::string& trace_path, const analysis::GateRes
   for (const analysis::GateCheck& check : result.checks) {
     if (check.passed || check.leaks.empty()) continue;
     md += fmt::format("\n### {} ({})\n\n```\n{}```\n", check.name, check.subject,
-                      leaks_text(check.leaks, ""));
+                      leaks_text(check.leaks, "", check.growth));
   }
   if (!result.tests.empty()) {
     md += "\n### Leaks by test\n\n| test | leaked |\n|---|---|\n";

@@ -30,7 +30,11 @@ class CallsiteTree {
   std::function<void(int64_t id, std::optional<int64_t> parent, int64_t frame_id, int depth)>
       on_new;
 
-  size_t size() const { return depths_.size(); }
+  size_t size() const { return nodes_.size(); }
+
+  // The frame ids of the stack ending at `leaf`, innermost first (empty for nullopt or an id
+  // this tree did not return).
+  std::vector<int64_t> frames_of(std::optional<int64_t> leaf) const;
 
  private:
   struct Key {
@@ -49,7 +53,12 @@ class CallsiteTree {
   // with distinct callsites (thousands to a few million nodes). An open-addressing map would
   // be faster but is not needed yet.
   std::unordered_map<Key, int64_t, KeyHash> children_;
-  std::vector<int> depths_;  // by id
+  struct Node {
+    int64_t parent;  // kNoParent for a root
+    int64_t frame_id;
+    int depth;
+  };
+  std::vector<Node> nodes_;  // by id
 };
 
 }  // namespace vramtrace::collector

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -44,6 +45,10 @@ struct CollectorServer::Connection {
   int fd = -1;
   int64_t ring_id = -1;  // -1 until the handshake arrived
   pid_t pid = 0;
+  // The peer process itself (pidfd_open; -1 where the kernel has none): readable once it has
+  // exited. A program may close the socket and run on; its ring is then read until it exits.
+  int pidfd = -1;
+  bool detached = false;  // the socket is gone (closed, or the process exec'd), the process not
   void* mapping = nullptr;
   uint64_t mapped_bytes = 0;
   ring::RingConsumer consumer;
@@ -52,6 +57,12 @@ struct CollectorServer::Connection {
   ~Connection() {
     if (mapping != nullptr) munmap(mapping, mapped_bytes);
     if (fd >= 0) close(fd);
+    if (pidfd >= 0) close(pidfd);
+  }
+
+  bool process_exited() const {
+    pollfd p{pidfd, POLLIN, 0};
+    return pidfd < 0 || poll(&p, 1, 0) != 0;
   }
 };
 
@@ -91,13 +102,46 @@ CollectorServer::CollectorServer(TraceIngest& ingest, int listen_fd, std::string
     : ingest_(ingest),
       listen_fd_(listen_fd),
       dir_(std::move(dir)),
-      socket_path_(std::move(socket_path)) {}
+      socket_path_(std::move(socket_path)) {
+  ingest_.set_reply_sink(
+      [this](int64_t ring_id, const LiveQueries::Reply& reply) { send_reply(ring_id, reply); });
+}
 
 CollectorServer::~CollectorServer() {
+  ingest_.set_reply_sink(nullptr);
   close_all();
   close(listen_fd_);
   unlink(socket_path_.c_str());
   rmdir(dir_.c_str());
+}
+
+void CollectorServer::send_reply(int64_t ring_id, const LiveQueries::Reply& reply) {
+  Connection* c = nullptr;
+  for (const auto& candidate : connections_)
+    if (candidate->ring_id == ring_id && candidate->fd >= 0) c = candidate.get();
+  if (c == nullptr) return;  // the process is gone, or closed its socket: nobody can read
+  std::string bytes(reinterpret_cast<const char*>(&reply.header), sizeof reply.header);
+  bytes += reply.report;
+  // The answer is small and the socket's buffer empty unless the process stopped reading its
+  // answers; wait a little for room rather than ever block the recording on it. A process
+  // that gets half an answer finds the next one's magic wrong and reports no answer.
+  size_t sent = 0;
+  for (int waits = 0; sent < bytes.size() && waits < 10;) {
+    const ssize_t n =
+        send(c->fd, bytes.data() + sent, bytes.size() - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd p{c->fd, POLLOUT, 0};
+      poll(&p, 1, 10);
+      ++waits;
+      continue;
+    }
+    return;  // the process hung up: poll_once retires it
+  }
 }
 
 void CollectorServer::accept_pending() {
@@ -114,6 +158,7 @@ void CollectorServer::accept_pending() {
     auto c = std::make_unique<Connection>();
     c->fd = fd;
     c->pid = peer.pid;
+    c->pidfd = static_cast<int>(syscall(SYS_pidfd_open, peer.pid, 0));
     connections_.push_back(std::move(c));
   }
 }
@@ -210,7 +255,8 @@ size_t CollectorServer::poll_once(int timeout_ms) {
   std::vector<pollfd> fds;
   fds.reserve(connections_.size() + 1);
   fds.push_back({listen_fd_, POLLIN, 0});
-  for (auto& c : connections_) fds.push_back({c->fd, POLLIN, 0});
+  // A detached connection has no socket left: its process's exit is what ends it.
+  for (auto& c : connections_) fds.push_back({c->detached ? c->pidfd : c->fd, POLLIN, 0});
   int ready = poll(fds.data(), fds.size(), timeout_ms);
   if (ready < 0 && errno != EINTR) return 0;
 
@@ -226,6 +272,10 @@ size_t CollectorServer::poll_once(int timeout_ms) {
       size_t delivered = 0;
       drain(c, kRecordsPerTurn, &delivered);
     }
+    if (c.detached) {
+      if (revents != 0 || c.corrupt || replaced_by_exec(c)) gone.push_back(i);
+      continue;
+    }
     bool hung_up = (revents & (POLLHUP | POLLERR)) != 0;
     if (!hung_up && c.ring_id >= 0 && (revents & POLLIN) != 0) {
       // The shim never writes after its handshake: readable now means end-of-file.
@@ -233,6 +283,15 @@ size_t CollectorServer::poll_once(int timeout_ms) {
       ssize_t n = recv(c.fd, &byte, 1, MSG_DONTWAIT | MSG_PEEK);
       hung_up = n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
       if (n > 0) c.corrupt = true;  // a protocol violation; retired below
+    }
+    // A hang-up is the process's end, unless the process is still there and did not exit:
+    // it closed the socket (programs that close every descriptor do) or exec'd. Its ring is
+    // then read on until it exits or its new image connects.
+    if (hung_up && !c.corrupt && c.ring_id >= 0 && !c.consumer.closed() && !c.process_exited()) {
+      close(c.fd);
+      c.fd = -1;
+      c.detached = true;
+      continue;
     }
     if (hung_up || c.corrupt) gone.push_back(i);
   }
@@ -242,6 +301,14 @@ size_t CollectorServer::poll_once(int timeout_ms) {
   }
   if (ready > 0 && (fds[0].revents & POLLIN) != 0) accept_pending();
   return records_ - before;
+}
+
+// After exec the process's new image connects with the same pid; the old image's ring will
+// get nothing more.
+bool CollectorServer::replaced_by_exec(const Connection& detached) const {
+  for (const auto& c : connections_)
+    if (!c->detached && c->ring_id >= 0 && c->pid == detached.pid) return true;
+  return false;
 }
 
 void CollectorServer::close_all() {

@@ -8,9 +8,14 @@
 // - It drains every ring into a TraceIngest, from one thread (poll_once()).
 // - A connection's hang-up means its process is gone (exit, exec, kill): the ring is drained
 //   to the last published record, then unmapped. Records published before a SIGKILL are
-//   therefore never lost: the server holds its own mapping of the memory.
+//   therefore never lost: the server holds its own mapping of the memory. A process that
+//   hung up without exiting (it closed the socket, or exec'd) keeps its ring read until it
+//   exits (its pidfd says so) or its new image connects.
 // - Rings are untrusted input (see shm_ring.h). A ring that turns out corrupt is dropped
 //   and counted; the others go on.
+// - The only thing it writes to a connection is the answer to a live query (live_query.h,
+//   proto/live_reply.h), without ever blocking on it: a process that does not read its
+//   answers loses them, never the recording.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +65,9 @@ class CollectorServer {
   // Returns false when the ring cannot be read on.
   bool drain(Connection& c, size_t max_records, size_t* delivered);
   void retire(size_t index, bool hung_up);
+  bool replaced_by_exec(const Connection& detached) const;
+  // Sends the answer to a live query (live_query.h) on the ring's connection.
+  void send_reply(int64_t ring_id, const LiveQueries::Reply& reply);
 
   TraceIngest& ingest_;
   int listen_fd_;

@@ -1,10 +1,12 @@
 #include "collector/trace_ingest.h"
 
 #include "collector/python_splice.h"
+#include "storage/schema.h"
 
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <map>
 
 namespace vramtrace::collector {
 namespace {
@@ -140,6 +142,17 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
     case wire::Envelope::kChildExit:
       set_wait_status(envelope_.child_exit().pid(), envelope_.child_exit().wait_status());
       return;
+    case wire::Envelope::kLiveCheckpoint: {
+      const uint64_t dropped = p->queries.dropped_checkpoints();
+      p->queries.open_checkpoint(header.seq);
+      if (p->queries.dropped_checkpoints() != dropped)
+        count("live_checkpoints_dropped", storage::Severity::kInfo,
+              "live checkpoints dropped unanswered, the oldest of too many open at once");
+      return;
+    }
+    case wire::Envelope::kLiveQuery:
+      on_live_query(*p, envelope_.live_query());
+      return;
     case wire::Envelope::kProcessExit:
       p->said_exit = true;
       p->exit_status = envelope_.process_exit().exit_status();
@@ -237,7 +250,7 @@ const std::vector<int64_t>& TraceIngest::frames_for_pc(const Process& p, uint64_
     row.id = next_frame_id_++;
     row.module_id = 0;
     row.rel_pc = pc;
-    writer_.add_frame(row);
+    add_frame(row);
     slot->second.push_back(row.id);
     return slot->second;
   }
@@ -251,10 +264,58 @@ const std::vector<int64_t>& TraceIngest::frames_for_pc(const Process& p, uint64_
     if (!f.file.empty()) row.file = f.file;
     if (f.line > 0) row.line = f.line;
     row.inlined = f.inlined;
-    writer_.add_frame(row);
+    add_frame(row);
     slot->second.push_back(row.id);
   }
   return slot->second;
+}
+
+void TraceIngest::add_frame(const storage::FrameRow& row) {
+  writer_.add_frame(row);
+  if (frame_rows_.size() < static_cast<size_t>(row.id)) frame_rows_.resize(row.id);
+  frame_rows_[static_cast<size_t>(row.id) - 1] = row;
+}
+
+std::vector<storage::StackFrame> TraceIngest::stack_of(std::optional<int64_t> callsite) const {
+  std::vector<storage::StackFrame> stack;
+  for (const int64_t frame_id : callsites_.frames_of(callsite)) {
+    if (frame_id < 1 || static_cast<size_t>(frame_id) > frame_rows_.size()) continue;
+    const storage::FrameRow& row = frame_rows_[static_cast<size_t>(frame_id) - 1];
+    storage::StackFrame frame;
+    frame.frame_id = frame_id;
+    frame.function = row.function;
+    frame.file = row.file;
+    frame.line = row.line;
+    frame.rel_pc = row.rel_pc;
+    frame.inlined = row.inlined;
+    frame.language = row.language;
+    if (row.module_id >= 1 && static_cast<size_t>(row.module_id) <= modules_.size())
+      frame.module = modules_[static_cast<size_t>(row.module_id) - 1].path;
+    stack.push_back(std::move(frame));
+  }
+  return stack;
+}
+
+void TraceIngest::on_live_query(Process& p, const wire::LiveQuery& m) {
+  std::map<int, std::string> kind_names;
+  for (const storage::NamedId& kind : storage::allocation_kind_rows())
+    kind_names[kind.id] = std::string(kind.name);
+  const LiveQueries::Reply reply = p.queries.answer(
+      m.query_id(), m.checkpoint_seq(),
+      [this](std::optional<int64_t> callsite) { return stack_of(callsite); },
+      [&](int kind) {
+        const auto it = kind_names.find(kind);
+        return it == kind_names.end() ? "kind_" + std::to_string(kind) : it->second;
+      });
+  if (reply.header.status == wire::kLiveReplyUnknownCheckpoint)
+    count("live_query_unknown_checkpoint", storage::Severity::kInfo,
+          "live queries on a checkpoint never made, already answered or dropped");
+  if (!reply_sink_) {
+    count("live_query_unanswered", storage::Severity::kInfo,
+          "live queries read with no way to answer them");
+    return;
+  }
+  reply_sink_(p.upid, reply);
 }
 
 bool TraceIngest::in_interpreter(const Process& p, uint64_t pc) const {
@@ -334,7 +395,7 @@ int64_t TraceIngest::python_frame_id(const Process& p, uint64_t code, uint32_t l
     row.file = known->second.filename;
   }
   if (line > 0) row.line = static_cast<int>(line);
-  writer_.add_frame(row);
+  add_frame(row);
   slot->second = row.id;
   return row.id;
 }
@@ -417,12 +478,14 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
     if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
     if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
     if (m.result() == 0) {
-      if (auto segment = p.live.segment_containing(m.address(), m.size()))
+      if (auto segment = p.live.segment_containing(m.address(), m.size())) {
         row.segment_id = segment->id;
-      else
+        p.queries.on_block_in_segment(segment->id);
+      } else {
         count("block_without_segment", storage::Severity::kInfo,
               "allocator blocks with no live recorded segment (cudaMalloc or VMM mapping) "
               "holding them");
+      }
     }
   }
   if (m.correlation_id() != 0) row.correlation_id = m.correlation_id();
@@ -430,6 +493,7 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
   p.correlations.on_alloc(m.correlation_id(), m.address(), row.id);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing
+  p.queries.on_alloc(row.id, h.seq, row.kind, row.size, row.alloc_callsite_id);
   if (p.live.add(m.address(), {row.id, row.kind, row.size})) {
     // The address is live already: its free was not seen (made by a path the shim does not
     // hook). The older allocation stays live in the trace; the new one takes the address.
@@ -462,7 +526,10 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     row.free_api = m.api();
     if (m.has_allocator_allocated()) row.allocator_allocated = m.allocator_allocated();
     if (m.has_allocator_reserved()) row.allocator_reserved = m.allocator_reserved();
-    for (const auto& [address, entry] : recent.ended) writer_.set_free(entry.id, row);
+    for (const auto& [address, entry] : recent.ended) {
+      writer_.set_free(entry.id, row);
+      p.queries.on_free(entry.id);
+    }
     p.correlations.on_free(m.correlation_id(), m.address(), recent.ended.front().second.id);
   } else {
     storage::BadFreeRow row;

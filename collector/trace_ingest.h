@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -26,6 +27,7 @@
 #include "collector/callsite_tree.h"
 #include "collector/correlation_index.h"
 #include "collector/live_allocations.h"
+#include "collector/live_query.h"
 #include "collector/marker_pairing.h"
 #include "collector/symbolizer.h"
 #include "shm_ring.h"
@@ -57,6 +59,11 @@ class TraceIngest {
 
   // Writes the running counters to the stats table.
   void write_stats();
+
+  // Where the answers to live queries (live_query.h) go: the ring's process's socket. Without
+  // a sink, queries are counted and not answered (the shim's caller times out).
+  using ReplySink = std::function<void(int64_t ring_id, const LiveQueries::Reply& reply)>;
+  void set_reply_sink(ReplySink sink) { reply_sink_ = std::move(sink); }
 
   int64_t allocations() const { return next_allocation_id_ - 1; }
   int64_t processes() const { return static_cast<int64_t>(processes_.size()); }
@@ -125,6 +132,7 @@ class TraceIngest {
     std::unordered_map<uint64_t, PythonCode> python_codes;
     // The CUPTI backend: API callbacks' allocations by correlation id, for activity records.
     CorrelationIndex correlations;
+    LiveQueries queries;
   };
 
   Process* process_for(int64_t ring_id);
@@ -136,6 +144,7 @@ class TraceIngest {
   void on_notice(Process& p, const wire::Notice& m);
   void on_marker(Process& p, const ring::RecordHeader& h, const wire::Marker& m);
   void on_memory_activity(Process& p, const wire::MemoryActivity& m);
+  void on_live_query(Process& p, const wire::LiveQuery& m);
   void apply_wait_status(Process& p, int wait_status);
 
   int64_t utid_for(Process& p, uint32_t tid);
@@ -153,6 +162,10 @@ class TraceIngest {
   void count_python_stack(wire::PythonStackStatus status);
   bool in_interpreter(const Process& p, uint64_t pc) const;
   const std::vector<int64_t>& frames_for_pc(const Process& p, uint64_t pc);
+  // Writes a frame row and keeps what a live query's report shows of it.
+  void add_frame(const storage::FrameRow& row);
+  // A callsite's frames as a report shows them, innermost first, from what is in memory.
+  std::vector<storage::StackFrame> stack_of(std::optional<int64_t> callsite) const;
   void count(const char* name, storage::Severity severity, const char* description, int64_t by = 1);
 
   storage::TraceWriter& writer_;
@@ -181,6 +194,8 @@ class TraceIngest {
   std::unordered_map<PcKey, std::vector<int64_t>, PcKeyHash> frames_by_pc_;
   // Python frames: (module id of the file, '\0', function, '\0', line) -> frame id.
   std::unordered_map<std::string, int64_t> python_frames_;
+  std::vector<storage::FrameRow> frame_rows_;  // by id - 1, for live queries' reports
+  ReplySink reply_sink_;
 
   struct Counter {
     storage::Severity severity;

@@ -7,8 +7,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "shm_ring.h"
@@ -122,11 +124,61 @@ bool CollectorLink::owns_socket() const {
 // hang-up for the end of the process and no longer reads the ring.
 bool CollectorLink::collector_alive() const {
   if (!owns_socket()) return false;
-  pollfd p{socket_fd_, POLLIN, 0};
+  // Readable is not enough to tell: an answer to a live query may be waiting. The collector's
+  // hang-up shows as POLLRDHUP (it shut its end) even while such an answer is unread.
+  pollfd p{socket_fd_, POLLRDHUP, 0};
   int n = poll(&p, 1, 0);
   if (n < 0) return errno == EINTR;
-  // The collector never writes to the socket: readable means end-of-file or an error.
-  return n == 0 || (p.revents & (POLLIN | POLLHUP | POLLERR)) == 0;
+  return n == 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) == 0;
+}
+
+namespace {
+
+uint64_t now_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000 + static_cast<uint64_t>(t.tv_nsec) / 1000000;
+}
+
+// Reads exactly `bytes` into `out` (nullptr: reads and drops them) before `deadline_ms`.
+bool read_exactly(int fd, void* out, size_t bytes, uint64_t deadline_ms) {
+  char sink[512];
+  size_t done = 0;
+  while (done < bytes) {
+    const uint64_t now = now_ms();
+    if (now >= deadline_ms) return false;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(deadline_ms - now));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    char* to = out != nullptr ? static_cast<char*>(out) + done : sink;
+    const size_t want = out != nullptr ? bytes - done : std::min(bytes - done, sizeof sink);
+    const ssize_t n = recv(fd, to, want, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n <= 0) return false;  // the collector hung up, or an error
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool CollectorLink::read_live_reply(uint64_t query_id, int timeout_ms,
+                                    wire::LiveReplyHeader* header, char* report,
+                                    size_t capacity) const {
+  if (!owns_socket()) return false;
+  const uint64_t deadline = now_ms() + static_cast<uint64_t>(timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    if (!read_exactly(socket_fd_, header, sizeof *header, deadline)) return false;
+    if (std::memcmp(header->magic, wire::kLiveReplyMagic, sizeof header->magic) != 0 ||
+        header->report_bytes > wire::kMaxLiveReportBytes)
+      return false;  // not an answer: nothing after it can be trusted to be one either
+    const bool ours = header->query_id == query_id;
+    const size_t kept = ours ? std::min<size_t>(header->report_bytes, capacity) : 0;
+    if (kept > 0 && !read_exactly(socket_fd_, report, kept, deadline)) return false;
+    if (!read_exactly(socket_fd_, nullptr, header->report_bytes - kept, deadline)) return false;
+    if (ours) return true;
+  }
 }
 
 void CollectorLink::abandon_after_fork() {

@@ -67,6 +67,30 @@ void stop_recording(const char* why) {
 
 }  // namespace
 
+namespace {
+
+// Asked while a writer waits for room in the ring (under the ring's lock: one caller at a
+// time). The socket tells whether the collector is there; once the program has closed it,
+// only the reader's progress can: the collector is taken for gone when it has not read a byte
+// for kReaderStallNs.
+constexpr int64_t kReaderStallNs = 5'000'000'000;
+
+bool collector_still_reading() {
+  if (!g_link.socket_lost()) return g_link.collector_alive();
+  static uint64_t last_position = ~0ull;
+  static int64_t last_progress_ns = 0;
+  const uint64_t position = g_ring.reader_position();
+  const int64_t now = ring::monotonic_ns();
+  if (position != last_position) {
+    last_position = position;
+    last_progress_ns = now;
+    return true;
+  }
+  return now - last_progress_ns < kReaderStallNs;
+}
+
+}  // namespace
+
 uint64_t write_record(const uint8_t* payload, size_t bytes) {
   if (bytes == 0) {
     stop_recording("internal error: an event did not encode");
@@ -74,7 +98,7 @@ uint64_t write_record(const uint8_t* payload, size_t bytes) {
   }
   uint64_t seq = 0;
   auto result = g_ring.write(payload, static_cast<uint32_t>(bytes), &seq,
-                             [] { return g_link.collector_alive(); });
+                             [] { return collector_still_reading(); });
   switch (result) {
     case ring::RingProducer::WriteResult::kOk:
       return seq;
@@ -86,6 +110,12 @@ uint64_t write_record(const uint8_t* payload, size_t bytes) {
       return 0;
   }
   return 0;
+}
+
+bool read_live_reply(uint64_t query_id, int timeout_ms, wire::LiveReplyHeader* header, char* report,
+                     size_t capacity) {
+  if (!is_recording()) return false;
+  return g_link.read_live_reply(query_id, timeout_ms, header, report, capacity);
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "live_reply.h"
 #include "wire_encoder.h"
 
 namespace vramtrace::preload {
@@ -59,6 +60,11 @@ void record_free_failed(uint64_t free_seq, int32_t result);
 // number, or 0 (on failure recording stops). Call only inside an outermost ReentryGuard.
 uint32_t current_tid();
 uint64_t write_record(const uint8_t* payload, size_t bytes);
+
+// The collector's answer to live query `query_id` (collector_link.h, read_live_reply). False
+// when not recording, or as read_live_reply. Callers serialise.
+bool read_live_reply(uint64_t query_id, int timeout_ms, wire::LiveReplyHeader* header, char* report,
+                     size_t capacity);
 
 // The caller's current device per the real runtime, or -1. Call only inside a ReentryGuard.
 int32_t current_device();

@@ -185,6 +185,21 @@ size_t encode_free_failed(uint64_t free_seq, int32_t result, uint8_t* out, size_
   return encode(env, out, capacity);
 }
 
+size_t encode_live_checkpoint(uint8_t* out, size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_live_checkpoint_tag;
+  env.body.live_checkpoint = vramtrace_wire_LiveCheckpoint{};
+  return encode(env, out, capacity);
+}
+
+size_t encode_live_query(uint64_t query_id, uint64_t checkpoint_seq, uint8_t* out,
+                         size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_live_query_tag;
+  env.body.live_query = vramtrace_wire_LiveQuery{query_id, checkpoint_seq};
+  return encode(env, out, capacity);
+}
+
 size_t encode_module(const ModuleInfo& module, uint8_t* out, size_t capacity) {
   vramtrace_wire_Envelope env;
   env.which_body = vramtrace_wire_Envelope_module_tag;

@@ -162,6 +162,10 @@ class RingProducer {
     return WriteResult::kOk;
   }
 
+  // How far the reader has read (bytes, monotonic): its progress, for a writer that can no
+  // longer tell otherwise whether the reader is there.
+  uint64_t reader_position() const { return header_->read_pos.load(std::memory_order_acquire); }
+
   // Marks a clean exit, so the reader can tell it from a kill.
   void mark_closed() { header_->closed.store(1, std::memory_order_release); }
 

@@ -16,6 +16,7 @@ a cheap no-op, so they can stay in production code. Standard library only.
 """
 
 from ._iteration import Iteration, iteration
+from ._live import LiveQueryError, LiveReport, checkpoint, live_since
 from ._markers import Range, is_recording, mark
 
 __version__ = "0.1.0"
@@ -23,4 +24,5 @@ __version__ = "0.1.0"
 # `vramtrace.range(name)` reads as what it does; the class keeps a conventional name.
 range = Range  # noqa: A001 (shadows the builtin inside this module only)
 
-__all__ = ["mark", "range", "iteration", "is_recording", "Range", "Iteration", "__version__"]
+__all__ = ["mark", "range", "iteration", "is_recording", "Range", "Iteration", "checkpoint",
+           "live_since", "LiveReport", "LiveQueryError", "__version__"]

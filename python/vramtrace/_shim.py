@@ -17,19 +17,34 @@ try:
 except ImportError:  # Python built without libffi: no way to call C, so always untraced.
     ctypes = None  # type: ignore[assignment]
 
-__all__ = ["CApi", "find_c_api"]
+__all__ = ["CApi", "LiveSummary", "find_c_api"]
+
+
+class LiveSummary(ctypes.Structure if ctypes is not None else object):  # type: ignore[misc]
+    """vramtrace_live_summary of vramtrace.h."""
+
+    if ctypes is not None:
+        _fields_ = [
+            ("live_bytes", ctypes.c_ulonglong),
+            ("live_count", ctypes.c_ulonglong),
+            ("peak_bytes", ctypes.c_ulonglong),
+            ("block_level", ctypes.c_int),
+        ]
 
 
 class CApi(NamedTuple):
-    """The four functions of preload/include/vramtrace/vramtrace.h, callable from Python.
+    """The functions of preload/include/vramtrace/vramtrace.h, callable from Python.
 
-    Names are passed as bytes (the caller encodes them as UTF-8).
+    Names are passed as bytes (the caller encodes them as UTF-8). The live queries
+    (checkpoint, live_since) are None with a shim that predates them.
     """
 
     mark: Callable[[bytes], None]
     range_push: Callable[[bytes], int]
     range_pop: Callable[[], int]
     is_recording: Callable[[], int]
+    checkpoint: Optional[Callable[[], int]] = None
+    live_since: Optional[Callable[..., int]] = None
 
 
 def find_c_api() -> Optional[CApi]:
@@ -57,4 +72,13 @@ def find_c_api() -> Optional[CApi]:
     range_pop.restype = ctypes.c_int
     is_recording.argtypes = []
     is_recording.restype = ctypes.c_int
-    return CApi(mark, range_push, range_pop, is_recording)
+    checkpoint = getattr(process, "vramtrace_checkpoint", None)
+    live_since = getattr(process, "vramtrace_live_since", None)
+    if checkpoint is None or live_since is None:
+        return CApi(mark, range_push, range_pop, is_recording)
+    checkpoint.argtypes = []
+    checkpoint.restype = ctypes.c_ulonglong
+    live_since.argtypes = [ctypes.c_ulonglong, ctypes.POINTER(LiveSummary), ctypes.c_char_p,
+                           ctypes.c_ulong, ctypes.c_int]
+    live_since.restype = ctypes.c_long
+    return CApi(mark, range_push, range_pop, is_recording, checkpoint, live_since)

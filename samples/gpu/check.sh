@@ -344,5 +344,26 @@ PY
   say "INFO 100,000 cudaMalloc/cudaFree pairs, wall time per backend:$timings"
 fi
 
+step "11. per-test limits inside pytest on real PyTorch (limit_gpu_leaks, limit_gpu_memory)"
+if [ "$have_torch" = 1 ] && "$torch_python" -c 'import pytest' >/dev/null 2>&1; then
+  timeout 180 "$vt" run --force -o "$out/torch_limits.db" -- "$torch_python" -m pytest -q -rf \
+    -p vramtrace.pytest -p no:cacheprovider "$samples_torch/test_gpu_limits.py" \
+    >"$out/torch_limits.txt" 2>"$out/torch_limits.stderr"
+  failed=$(grep '^FAILED ' "$out/torch_limits.txt" | sed 's/.*:://; s/ .*//' | sort | tr '\n' ' ')
+  plant=$(grep -n 'PLANT: kept tensor' "$samples_torch/test_gpu_limits.py" | cut -d: -f1)
+  if [ "$failed" = "test_holds_too_much_at_once test_keeps_a_tensor " ]; then
+    say "PASS exactly the two tests over their limits failed"
+  else
+    say "FAIL failed tests: '$failed' (expected test_holds_too_much_at_once test_keeps_a_tensor): see torch_limits.txt"
+  fi
+  if grep -q "test_keeps_a_tensor at .*test_gpu_limits.py:$plant (python)" "$out/torch_limits.txt"; then
+    say "PASS the kept tensor is named at test_gpu_limits.py:$plant"
+  else
+    say "FAIL the kept tensor's line ($plant) is not in the failure: see torch_limits.txt"
+  fi
+else
+  say "SKIP no python3 with a CUDA-enabled torch and pytest"
+fi
+
 say ""
 say "Files: $(cd "$out" && ls | tr '\n' ' ')"

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "allocator_trace.h"
 #include "run_vramtrace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -128,6 +129,51 @@ TEST_F(CliGateTest, RunGateExitsWithTheCommandsFailureFirstThenTheVerdict) {
   const CommandResult bad_spec = run("leaks=0", "true");
   EXPECT_EQ(bad_spec.exit_status, 2);
   EXPECT_NE(bad_spec.err.find("unknown limit 'leaks'"), std::string::npos) << bad_spec.err;
+}
+
+// The allocator trace (tests/unit/allocator_trace.h): three 'iter' marks in pid 5000, over
+// which init_workspace's live bytes rise by 1 MiB per iteration.
+TEST_F(CliGateTest, MaxGrowthJudgesTheBytesEachIterationAddsPerProcess) {
+  const auto trace = dir_ / "allocator.db";
+  ASSERT_EQ(write_allocator_trace(trace), "");
+  const auto growth = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"gate", trace.string(), "--iteration-marker", "iter"});
+    return run_vramtrace(args, scratch_.path());
+  };
+  const CommandResult at = growth({"--max-growth", "1MiB"});
+  EXPECT_EQ(at.exit_status, 0) << at.out << at.err;
+  EXPECT_NE(at.out.find("PASS growth (pid 5000, 3 iterations of 'iter'): 1.0 MiB per iteration, "
+                        "limit 1.0 MiB per iteration"),
+            std::string::npos)
+      << at.out;
+
+  const CommandResult over = growth({"--max-growth", "512KiB", "--format", "json"});
+  EXPECT_EQ(over.exit_status, 1) << over.err;
+  const nlohmann::json report = nlohmann::json::parse(over.out);
+  ASSERT_EQ(report["checks"].size(), 1u);
+  const nlohmann::json& check = report["checks"][0];
+  EXPECT_EQ(check["name"], "growth");
+  EXPECT_EQ(check["unit"], "bytes per iteration");
+  EXPECT_EQ(check["passed"], false);
+  ASSERT_EQ(check["leaks"].size(), 1u);
+  EXPECT_EQ(check["leaks"][0]["bytes_per_iteration"], 1024.0 * 1024);
+  EXPECT_EQ(check["leaks"][0]["stack"][0]["function"], "init_workspace");
+
+  const CommandResult text = growth({"--max-growth", "512KiB"});
+  EXPECT_EQ(text.exit_status, 1);
+  EXPECT_NE(text.out.find("+1.0 MiB per iteration (2.0 MiB (2097152 bytes) in 2 device "
+                          "allocations live at the last iteration) from:\n"
+                          "           #0 init_workspace at lib.cu:3"),
+            std::string::npos)
+      << text.out;
+
+  // A marker that never repeats cannot show growth: a trace error, not a pass.
+  const CommandResult no_marker =
+      run_vramtrace({"gate", trace.string(), "--max-growth", "0"}, scratch_.path());
+  EXPECT_EQ(no_marker.exit_status, 2);
+  EXPECT_NE(no_marker.err.find("no selected process has the marker 'iteration' twice"),
+            std::string::npos)
+      << no_marker.err;
 }
 
 }  // namespace

@@ -80,6 +80,16 @@ TEST(CallsiteTree, ParentsFramesAndDepthsDescribeTheStack) {
   EXPECT_FALSE(node) << "the root must have no parent";
 }
 
+TEST(CallsiteTree, FramesOfALeafAreItsStackInnermostFirst) {
+  RecordingTree t;
+  const std::vector<int64_t> stack = {7, 8, 9, 8};  // outermost first
+  const std::optional<int64_t> leaf = t.tree.intern_stack(stack);
+  ASSERT_TRUE(leaf);
+  EXPECT_EQ(t.tree.frames_of(leaf), (std::vector<int64_t>{8, 9, 8, 7}));
+  EXPECT_TRUE(t.tree.frames_of(std::nullopt).empty());
+  EXPECT_TRUE(t.tree.frames_of(int64_t{99}).empty());  // not an id of this tree
+}
+
 TEST(CallsiteTree, IdsAreDenseFromZeroInCreationOrder) {
   RecordingTree t;
   intern(t.tree, {1, 2});

@@ -9,9 +9,12 @@
 #include <filesystem>
 #include <limits>
 
+#include "allocator_trace_test_base.h"
 #include "analysis/byte_size.h"
 #include "analysis/gate.h"
 #include "analysis/gate_spec.h"
+#include "analysis/leak_growth.h"
+#include "analysis/moment.h"
 #include "analysis/suppressions.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -208,6 +211,67 @@ TEST_F(GateTest, LeaksAreAttributedToTheTestRangesThatMadeThem) {
   EXPECT_EQ(result.tests[1].count, 0u);
 }
 
+// The allocator trace (allocator_trace.h) marks 'iter' three times; init_workspace's raw
+// allocations are 0, 0, 2 MiB then: +1 MiB per iteration, the only stack that never falls.
+class GateGrowthTest : public testing::AllocatorTraceTest {
+ protected:
+  GateResult judge(std::uint64_t max_growth, std::vector<SuppressionRule> rules = {}) {
+    GateOptions options;
+    options.limits.max_growth = max_growth;
+    options.growth_marker = "iter";
+    options.suppressions = std::move(rules);
+    return evaluate_gate(*trace_, options);
+  }
+};
+
+TEST_F(GateGrowthTest, PassesAtTheRateAndFailsBelowItWithTheGrowingStack) {
+  const GateResult at = judge(kMiB);
+  EXPECT_TRUE(at.passed());
+  EXPECT_EQ(only_check(at).actual, static_cast<double>(kMiB));
+
+  const GateResult below = judge(kMiB - 1);
+  EXPECT_FALSE(below.passed());
+  const GateCheck& check = only_check(below);
+  EXPECT_EQ(check.name, "growth");
+  EXPECT_EQ(check.unit, "bytes per iteration");
+  EXPECT_EQ(check.subject, "pid 5000, 3 iterations of 'iter'");  // pid 5001 has no 'iter'
+  ASSERT_EQ(check.leaks.size(), 1u);
+  ASSERT_EQ(check.growth.size(), 1u);
+  EXPECT_EQ(check.growth[0], static_cast<double>(kMiB));
+  EXPECT_EQ(check.leaks[0].bytes, 2 * kMiB);  // live at the last iteration
+  ASSERT_FALSE(check.leaks[0].stack.empty());
+  EXPECT_EQ(check.leaks[0].stack[0].function, "init_workspace");
+}
+
+TEST_F(GateGrowthTest, ASuppressedStackDoesNotGrow) {
+  SuppressionParseError parse_error;
+  const auto rules =
+      parse_suppressions("# the workspace is sized once\nfunction:init_*\n", &parse_error);
+  ASSERT_EQ(rules.size(), 1u) << parse_error.message;
+  const GateResult result = judge(0, rules);
+  EXPECT_TRUE(result.passed());
+  EXPECT_EQ(only_check(result).actual, 0.0);
+  EXPECT_TRUE(only_check(result).leaks.empty());
+}
+
+TEST_F(GateGrowthTest, AMarkerThatNeverRepeatsCannotPass) {
+  GateOptions options;
+  options.limits.max_growth = kMiB;
+  options.growth_marker = "epoch";
+  EXPECT_THROW(evaluate_gate(*trace_, options), BadMoment);
+}
+
+TEST(LeakGrowth, NumberedRangesAreOccurrencesOfTheirName) {
+  EXPECT_TRUE(is_occurrence_of("iteration", "iteration"));
+  EXPECT_TRUE(is_occurrence_of("iteration 0", "iteration"));
+  EXPECT_TRUE(is_occurrence_of("iteration 12345", "iteration"));
+  EXPECT_FALSE(is_occurrence_of("iterations", "iteration"));
+  EXPECT_FALSE(is_occurrence_of("iteration ", "iteration"));
+  EXPECT_FALSE(is_occurrence_of("iteration x", "iteration"));
+  EXPECT_FALSE(is_occurrence_of("iteration 1 2", "iteration"));
+  EXPECT_FALSE(is_occurrence_of("step 1", "iteration"));
+}
+
 TEST(ByteSize, UnitsAndTheirPowers) {
   EXPECT_EQ(parse_byte_size("0"), 0u);
   EXPECT_EQ(parse_byte_size("512"), 512u);
@@ -233,18 +297,20 @@ TEST(ByteSize, RefusesWhatIsNotASize) {
 TEST(GateSpec, TermsSetTheirLimits) {
   GateLimits limits;
   std::string error;
-  ASSERT_TRUE(parse_gate_spec(" leaked_bytes=0, leaked_count<=10 ,peak<=2GiB", &limits, &error))
+  ASSERT_TRUE(parse_gate_spec(" leaked_bytes=0, leaked_count<=10 ,peak<=2GiB,growth<=1MiB", &limits,
+                              &error))
       << error;
   EXPECT_EQ(limits.max_leaked_bytes, 0u);
   EXPECT_EQ(limits.max_leaked_count, 10u);
   EXPECT_EQ(limits.max_peak, 2ull << 30);
+  EXPECT_EQ(limits.max_growth, 1u << 20);
 }
 
 TEST(GateSpec, MalformedSpecsSayWhy) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "the gate names no limit"},
       {"leaked_bytes", "'leaked_bytes' is not NAME=VALUE or NAME<=VALUE"},
-      {"leaks=0", "unknown limit 'leaks' (known: leaked_bytes, leaked_count, peak)"},
+      {"leaks=0", "unknown limit 'leaks' (known: leaked_bytes, leaked_count, peak, growth)"},
       {"peak<=lots", "'lots' is not a size (such as 0, 512MiB, 2GB)"},
       {"leaked_count=1KiB", "leaked_count takes a plain count, not '1KiB'"},
   };

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "allocator_trace.h"
+#include "allocator_trace_test_base.h"
 #include "temp_dir.h"
 
 namespace vramtrace {
@@ -43,13 +43,11 @@ TEST(Moment, ParsesEachForm) {
   EXPECT_THROW(analysis::parse_moment("+fast"), analysis::BadMoment);
 }
 
-class MomentOnTrace : public ::testing::Test {
+class MomentOnTrace : public testing::AllocatorTraceTest {
  protected:
   void SetUp() override {
-    ASSERT_EQ(testing::write_allocator_trace(path_), "");
-    storage::OpenFailure failure;
-    trace_ = storage::TraceReader::open(path_, &failure);
-    ASSERT_NE(trace_, nullptr) << failure.message;
+    AllocatorTraceTest::SetUp();
+    if (HasFatalFailure()) return;
     index_ = analysis::open_time_index(*trace_);
   }
 
@@ -58,9 +56,6 @@ class MomentOnTrace : public ::testing::Test {
     return analysis::resolve_moment(*trace_, *index_, analysis::parse_moment(text), processes);
   }
 
-  testing::TempDir dir_;
-  std::filesystem::path path_ = dir_ / "allocator.db";
-  std::unique_ptr<storage::TraceReader> trace_;
   std::unique_ptr<storage::TimeIndex> index_;
 };
 

@@ -14,6 +14,7 @@
 
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
+#include "analysis/trace_peaks.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
@@ -201,6 +202,43 @@ TEST(TimeIndex, PeaksAgreeWithSummarysSweep) {
   std::sort(indexed.begin(), indexed.end());
   EXPECT_EQ(indexed, swept);
   EXPECT_EQ(indexed.size(), 3u);
+}
+
+// find_trace_peaks reads a finished trace's peaks from its index (building it into the file)
+// and sweeps an unfinished one: the same peaks either way, whole or for one device.
+TEST(TimeIndex, TracePeaksFromTheIndexEqualTheSweep) {
+  testing::TempDir dir;
+  const auto finished = dir / "finished.db";
+  const auto unfinished = dir / "unfinished.db";
+  ASSERT_EQ(testing::write_allocator_trace(finished), "");
+  ASSERT_EQ(testing::write_allocator_trace(unfinished, /*finish=*/false), "");
+  storage::OpenFailure failure;
+  const auto indexed_trace = storage::TraceReader::open(finished, &failure);
+  ASSERT_NE(indexed_trace, nullptr) << failure.message;
+  const auto swept_trace = storage::TraceReader::open(unfinished, &failure);
+  ASSERT_NE(swept_trace, nullptr) << failure.message;
+  const auto as_tuples = [](const std::vector<analysis::DevicePeak>& peaks) {
+    std::vector<
+        std::tuple<std::int64_t, std::uint32_t, int, std::uint64_t, std::int64_t, std::uint64_t>>
+        out;
+    for (const auto& p : peaks)
+      out.emplace_back(p.upid, p.pid, p.device, p.bytes, p.at_ns, p.at_seq);
+    return out;
+  };
+  for (const std::optional<int> device : {std::optional<int>(), std::optional<int>(0)}) {
+    analysis::AllocationScope scope;
+    scope.device = device;
+    const analysis::TracePeaks from_index = analysis::find_trace_peaks(*indexed_trace, {}, scope);
+    const analysis::TracePeaks swept = analysis::find_trace_peaks(*swept_trace, {}, scope);
+    EXPECT_EQ(as_tuples(from_index.device), as_tuples(swept.device));
+    EXPECT_EQ(as_tuples(from_index.blocks), as_tuples(swept.blocks));
+    EXPECT_EQ(as_tuples(from_index.device),
+              as_tuples(analysis::find_device_peaks(*swept_trace, {}, scope)));
+    EXPECT_EQ(from_index.device.size(), device ? 1u : 2u);
+    EXPECT_EQ(from_index.blocks.size(), 1u);
+  }
+  EXPECT_TRUE(file_has_table(finished, "live_bytes_peak"));
+  EXPECT_FALSE(file_has_table(unfinished, "live_bytes_peak"));
 }
 
 TEST(TimeIndex, TimesMapToTheLastEventAtOrBefore) {

@@ -1,0 +1,46 @@
+#include "analysis/trace_peaks.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "analysis/moment.h"
+#include "storage/time_index.h"
+
+namespace vramtrace::analysis {
+
+TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSelection& processes,
+                            const AllocationScope& allocations) {
+  TracePeaks peaks;
+  if (allocations.kind || !storage::TimeIndex::kept_in_file(trace.path())) {
+    peaks.device = find_device_peaks(trace, processes, allocations);
+    peaks.blocks = find_block_peaks(trace, processes, allocations);
+    return peaks;
+  }
+  std::map<std::int64_t, std::uint32_t> pids;
+  for (const storage::ProcessRecord& process : trace.processes())
+    pids[process.start.upid] = process.start.pid;
+  const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
+  for (const storage::LiveBytesPeak& row : index->peaks()) {
+    if (!is_selected(processes, row.upid)) continue;
+    if (allocations.device && row.device != *allocations.device) continue;
+    const bool blocks = row.group == storage::kPeakGroupBlocks;
+    if (!blocks && row.group != storage::kPeakGroupDeviceMemory) continue;
+    DevicePeak peak;
+    peak.upid = row.upid;
+    peak.pid = pids[row.upid];
+    peak.device = row.device;
+    peak.bytes = row.bytes;
+    peak.at_ns = row.ns;
+    peak.at_seq = row.seq;
+    (blocks ? peaks.blocks : peaks.device).push_back(peak);
+  }
+  for (std::vector<DevicePeak>* list : {&peaks.device, &peaks.blocks}) {
+    std::sort(list->begin(), list->end(), [](const DevicePeak& a, const DevicePeak& b) {
+      return std::tie(a.upid, a.device) < std::tie(b.upid, b.device);
+    });
+  }
+  return peaks;
+}
+
+}  // namespace vramtrace::analysis

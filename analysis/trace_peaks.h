@@ -1,0 +1,28 @@
+// Both peaks of a trace (device_peaks.h), from where they are cheapest. A trace that keeps a
+// time index (storage/time_index.h: a finished trace this user can write) holds them in
+// live_bytes_peak, made by the same sweep once, when the index was built; any other trace is
+// swept here, once per kind of peak. On a 10-million-allocation trace the sweeps are most of
+// what `summary` costs.
+#pragma once
+
+#include <vector>
+
+#include "analysis/allocation_scope.h"
+#include "analysis/device_peaks.h"
+#include "analysis/process_filter.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct TracePeaks {
+  std::vector<DevicePeak> device;  // as find_device_peaks()
+  std::vector<DevicePeak> blocks;  // as find_block_peaks()
+};
+
+// As find_device_peaks() and find_block_peaks() with the same arguments. The index keeps no
+// peak per kind: a scope naming a kind is swept.
+TracePeaks find_trace_peaks(const storage::TraceReader& trace,
+                            const ProcessSelection& processes = std::nullopt,
+                            const AllocationScope& allocations = {});
+
+}  // namespace vramtrace::analysis
