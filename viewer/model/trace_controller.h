@@ -4,7 +4,7 @@
 // reports progress, and
 // answers the views' questions (a range's leaks, the map at a moment, what was live under the
 // mouse) on one worker thread, since a trace's SQLite connections serve one thread at a time.
-// The two stages that read every allocation (the OOM flags, the summary: a minute on ten
+// The two stages that read every allocation (the OOM flags, the summary: half a minute on ten
 // million allocations) run aside, on a second thread with a reader of their own, so that the
 // views' questions never wait behind them. Results are immutable values behind shared pointers; a
 // signal says one is ready. An answer to a question that a newer one replaced is dropped.
