@@ -349,7 +349,8 @@ std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uin
   if (ips.empty() && python_depth == 0) return std::nullopt;
   // The cache key: the native addresses, then, when there are Python frames, a separator that
   // no return address can be, and the (code, line) pairs.
-  std::vector<uint64_t> key(ips.begin(), ips.end());
+  std::vector<uint64_t>& key = stack_key_;
+  key.assign(ips.begin(), ips.end());
   if (python_depth != 0) {
     key.push_back(~0ull);
     for (size_t i = 0; i < python_depth; ++i) {
@@ -357,7 +358,9 @@ std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uin
       key.push_back(python_line[i]);
     }
   }
-  if (auto hit = p.stack_cache.find(key); hit != p.stack_cache.end()) return hit->second;
+  // Looked up as a span: a hit, the common case, copies nothing onto the heap.
+  if (auto hit = p.stack_cache.find(std::span<const uint64_t>(key)); hit != p.stack_cache.end())
+    return hit->second;
 
   // Each return address is moved back by one byte so it points into its call instruction (and
   // to the call's line, not the next one's). on_alloc/on_free refuse deeper stacks.
@@ -379,7 +382,7 @@ std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uin
   for (size_t i = python_depth; i-- > 0;)
     leaf = callsites_.intern(leaf, python_frame_id(p, python_code[i], python_line[i]));
   for (size_t i = splice.begin; i-- > 0;) intern_native(i);
-  p.stack_cache.emplace(std::move(key), leaf);
+  p.stack_cache.emplace(key, leaf);
   return leaf;
 }
 
@@ -477,7 +480,7 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     row.reason = std::string(storage::kBadFreeUnknownAddress);
     writer_.add_bad_free(row);
   }
-  p.recent_frees.push_back(recent);
+  p.recent_frees.push_back(std::move(recent));
   if (p.recent_frees.size() > kRecentFreesKept) p.recent_frees.pop_front();
 }
 

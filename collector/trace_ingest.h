@@ -189,7 +189,8 @@ class TraceIngest {
   };
   std::unordered_map<std::string, Counter> counters_;
 
-  wire::Envelope envelope_;  // reused: parsing into a cleared message keeps its buffers
+  wire::Envelope envelope_;          // reused: parsing into a cleared message keeps its buffers
+  std::vector<uint64_t> stack_key_;  // intern_stack()'s cache key, reused for the same reason
 };
 
 }  // namespace vramtrace::collector
