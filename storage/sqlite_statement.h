@@ -60,9 +60,6 @@ class Statement {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
-  // As reset(), for a statement that binds every parameter before each step: clearing them
-  // first is wasted work on a hot path (the writer's allocation rows).
-  void reset_keeping_bindings() { sqlite3_reset(stmt_); }
 
   // Columns are numbered from 0.
   bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }

@@ -14,6 +14,7 @@
 
 #include "storage/empty_trace.h"
 #include "storage/json_string_array.h"
+#include "storage/pending_allocation_table.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 
@@ -38,16 +39,10 @@ constexpr std::string_view kStatEndOfUnknownMarker = "storage_end_of_unknown_mar
 // it, and B-tree pages filled by appends. This many rows at most wait (a few MiB).
 constexpr std::size_t kPendingAllocationsMax = 8192;
 
-// An allocation row not written yet, with its free once that is known.
-struct PendingAllocation {
-  AllocationRow row;
-  std::optional<FreeRow> free;
-};
-
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
-      add_mapping, add_frame, add_callsite, add_allocation, set_free, clear_free, add_bad_free,
-      add_marker, end_marker, set_stat, add_memory_activity;
+      add_mapping, add_frame, add_callsite, add_pending_allocations, set_free, clear_free,
+      add_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
 };
 
 struct StatementSql {
@@ -55,7 +50,7 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 17> kStatementSql{{
+constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
@@ -77,14 +72,6 @@ constexpr std::array<StatementSql, 17> kStatementSql{{
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     {&Statements::add_callsite,
      "INSERT INTO callsite(id, parent_id, frame_id, depth) VALUES(?1, ?2, ?3, ?4)"},
-    {&Statements::add_allocation,
-     "INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, "
-     "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, "
-     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved, "
-     "correlation_id, free_seq, free_ns, free_utid, free_callsite_id, free_api, "
-     "free_allocator_allocated, free_allocator_reserved) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-     "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)"},
     {&Statements::set_free,
      "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
      "free_api = ?6, free_allocator_allocated = ?7, free_allocator_reserved = ?8 WHERE id = ?1"},
@@ -153,12 +140,6 @@ struct TraceWriter::Impl {
     return changes;
   }
 
-  // As run(), for a statement whose every parameter was bound.
-  void run_fully_bound(Statement& statement, std::string_view doing) {
-    if (statement.step() != SQLITE_DONE) fail(doing, sqlite3_errmsg(db.get()));
-    statement.reset_keeping_bindings();
-  }
-
   // For UPDATEs by id: a missing row is counted, not fatal.
   void run_update(Statement& statement, std::string_view doing, std::string_view unknown_stat) {
     if (run(statement, doing) == 0 && error.empty()) ++unknown_row_counts[unknown_stat];
@@ -188,50 +169,10 @@ struct TraceWriter::Impl {
     return it != pending_allocations.end() && it->row.id == id ? &*it : nullptr;
   }
 
-  void insert_allocation(const AllocationRow& row, const std::optional<FreeRow>& free) {
-    Statement& statement = statements.add_allocation;
-    statement.bind_int64(1, row.id);
-    statement.bind_int64(2, row.upid);
-    statement.bind_int64(3, row.kind);
-    statement.bind_int64(4, row.api);
-    statement.bind_int64(5, row.device);
-    statement.bind_uint64(6, row.stream);
-    statement.bind_uint64(7, row.address);
-    statement.bind_uint64(8, row.size);
-    statement.bind_uint64(9, row.requested_size);
-    statement.bind_int64(10, row.flags);
-    statement.bind_optional_uint64(11, row.pool);
-    statement.bind_int64(12, row.result);
-    statement.bind_uint64(13, row.alloc_seq);
-    statement.bind_int64(14, row.alloc_ns);
-    statement.bind_int64(15, row.alloc_utid);
-    statement.bind_optional_int64(16, row.alloc_callsite_id);
-    statement.bind_optional_uint64(17, row.vmm_handle);
-    statement.bind_optional_uint64(18, row.vmm_offset);
-    statement.bind_optional_int64(19, row.segment_id);
-    statement.bind_optional_uint64(20, row.allocator_allocated);
-    statement.bind_optional_uint64(21, row.allocator_reserved);
-    statement.bind_optional_int64(22, row.correlation_id);
-    if (free) {
-      statement.bind_uint64(23, free->free_seq);
-      statement.bind_int64(24, free->free_ns);
-      statement.bind_int64(25, free->free_utid);
-      statement.bind_optional_int64(26, free->free_callsite_id);
-      statement.bind_int64(27, free->free_api);
-      statement.bind_optional_uint64(28, free->allocator_allocated);
-      statement.bind_optional_uint64(29, free->allocator_reserved);
-    } else {
-      for (int column = 23; column <= 29; ++column) statement.bind_null(column);
-    }
-    run_fully_bound(statement, "adding an allocation");
-  }
-
   // Rows still live are written without their free, which set_free() then updates.
   void write_pending_allocations() {
-    for (const PendingAllocation& pending : pending_allocations) {
-      if (!error.empty()) break;
-      insert_allocation(pending.row, pending.free);
-    }
+    if (!pending_allocations.empty() && error.empty())
+      run(statements.add_pending_allocations, "adding an allocation");
     pending_allocations.clear();
   }
 
@@ -312,6 +253,14 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
     if (Statement::prepare(raw_db, spec.sql, &(impl->statements.*spec.statement)) != SQLITE_OK) {
       return give_up(sqlite3_errmsg(raw_db));
     }
+  }
+  const std::string columns(kPendingAllocationColumns);
+  if (register_pending_allocation_table(raw_db, &impl->pending_allocations) != SQLITE_OK ||
+      Statement::prepare(raw_db,
+                         "INSERT INTO allocation(" + columns + ") SELECT " + columns + " FROM " +
+                             std::string(kPendingAllocationTable),
+                         &impl->statements.add_pending_allocations) != SQLITE_OK) {
+    return give_up(sqlite3_errmsg(raw_db));
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }
@@ -434,7 +383,8 @@ void TraceWriter::add_allocation(const AllocationRow& row) {
   if (!pending.empty() && row.id <= pending.back().row.id) {
     // Not the collector's ascending order: write it now, so that a duplicate fails here.
     impl_->write_pending_allocations();
-    impl_->insert_allocation(row, std::nullopt);
+    pending.push_back({row, std::nullopt});
+    impl_->write_pending_allocations();
     return;
   }
   pending.push_back({row, std::nullopt});
