@@ -112,6 +112,8 @@ class TraceIngest {
     int64_t last_ns = 0;
     std::vector<Mapping> mappings;  // sorted by start
     std::unordered_map<uint32_t, int64_t> threads;
+    uint32_t last_tid = 0;  // utid_for()'s latest answer; last_utid 0: none
+    int64_t last_utid = 0;
     LiveAllocations live;
     std::deque<RecentFree> recent_frees;
     MarkerPairing markers;
@@ -190,7 +192,7 @@ class TraceIngest {
   std::unordered_map<std::string, Counter> counters_;
 
   wire::Envelope envelope_;          // reused: parsing into a cleared message keeps its buffers
-  std::vector<uint64_t> stack_key_;  // intern_stack()'s cache key, reused for the same reason
+  std::vector<uint64_t> stack_key_;  // intern_stack()'s key for mixed stacks, reused likewise
 };
 
 }  // namespace vramtrace::collector
