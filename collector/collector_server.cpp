@@ -211,8 +211,8 @@ size_t CollectorServer::poll_once(int timeout_ms) {
   fds.reserve(connections_.size() + 1);
   fds.push_back({listen_fd_, POLLIN, 0});
   for (auto& c : connections_) fds.push_back({c->fd, POLLIN, 0});
-  // A ring left with records after its turn is waiting to be read: look at the sockets, but
-  // do not sleep (its process may be blocked on the full ring).
+  // A ring that got new records while it was drained (or had more than a turn's worth) has a
+  // busy writer, maybe one blocked on the full ring: look at the sockets, but do not sleep.
   int ready = poll(fds.data(), fds.size(), rings_backed_up_ ? 0 : timeout_ms);
   if (ready < 0 && errno != EINTR) return 0;
   rings_backed_up_ = false;
@@ -228,7 +228,7 @@ size_t CollectorServer::poll_once(int timeout_ms) {
     if (c.ring_id >= 0 && !c.corrupt) {
       size_t delivered = 0;
       drain(c, kRecordsPerTurn, &delivered);
-      if (delivered == kRecordsPerTurn) rings_backed_up_ = true;
+      if (!c.corrupt && c.consumer.pending_bytes() != 0) rings_backed_up_ = true;
     }
     bool hung_up = (revents & (POLLHUP | POLLERR)) != 0;
     if (!hung_up && c.ring_id >= 0 && (revents & POLLIN) != 0) {

@@ -68,7 +68,7 @@ class CollectorServer {
   std::string socket_path_;
   std::vector<std::unique_ptr<Connection>> connections_;
   uint64_t records_ = 0;
-  bool rings_backed_up_ = false;  // a ring had more than one turn's records at the last turn
+  bool rings_backed_up_ = false;  // a ring still held records at the end of the last turn
   uint64_t refused_ = 0;
 };
 
