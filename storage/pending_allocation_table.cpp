@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <new>
 #include <string>
 
 namespace vramtrace::storage {
@@ -75,10 +76,18 @@ void result(sqlite3_context* context, const std::optional<T>& value) {
   }
 }
 
+// SQLite's callbacks are C: nothing may throw out of them, so allocations here fail with
+// SQLITE_NOMEM instead.
 int connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** vtab, char**) {
-  const std::string schema = "CREATE TABLE x(" + std::string(kPendingAllocationColumns) + ")";
+  std::string schema;
+  try {
+    schema = "CREATE TABLE x(" + std::string(kPendingAllocationColumns) + ")";
+  } catch (...) {
+    return SQLITE_NOMEM;
+  }
   if (const int rc = sqlite3_declare_vtab(db, schema.c_str()); rc != SQLITE_OK) return rc;
-  auto* table = new Table;
+  auto* table = new (std::nothrow) Table;
+  if (table == nullptr) return SQLITE_NOMEM;
   table->rows = static_cast<const Rows*>(aux);
   *vtab = &table->base;
   return SQLITE_OK;
@@ -95,7 +104,9 @@ int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
 }
 
 int open_cursor(sqlite3_vtab*, sqlite3_vtab_cursor** cursor) {
-  *cursor = &(new Cursor)->base;
+  auto* opened = new (std::nothrow) Cursor;
+  if (opened == nullptr) return SQLITE_NOMEM;
+  *cursor = &opened->base;
   return SQLITE_OK;
 }
 
