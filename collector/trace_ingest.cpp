@@ -102,18 +102,49 @@ TraceIngest::Process* TraceIngest::process_for(int64_t ring_id) {
   return it == processes_.end() ? nullptr : &it->second;
 }
 
+wire::Envelope::BodyCase TraceIngest::parse_hot_record(const unsigned char* payload,
+                                                       uint32_t bytes) {
+  // The Envelope's one field: a one-byte key (field number < 16, length-delimited), then the
+  // length, which must reach exactly to the end. Anything else takes the general path.
+  if (bytes < 2) return wire::Envelope::BODY_NOT_SET;
+  const unsigned key = payload[0];
+  if ((key & 0x80) != 0 || (key & 7) != 2) return wire::Envelope::BODY_NOT_SET;
+  uint64_t length = 0;
+  uint32_t at = 1;
+  for (int shift = 0; at < bytes && shift < 35; shift += 7) {
+    const unsigned char byte = payload[at++];
+    length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      if (length != bytes - at) return wire::Envelope::BODY_NOT_SET;
+      const int size = static_cast<int>(length);
+      if (key >> 3 == wire::Envelope::kAllocFieldNumber &&
+          alloc_.ParseFromArray(payload + at, size))
+        return wire::Envelope::kAlloc;
+      if (key >> 3 == wire::Envelope::kFreeFieldNumber && free_.ParseFromArray(payload + at, size))
+        return wire::Envelope::kFree;
+      return wire::Envelope::BODY_NOT_SET;
+    }
+  }
+  return wire::Envelope::BODY_NOT_SET;
+}
+
 void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
                             const unsigned char* payload) {
   Process* p = process_for(ring_id);
   if (p == nullptr) return;
-  envelope_.Clear();
-  if (!envelope_.ParseFromArray(payload, static_cast<int>(header.payload_bytes))) {
-    count("record_undecodable", storage::Severity::kDataLoss,
-          "ring records that did not decode as a vramtrace.wire.Envelope");
-    return;
+  wire::Envelope::BodyCase body = parse_hot_record(payload, header.payload_bytes);
+  const bool hot = body != wire::Envelope::BODY_NOT_SET;
+  if (!hot) {
+    envelope_.Clear();
+    if (!envelope_.ParseFromArray(payload, static_cast<int>(header.payload_bytes))) {
+      count("record_undecodable", storage::Severity::kDataLoss,
+            "ring records that did not decode as a vramtrace.wire.Envelope");
+      return;
+    }
+    body = envelope_.body_case();
   }
   p->last_ns = std::max(p->last_ns, header.time_ns);
-  if (!p->started && envelope_.body_case() != wire::Envelope::kProcessStart) {
+  if (!p->started && body != wire::Envelope::kProcessStart) {
     // The shim always starts with ProcessStart; make the row anyway so nothing is dropped.
     wire::ProcessStart unknown;
     unknown.set_pid(p->pid);
@@ -121,7 +152,7 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
     count("process_start_missing", storage::Severity::kDataLoss,
           "rings whose first record was not the process's start");
   }
-  switch (envelope_.body_case()) {
+  switch (body) {
     case wire::Envelope::kProcessStart:
       if (p->started) {
         count("process_start_repeated", storage::Severity::kError,
@@ -134,10 +165,10 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
       on_module(*p, envelope_.module());
       return;
     case wire::Envelope::kAlloc:
-      on_alloc(*p, header, envelope_.alloc());
+      on_alloc(*p, header, hot ? alloc_ : envelope_.alloc());
       return;
     case wire::Envelope::kFree:
-      on_free(*p, header, envelope_.free());
+      on_free(*p, header, hot ? free_ : envelope_.free());
       return;
     case wire::Envelope::kFreeFailed:
       on_free_failed(*p, envelope_.free_failed());

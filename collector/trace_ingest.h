@@ -130,6 +130,10 @@ class TraceIngest {
   };
 
   Process* process_for(int64_t ring_id);
+  // The shim's Alloc and Free records, most of a trace, parsed straight into alloc_ or free_:
+  // through the Envelope, each record made and freed its message and its stack's array.
+  // Returns the body parsed, or BODY_NOT_SET: not such a record, take the general path.
+  wire::Envelope::BodyCase parse_hot_record(const unsigned char* payload, uint32_t bytes);
   void on_process_start(Process& p, const ring::RecordHeader& h, const wire::ProcessStart& m);
   void on_module(Process& p, const wire::Module& m);
   void on_alloc(Process& p, const ring::RecordHeader& h, const wire::Alloc& m);
@@ -193,6 +197,8 @@ class TraceIngest {
 
   wire::Envelope envelope_;          // reused: parsing into a cleared message keeps its buffers
   std::vector<uint64_t> stack_key_;  // intern_stack()'s key for mixed stacks, reused likewise
+  wire::Alloc alloc_;                // parse_hot_record()'s, reused likewise
+  wire::Free free_;
 };
 
 }  // namespace vramtrace::collector
