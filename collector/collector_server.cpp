@@ -257,8 +257,11 @@ size_t CollectorServer::poll_once(int timeout_ms) {
   fds.push_back({listen_fd_, POLLIN, 0});
   // A detached connection has no socket left: its process's exit is what ends it.
   for (auto& c : connections_) fds.push_back({c->detached ? c->pidfd : c->fd, POLLIN, 0});
-  int ready = poll(fds.data(), fds.size(), timeout_ms);
+  // A ring that got new records while it was drained (or had more than a turn's worth) has a
+  // busy writer, maybe one blocked on the full ring: look at the sockets, but do not sleep.
+  int ready = poll(fds.data(), fds.size(), rings_backed_up_ ? 0 : timeout_ms);
   if (ready < 0 && errno != EINTR) return 0;
+  rings_backed_up_ = false;
 
   const size_t before = records_;
   // Drain first, then look at hang-ups: a process that published and exited within one
@@ -271,6 +274,7 @@ size_t CollectorServer::poll_once(int timeout_ms) {
     if (c.ring_id >= 0 && !c.corrupt) {
       size_t delivered = 0;
       drain(c, kRecordsPerTurn, &delivered);
+      if (!c.corrupt && c.consumer.pending_bytes() != 0) rings_backed_up_ = true;
     }
     if (c.detached) {
       if (revents != 0 || c.corrupt || replaced_by_exec(c)) gone.push_back(i);

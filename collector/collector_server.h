@@ -42,7 +42,8 @@ class CollectorServer {
   const std::string& socket_path() const { return socket_path_; }
 
   // Accepts new connections, drains the rings, retires the processes that hung up. Waits at
-  // most `timeout_ms` for something to happen. Returns the number of records read.
+  // most `timeout_ms` for something to happen, and not at all while a ring is backed up.
+  // Returns the number of records read.
   size_t poll_once(int timeout_ms);
 
   // Processes connected and not yet gone.
@@ -75,6 +76,7 @@ class CollectorServer {
   std::string socket_path_;
   std::vector<std::unique_ptr<Connection>> connections_;
   uint64_t records_ = 0;
+  bool rings_backed_up_ = false;  // a ring still held records at the end of the last turn
   uint64_t refused_ = 0;
 };
 

@@ -119,6 +119,8 @@ class TraceIngest {
     int64_t last_ns = 0;
     std::vector<Mapping> mappings;  // sorted by start
     std::unordered_map<uint32_t, int64_t> threads;
+    uint32_t last_tid = 0;  // utid_for()'s latest answer; last_utid 0: none
+    int64_t last_utid = 0;
     LiveAllocations live;
     std::deque<RecentFree> recent_frees;
     MarkerPairing markers;
@@ -136,6 +138,10 @@ class TraceIngest {
   };
 
   Process* process_for(int64_t ring_id);
+  // The shim's Alloc and Free records, most of a trace, parsed straight into alloc_ or free_:
+  // through the Envelope, each record made and freed its message and its stack's array.
+  // Returns the body parsed, or BODY_NOT_SET: not such a record, take the general path.
+  wire::Envelope::BodyCase parse_hot_record(const unsigned char* payload, uint32_t bytes);
   void on_process_start(Process& p, const ring::RecordHeader& h, const wire::ProcessStart& m);
   void on_module(Process& p, const wire::Module& m);
   void on_alloc(Process& p, const ring::RecordHeader& h, const wire::Alloc& m);
@@ -204,7 +210,10 @@ class TraceIngest {
   };
   std::unordered_map<std::string, Counter> counters_;
 
-  wire::Envelope envelope_;  // reused: parsing into a cleared message keeps its buffers
+  wire::Envelope envelope_;          // reused: parsing into a cleared message keeps its buffers
+  std::vector<uint64_t> stack_key_;  // intern_stack()'s key for mixed stacks, reused likewise
+  wire::Alloc alloc_;                // parse_hot_record()'s, reused likewise
+  wire::Free free_;
 };
 
 }  // namespace vramtrace::collector

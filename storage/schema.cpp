@@ -229,7 +229,7 @@ constexpr std::string_view kIndexesSql = R"sql(
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
-CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id);
+CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id) WHERE segment_id IS NOT NULL;
 CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
 CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
 CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);

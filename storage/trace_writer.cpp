@@ -3,15 +3,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <map>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "storage/empty_trace.h"
 #include "storage/json_string_array.h"
+#include "storage/pending_allocation_table.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 
@@ -31,10 +34,15 @@ constexpr std::string_view kStatEndOfUnknownProcess = "storage_end_of_unknown_pr
 constexpr std::string_view kStatNameOfUnknownThread = "storage_name_of_unknown_thread";
 constexpr std::string_view kStatEndOfUnknownMarker = "storage_end_of_unknown_marker";
 
+// Allocation rows are held back until their free (or a commit) so that each is written once,
+// complete, in id order: an INSERT of a full row instead of an INSERT and an UPDATE that grows
+// it, and B-tree pages filled by appends. This many rows at most wait (a few MiB).
+constexpr std::size_t kPendingAllocationsMax = 8192;
+
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
-      add_mapping, add_frame, add_callsite, add_allocation, set_free, clear_free, add_bad_free,
-      add_marker, end_marker, set_stat, add_memory_activity;
+      add_mapping, add_frame, add_callsite, add_pending_allocations, set_free, clear_free,
+      add_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
 };
 
 struct StatementSql {
@@ -42,7 +50,7 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 17> kStatementSql{{
+constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
@@ -64,13 +72,6 @@ constexpr std::array<StatementSql, 17> kStatementSql{{
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     {&Statements::add_callsite,
      "INSERT INTO callsite(id, parent_id, frame_id, depth) VALUES(?1, ?2, ?3, ?4)"},
-    {&Statements::add_allocation,
-     "INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, "
-     "requested_size, flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, "
-     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved, "
-     "correlation_id) "
-     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-     "?19, ?20, ?21, ?22)"},
     {&Statements::set_free,
      "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
      "free_api = ?6, free_allocator_allocated = ?7, free_allocator_reserved = ?8 WHERE id = ?1"},
@@ -108,6 +109,8 @@ struct TraceWriter::Impl {
   bool finished = false;
   std::string error;
   std::map<std::string_view, std::int64_t> unknown_row_counts;
+  // Ascending ids; written by write_pending_allocations() before any commit.
+  std::vector<PendingAllocation> pending_allocations;
 
   // True when a write may go ahead; opens the batch transaction if none is open.
   bool begin_write() {
@@ -159,8 +162,23 @@ struct TraceWriter::Impl {
     }
   }
 
+  PendingAllocation* find_pending_allocation(std::int64_t id) {
+    auto it = std::lower_bound(
+        pending_allocations.begin(), pending_allocations.end(), id,
+        [](const PendingAllocation& pending, std::int64_t key) { return pending.row.id < key; });
+    return it != pending_allocations.end() && it->row.id == id ? &*it : nullptr;
+  }
+
+  // Rows still live are written without their free, which set_free() then updates.
+  void write_pending_allocations() {
+    if (!pending_allocations.empty() && error.empty())
+      run(statements.add_pending_allocations, "adding an allocation");
+    pending_allocations.clear();
+  }
+
   void commit() {
     if (!in_transaction) return;
+    write_pending_allocations();
     if (error.empty()) write_unknown_row_counts();
     in_transaction = false;
     std::string message;
@@ -217,7 +235,8 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
   };
 
   sqlite3* raw_db = nullptr;
-  const int open_rc = sqlite3_open_v2(path.c_str(), &raw_db, SQLITE_OPEN_READWRITE, nullptr);
+  const int open_rc =
+      sqlite3_open_v2(path.c_str(), &raw_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   impl->db.reset(raw_db);
   if (open_rc != SQLITE_OK) {
     return give_up(raw_db != nullptr ? sqlite3_errmsg(raw_db) : sqlite3_errstr(open_rc));
@@ -234,6 +253,14 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
     if (Statement::prepare(raw_db, spec.sql, &(impl->statements.*spec.statement)) != SQLITE_OK) {
       return give_up(sqlite3_errmsg(raw_db));
     }
+  }
+  const std::string columns(kPendingAllocationColumns);
+  if (register_pending_allocation_table(raw_db, &impl->pending_allocations) != SQLITE_OK ||
+      Statement::prepare(raw_db,
+                         "INSERT INTO allocation(" + columns + ") SELECT " + columns + " FROM " +
+                             std::string(kPendingAllocationTable),
+                         &impl->statements.add_pending_allocations) != SQLITE_OK) {
+    return give_up(sqlite3_errmsg(raw_db));
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }
@@ -352,34 +379,24 @@ void TraceWriter::add_callsite(std::int64_t id, std::optional<std::int64_t> pare
 
 void TraceWriter::add_allocation(const AllocationRow& row) {
   if (!impl_->begin_write()) return;
-  Statement& statement = impl_->statements.add_allocation;
-  statement.bind_int64(1, row.id);
-  statement.bind_int64(2, row.upid);
-  statement.bind_int64(3, row.kind);
-  statement.bind_int64(4, row.api);
-  statement.bind_int64(5, row.device);
-  statement.bind_uint64(6, row.stream);
-  statement.bind_uint64(7, row.address);
-  statement.bind_uint64(8, row.size);
-  statement.bind_uint64(9, row.requested_size);
-  statement.bind_int64(10, row.flags);
-  statement.bind_optional_uint64(11, row.pool);
-  statement.bind_int64(12, row.result);
-  statement.bind_uint64(13, row.alloc_seq);
-  statement.bind_int64(14, row.alloc_ns);
-  statement.bind_int64(15, row.alloc_utid);
-  statement.bind_optional_int64(16, row.alloc_callsite_id);
-  statement.bind_optional_uint64(17, row.vmm_handle);
-  statement.bind_optional_uint64(18, row.vmm_offset);
-  statement.bind_optional_int64(19, row.segment_id);
-  statement.bind_optional_uint64(20, row.allocator_allocated);
-  statement.bind_optional_uint64(21, row.allocator_reserved);
-  statement.bind_optional_int64(22, row.correlation_id);
-  impl_->run(statement, "adding an allocation");
+  auto& pending = impl_->pending_allocations;
+  if (!pending.empty() && row.id <= pending.back().row.id) {
+    // Not the collector's ascending order: write it now, so that a duplicate fails here.
+    impl_->write_pending_allocations();
+    pending.push_back({row, std::nullopt});
+    impl_->write_pending_allocations();
+    return;
+  }
+  pending.push_back({row, std::nullopt});
+  if (pending.size() >= kPendingAllocationsMax) impl_->write_pending_allocations();
 }
 
 void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
   if (!impl_->begin_write()) return;
+  if (PendingAllocation* pending = impl_->find_pending_allocation(allocation_id)) {
+    pending->free = row;
+    return;
+  }
   Statement& statement = impl_->statements.set_free;
   statement.bind_int64(1, allocation_id);
   statement.bind_uint64(2, row.free_seq);
@@ -394,6 +411,10 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
 
 void TraceWriter::clear_free(std::int64_t allocation_id) {
   if (!impl_->begin_write()) return;
+  if (PendingAllocation* pending = impl_->find_pending_allocation(allocation_id)) {
+    pending->free.reset();
+    return;
+  }
   Statement& statement = impl_->statements.clear_free;
   statement.bind_int64(1, allocation_id);
   impl_->run_update(statement, "undoing a failed free", kStatFreeOfUnknownAllocation);

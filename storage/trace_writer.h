@@ -4,6 +4,10 @@
 // - Ids are the caller's (the collector interns them); the writer never invents one.
 // - Writes are batched into one transaction that flush() commits; readers (WAL mode) see
 //   everything up to the last flush, also while the collector still runs.
+// - Allocation rows given in ascending id order (the collector's) are held in memory until
+//   their free or the next commit, whichever comes first, so that most are written once,
+//   complete, by an append: no UPDATE, and full B-tree pages. A commit writes the rest without
+//   their free, as before; set_free() then updates them. Nothing of this shows in the file.
 // - The first failure (disk full, a duplicate id, ...) is sticky: ok() turns false, error()
 //   keeps the first message, and every later call is a no-op. Nothing throws.
 // - finish() makes the file stand alone: indexes, meta complete = '1', WAL checkpointed and

@@ -43,8 +43,9 @@ class IngestHarness {
   IngestHarness& operator=(const IngestHarness&) = delete;
 
   // One ring record; its sequence number and time are the count of records so far.
-  void feed(const wire::Envelope& envelope) {
-    const std::string bytes = envelope.SerializeAsString();
+  void feed(const wire::Envelope& envelope) { feed_bytes(envelope.SerializeAsString()); }
+  // One ring record of any bytes, as a ring may hold them.
+  void feed_bytes(const std::string& bytes) {
     ++seq_;
     ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq_, static_cast<int64_t>(seq_)};
     ingest_->on_record(ring_, h, reinterpret_cast<const unsigned char*>(bytes.data()));

@@ -1,0 +1,243 @@
+#include "storage/pending_allocation_table.h"
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <new>
+#include <string>
+
+namespace vramtrace::storage {
+namespace {
+
+using Rows = std::vector<PendingAllocation>;
+
+// The table's columns, by their position in kPendingAllocationColumns.
+enum Column {
+  kId,
+  kUpid,
+  kKind,
+  kApi,
+  kDevice,
+  kStream,
+  kAddress,
+  kSize,
+  kRequestedSize,
+  kFlags,
+  kPool,
+  kResult,
+  kAllocSeq,
+  kAllocNs,
+  kAllocUtid,
+  kAllocCallsiteId,
+  kFreeSeq,
+  kFreeNs,
+  kFreeUtid,
+  kFreeCallsiteId,
+  kFreeApi,
+  kVmmHandle,
+  kVmmOffset,
+  kSegmentId,
+  kAllocatorAllocated,
+  kAllocatorReserved,
+  kFreeAllocatorAllocated,
+  kFreeAllocatorReserved,
+  kCorrelationId,
+};
+
+struct Table {
+  sqlite3_vtab base{};
+  const Rows* rows = nullptr;
+};
+
+struct Cursor {
+  sqlite3_vtab_cursor base{};
+  std::size_t index = 0;
+};
+
+const Rows& rows_of(sqlite3_vtab_cursor* cursor) {
+  return *reinterpret_cast<Table*>(cursor->pVtab)->rows;
+}
+
+void result(sqlite3_context* context, std::int64_t value) {
+  sqlite3_result_int64(context, value);
+}
+
+// Unsigned values are stored as the int64 with the same bits, as everywhere in the trace.
+void result(sqlite3_context* context, std::uint64_t value) {
+  sqlite3_result_int64(context, static_cast<std::int64_t>(value));
+}
+
+template <typename T>
+void result(sqlite3_context* context, const std::optional<T>& value) {
+  if (value) {
+    result(context, *value);
+  } else {
+    sqlite3_result_null(context);
+  }
+}
+
+// SQLite's callbacks are C: nothing may throw out of them, so allocations here fail with
+// SQLITE_NOMEM instead.
+int connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** vtab, char**) {
+  std::string schema;
+  try {
+    schema = "CREATE TABLE x(" + std::string(kPendingAllocationColumns) + ")";
+  } catch (...) {
+    return SQLITE_NOMEM;
+  }
+  if (const int rc = sqlite3_declare_vtab(db, schema.c_str()); rc != SQLITE_OK) return rc;
+  auto* table = new (std::nothrow) Table;
+  if (table == nullptr) return SQLITE_NOMEM;
+  table->rows = static_cast<const Rows*>(aux);
+  *vtab = &table->base;
+  return SQLITE_OK;
+}
+
+int disconnect(sqlite3_vtab* vtab) {
+  delete reinterpret_cast<Table*>(vtab);
+  return SQLITE_OK;
+}
+
+int best_index(sqlite3_vtab*, sqlite3_index_info* info) {
+  info->estimatedCost = 1e6;  // one full scan, in the vector's (ascending id) order
+  return SQLITE_OK;
+}
+
+int open_cursor(sqlite3_vtab*, sqlite3_vtab_cursor** cursor) {
+  auto* opened = new (std::nothrow) Cursor;
+  if (opened == nullptr) return SQLITE_NOMEM;
+  *cursor = &opened->base;
+  return SQLITE_OK;
+}
+
+int close_cursor(sqlite3_vtab_cursor* cursor) {
+  delete reinterpret_cast<Cursor*>(cursor);
+  return SQLITE_OK;
+}
+
+int filter(sqlite3_vtab_cursor* cursor, int, const char*, int, sqlite3_value**) {
+  reinterpret_cast<Cursor*>(cursor)->index = 0;
+  return SQLITE_OK;
+}
+
+int next(sqlite3_vtab_cursor* cursor) {
+  ++reinterpret_cast<Cursor*>(cursor)->index;
+  return SQLITE_OK;
+}
+
+int eof(sqlite3_vtab_cursor* cursor) {
+  return reinterpret_cast<Cursor*>(cursor)->index >= rows_of(cursor).size() ? 1 : 0;
+}
+
+int rowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* id) {
+  *id = static_cast<sqlite3_int64>(reinterpret_cast<Cursor*>(cursor)->index);
+  return SQLITE_OK;
+}
+
+// Sets the value of `column` of `pending` as the statement's result.
+void put_column(sqlite3_context* context, const PendingAllocation& pending, int column) {
+  const AllocationRow& row = pending.row;
+  const std::optional<FreeRow>& free = pending.free;
+  switch (column) {
+    case kId:
+      return result(context, row.id);
+    case kUpid:
+      return result(context, row.upid);
+    case kKind:
+      return result(context, std::int64_t{row.kind});
+    case kApi:
+      return result(context, std::int64_t{row.api});
+    case kDevice:
+      return result(context, std::int64_t{row.device});
+    case kStream:
+      return result(context, row.stream);
+    case kAddress:
+      return result(context, row.address);
+    case kSize:
+      return result(context, row.size);
+    case kRequestedSize:
+      return result(context, row.requested_size);
+    case kFlags:
+      return result(context, std::int64_t{row.flags});
+    case kPool:
+      return result(context, row.pool);
+    case kResult:
+      return result(context, std::int64_t{row.result});
+    case kAllocSeq:
+      return result(context, row.alloc_seq);
+    case kAllocNs:
+      return result(context, row.alloc_ns);
+    case kAllocUtid:
+      return result(context, row.alloc_utid);
+    case kAllocCallsiteId:
+      return result(context, row.alloc_callsite_id);
+    case kVmmHandle:
+      return result(context, row.vmm_handle);
+    case kVmmOffset:
+      return result(context, row.vmm_offset);
+    case kSegmentId:
+      return result(context, row.segment_id);
+    case kAllocatorAllocated:
+      return result(context, row.allocator_allocated);
+    case kAllocatorReserved:
+      return result(context, row.allocator_reserved);
+    case kCorrelationId:
+      if (row.correlation_id) return result(context, std::int64_t{*row.correlation_id});
+      return sqlite3_result_null(context);
+    default:
+      break;
+  }
+  if (!free) return sqlite3_result_null(context);
+  switch (column) {
+    case kFreeSeq:
+      return result(context, free->free_seq);
+    case kFreeNs:
+      return result(context, free->free_ns);
+    case kFreeUtid:
+      return result(context, free->free_utid);
+    case kFreeCallsiteId:
+      return result(context, free->free_callsite_id);
+    case kFreeApi:
+      return result(context, std::int64_t{free->free_api});
+    case kFreeAllocatorAllocated:
+      return result(context, free->allocator_allocated);
+    case kFreeAllocatorReserved:
+      return result(context, free->allocator_reserved);
+    default:
+      return sqlite3_result_null(context);
+  }
+}
+
+int column(sqlite3_vtab_cursor* cursor, sqlite3_context* context, int column) {
+  put_column(context, rows_of(cursor)[reinterpret_cast<Cursor*>(cursor)->index], column);
+  return SQLITE_OK;
+}
+
+sqlite3_module make_module() {
+  sqlite3_module module{};
+  module.iVersion = 0;
+  module.xCreate = nullptr;  // eponymous only: usable by name, never created in the file
+  module.xConnect = connect;
+  module.xBestIndex = best_index;
+  module.xDisconnect = disconnect;
+  module.xDestroy = disconnect;
+  module.xOpen = open_cursor;
+  module.xClose = close_cursor;
+  module.xFilter = filter;
+  module.xNext = next;
+  module.xEof = eof;
+  module.xColumn = column;
+  module.xRowid = rowid;
+  return module;
+}
+
+const sqlite3_module kModule = make_module();
+
+}  // namespace
+
+int register_pending_allocation_table(sqlite3* db, const std::vector<PendingAllocation>* rows) {
+  return sqlite3_create_module_v2(db, std::string(kPendingAllocationTable).c_str(), &kModule,
+                                  const_cast<std::vector<PendingAllocation>*>(rows), nullptr);
+}
+
+}  // namespace vramtrace::storage
