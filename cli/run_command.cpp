@@ -20,10 +20,13 @@
 #include <vector>
 
 #include "analysis/gate_spec.h"
+#include "analysis/moment.h"
 #include "cli/gate_command.h"
 #include "collector/collector_server.h"
 #include "collector/trace_ingest.h"
 #include "install_layout.h"
+#include "progress_line.h"
+#include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 
 namespace vramtrace::cli {
@@ -40,6 +43,7 @@ struct RunOptions {
   std::string written;  // the trace's path, once chosen
   std::optional<analysis::GateLimits> gate;
   bool force = false;
+  bool index = true;  // build the time index once the trace is finished
   std::string ring_size;
   std::string backend = "preload";  // "preload", "cupti" or "both"
   std::vector<std::string> command;
@@ -52,6 +56,23 @@ struct BackendLibraries {
 };
 
 volatile sig_atomic_t g_child_pid = 0;
+
+// Builds the finished trace's time index (storage/time_index.h) now, while the machine is the
+// recording's, so that the first report over time, and the viewer's first picture, do not
+// wait for it (about 2 us per allocation). A trace that cannot be indexed is still whole:
+// the first report that needs the index tries again.
+void index_trace(const std::string& path) {
+  try {
+    storage::OpenFailure failure;
+    const auto trace = storage::TraceReader::open(path, &failure);
+    if (!trace) throw std::runtime_error(failure.message);
+    ProgressLine progress("vramtrace: indexing " + path + " by time");
+    analysis::open_time_index(*trace);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "vramtrace: note: %s was not indexed by time (%s); reports will do it\n",
+                 path.c_str(), error.what());
+  }
+}
 
 void forward_signal(int sig) {
   if (g_child_pid > 0) kill(g_child_pid, sig);
@@ -282,6 +303,7 @@ int run(RunOptions& options) {
     // The command's status still wins: it is what a wrapper must pass through.
     return status_of(status) != 0 ? status_of(status) : kUsageError;
   }
+  if (options.index) index_trace(output);
   std::fprintf(stderr, "vramtrace: %lld allocation(s) from %lld process(es) recorded in %s\n",
                static_cast<long long>(ingest.allocations()),
                static_cast<long long>(ingest.processes()), output.c_str());
@@ -298,6 +320,9 @@ void register_run_command(CLI::App& app, int* exit_status) {
                   "Trace file to write (default: vramtrace.<program>.<pid>.db; never replaced "
                   "unless --force)");
   run->add_flag("-f,--force", options->force, "Replace the output file if it exists");
+  run->add_flag("!--no-index", options->index,
+                "Leave the time index (which reports over time and the viewer read) to the "
+                "first report that needs it, instead of building it when the command ends");
   run->add_option("--ring-size", options->ring_size,
                   "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
   run->add_option("--backend", options->backend,

@@ -132,6 +132,31 @@ TEST_F(RecordTest, FailedAllocationIsInTheTraceWithItsErrorAndIsNoLeak) {
   EXPECT_NE(run.out.find("returned 2 (cudaErrorMemoryAllocation)"), std::string::npos) << run.out;
 }
 
+// `run` leaves its trace indexed by time (storage/time_index.h), so that the first report over
+// time, and the viewer's first picture, need not build the index; --no-index leaves that to
+// the first report, which builds the same.
+TEST_F(RecordTest, TheTraceIsIndexedByTimeUnlessToldNotTo) {
+  const std::string unindexed = trace() + ".unindexed.db";
+  ASSERT_EQ(record(trace(), {LEAKY_BIN}).exit_code(), 0);
+  ProcessOptions options;
+  options.argv = {VRAMTRACE_BIN, "run", "--no-index", "-o", unindexed, "--", LEAKY_BIN};
+  ASSERT_EQ(run_process(options).exit_code(), 0);
+  const std::string peak_rows =
+      "SELECT upid, device, peak_group, bytes, seq FROM live_bytes_peak ORDER BY 1, 2, 3";
+  const std::string has_index =
+      "SELECT count(*) FROM sqlite_master WHERE name IN ('live_span', 'live_bytes_peak')";
+  EXPECT_EQ(TraceQuery(trace()).integer(has_index), 2);
+  EXPECT_EQ(TraceQuery(unindexed).integer(has_index), 0);
+  ProcessOptions report;
+  report.argv = {VRAMTRACE_BIN, "peak", unindexed};
+  ASSERT_EQ(run_process(report).exit_code(), 0);
+  EXPECT_EQ(TraceQuery(unindexed).integer(has_index), 2);
+  const auto indexed_peaks = TraceQuery(trace()).rows(peak_rows);
+  EXPECT_FALSE(indexed_peaks.empty());
+  EXPECT_EQ(indexed_peaks, TraceQuery(unindexed).rows(peak_rows));
+  std::filesystem::remove(unindexed);
+}
+
 TEST_F(RecordTest, EveryEventCarriesItsIdentity) {
   ProcessResult run = record(trace(), {LEAKY_BIN});
   ASSERT_EQ(run.exit_code(), 0) << run.err;
