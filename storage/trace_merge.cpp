@@ -50,7 +50,7 @@ struct IdColumn {
   std::string_view table;
   std::string_view column;
 };
-constexpr std::array<IdColumn, 9> kIdColumns{{
+constexpr std::array<IdColumn, 10> kIdColumns{{
     {":upid", "process", "upid"},
     {":utid", "thread", "utid"},
     {":module", "module", "id"},
@@ -60,6 +60,7 @@ constexpr std::array<IdColumn, 9> kIdColumns{{
     {":allocation", "allocation", "id"},
     {":bad_free", "bad_free", "id"},
     {":marker", "marker", "id"},
+    {":memory_activity", "memory_activity", "id"},
 }};
 
 // Deduplication: a row of the input that equals one in the output (by these keys) is not
@@ -105,9 +106,9 @@ constexpr std::array<CopyStep, 7> kCopyBeforeCallsites{{
     {"copying processes", R"sql(
 INSERT INTO main.process(upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns,
                          end_ns, exit_status, signal, complete, unwinder, rank, local_rank,
-                         world_size)
+                         world_size, backend)
 SELECT upid + :upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, end_ns,
-       exit_status, signal, complete, unwinder, rank, local_rank, world_size
+       exit_status, signal, complete, unwinder, rank, local_rank, world_size, $backend
 FROM input.process ORDER BY upid)sql"},
     {"copying threads", R"sql(
 INSERT INTO main.thread(utid, upid, tid, name)
@@ -171,6 +172,16 @@ JOIN main.callsite AS o
 WHERE c.depth = :depth)sql"},
 }};
 
+// CUPTI's activity records (run --backend cupti|both), where the input has the table.
+constexpr CopyStep kCopyMemoryActivity{"copying memory activity", R"sql(
+INSERT INTO main.memory_activity(id, upid, operation, kind, correlation_id, address, size, device,
+                                 stream, cupti_ns, pool_address, release_threshold, utilized_size,
+                                 min_bytes_to_keep, source, allocation_id)
+SELECT id + :memory_activity, upid + :upid, operation, kind, correlation_id, address, size, device,
+       stream, cupti_ns, pool_address, release_threshold, utilized_size, min_bytes_to_keep,
+       source, allocation_id + :allocation
+FROM input.memory_activity ORDER BY id)sql"};
+
 constexpr std::array<CopyStep, 6> kCopyAfterCallsites{{
     {"copying allocations", R"sql(
 INSERT INTO main.allocation(id, upid, kind, api, device, stream, address, size, requested_size,
@@ -178,14 +189,14 @@ INSERT INTO main.allocation(id, upid, kind, api, device, stream, address, size, 
                             alloc_callsite_id, free_seq, free_ns, free_utid, free_callsite_id,
                             free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated,
                             allocator_reserved, free_allocator_allocated,
-                            free_allocator_reserved)
+                            free_allocator_reserved, correlation_id)
 SELECT a.id + :allocation, a.upid + :upid, a.kind, a.api, a.device, a.stream, a.address, a.size,
        a.requested_size, a.flags, a.pool, a.result, a.alloc_seq, a.alloc_ns,
        a.alloc_utid + :utid, ifnull(ac.new_id, a.alloc_callsite_id + :callsite), a.free_seq,
        a.free_ns, a.free_utid + :utid, ifnull(fc.new_id, a.free_callsite_id + :callsite),
        a.free_api, a.vmm_handle, a.vmm_offset, a.segment_id + :allocation,
        a.allocator_allocated, a.allocator_reserved, a.free_allocator_allocated,
-       a.free_allocator_reserved
+       a.free_allocator_reserved, $correlation_id
 FROM input.allocation AS a
 LEFT JOIN temp.callsite_map AS ac ON ac.old_id = a.alloc_callsite_id
 LEFT JOIN temp.callsite_map AS fc ON fc.old_id = a.free_callsite_id
@@ -272,6 +283,7 @@ class MergedTrace {
     for (const CopyStep& copy : kCopyBeforeCallsites) run(copy, shifts, std::nullopt);
     copy_callsites(shifts);
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
+    if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
     execute("COMMIT", "committing");
     execute("DETACH DATABASE input", "detaching");
     input_.reset();
@@ -345,9 +357,35 @@ class MergedTrace {
     statement.reset();
   }
 
+  // Whether the attached input has `table` (and `column` in it, when given). Traces from
+  // before the CUPTI backend lack process.backend, allocation.correlation_id and
+  // memory_activity; they are read as the shim's, with no correlation ids.
+  bool input_has(std::string_view table, std::string_view column = {}) {
+    Statement query =
+        prepare("SELECT count(*) FROM pragma_table_info(?1, 'input') WHERE ?2 = '' OR name = ?2",
+                "reading the input's schema");
+    query.bind_text(1, std::string(table));
+    query.bind_text(2, std::string(column));
+    if (const int rc = query.step(); rc != SQLITE_ROW) fail("reading the input's schema", rc);
+    return query.int64(0) > 0;
+  }
+
+  // The step's SQL with the columns an older input lacks given their meaning there.
+  std::string sql_for(const CopyStep& copy) {
+    std::string sql(copy.sql);
+    const auto replace = [&](std::string_view token, const std::string& with) {
+      if (const std::size_t at = sql.find(token); at != std::string::npos)
+        sql.replace(at, token.size(), with);
+    };
+    replace("$backend", input_has("process", "backend") ? "backend" : "'preload'");
+    replace("$correlation_id",
+            input_has("allocation", "correlation_id") ? "a.correlation_id" : "NULL");
+    return sql;
+  }
+
   void run(const CopyStep& copy, const std::map<std::string, std::int64_t>& shifts,
            std::optional<std::int64_t> depth) {
-    Statement statement = prepare(copy.sql, copy.doing);
+    Statement statement = prepare(sql_for(copy), copy.doing);
     for (const auto& [parameter, shift] : shifts) {
       statement.bind_named_int64(parameter.c_str(), shift);
     }
@@ -363,6 +401,7 @@ class MergedTrace {
     std::map<std::string, std::int64_t> shifts;
     for (const IdColumn& id : kIdColumns) {
       const std::string column(id.column), table(id.table);
+      if (!input_has(table)) continue;  // an older input without the table: nothing to shift
       Statement query =
           prepare("SELECT (SELECT max(" + column + ") FROM main." + table +
                       "), min(1, ifnull((SELECT min(" + column + ") FROM input." + table + "), 1))",

@@ -16,6 +16,7 @@
 #include "analysis/leak_growth.h"
 #include "analysis/moment.h"
 #include "analysis/suppressions.h"
+#include "sql_query.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
 
@@ -29,23 +30,15 @@ using testing::kMiB;
 constexpr std::uint64_t kLeakedBytes = 20 * kMiB + 512 * kKiB;
 constexpr std::uint64_t kLeakedCount = 8;
 
-void execute(const std::filesystem::path& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
-      << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(db);
-}
-
 class GateTest : public ::testing::Test {
  protected:
   std::unique_ptr<storage::TraceReader> write(const std::string& name,
                                               const std::string& edit_sql = "") {
     const auto path = dir_ / name;
     EXPECT_EQ(testing::write_synthetic_trace(path), "");
-    if (!edit_sql.empty()) execute(path, edit_sql);
+    if (!edit_sql.empty()) {
+      EXPECT_EQ(testing::execute_sql(path, edit_sql), "");
+    }
     storage::OpenFailure failure;
     auto reader = storage::TraceReader::open(path, &failure);
     EXPECT_NE(reader, nullptr) << failure.message;

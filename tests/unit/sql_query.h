@@ -26,4 +26,20 @@ inline std::string query_one(const std::filesystem::path& path, const std::strin
   return value;
 }
 
+// Runs `sql` (any number of statements) on the file, read-write, as a user's sqlite3 would.
+// Returns SQLite's error message, or "" when every statement ran.
+inline std::string execute_sql(const std::filesystem::path& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
+    sqlite3_close(db);
+    return "cannot open " + path.string();
+  }
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
+  std::string message = rc == SQLITE_OK ? "" : (error != nullptr ? error : sqlite3_errstr(rc));
+  sqlite3_free(error);
+  sqlite3_close(db);
+  return message;
+}
+
 }  // namespace vramtrace::testing

@@ -10,8 +10,8 @@
 
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
-#include "storage/trace_merge.h"
 #include "sql_query.h"
+#include "storage/trace_merge.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 #include "synthetic_trace.h"
@@ -25,6 +25,7 @@ using testing::kMiB;
 using testing::NodeTraceSpec;
 using testing::TempDir;
 
+using testing::execute_sql;
 using testing::query_one;
 
 std::unique_ptr<TraceReader> open_or_fail(const std::filesystem::path& path) {
@@ -178,6 +179,54 @@ TEST_F(TraceMergeTest, TheMergesLeakReportIsTheUnionOfTheInputs) {
   EXPECT_EQ(device.kind_name, "device");
   EXPECT_EQ(device.count, 2u);
   EXPECT_EQ(device.bytes, 4 * kMiB);
+}
+
+// What the CUPTI backend adds (process.backend, allocation.correlation_id, memory_activity)
+// comes through the merge, renumbered with the rows it refers to.
+TEST_F(TraceMergeTest, CuptisColumnsAndActivityRecordsAreKept) {
+  ASSERT_EQ(execute_sql(b_, R"sql(
+      UPDATE process SET backend = 'cupti';
+      UPDATE allocation SET correlation_id = 1000 + id;
+      INSERT INTO memory_activity(id, upid, operation, kind, correlation_id, address, size, device,
+                                  stream, cupti_ns, allocation_id)
+      SELECT id, upid, 'allocation', kind, 1000 + id, address, size, device, 0, 7, id
+      FROM allocation WHERE result = 0;)sql"),
+            "");
+  const auto merged = dir_ / "merged.db";
+  const MergeResult result = merge({a_, b_}, merged);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(query_one(merged,
+                      "SELECT group_concat(DISTINCT p.host || '=' || p.backend) FROM "
+                      "process p"),
+            "node-a=preload,node-b=cupti");
+  EXPECT_EQ(table_count(merged, "memory_activity"),
+            query_one(b_, "SELECT count(*) FROM allocation WHERE result = 0"));
+  // Every record still names its own allocation, by correlation id, in its own process.
+  EXPECT_EQ(query_one(merged,
+                      "SELECT count(*) FROM memory_activity m JOIN allocation a ON "
+                      "a.id = m.allocation_id WHERE a.correlation_id = m.correlation_id "
+                      "AND a.upid = m.upid AND a.address = m.address"),
+            table_count(merged, "memory_activity"));
+  EXPECT_EQ(query_one(merged, "SELECT count(*) FROM allocation WHERE correlation_id IS NOT NULL"),
+            table_count(b_, "allocation"));
+}
+
+// A trace from before the CUPTI backend has none of it: it merges as the shim's.
+TEST_F(TraceMergeTest, ATraceWithoutCuptisColumnsMergesAsTheShims) {
+  ASSERT_EQ(execute_sql(b_,
+                        "ALTER TABLE process DROP COLUMN backend; "
+                        "ALTER TABLE allocation DROP COLUMN correlation_id; "
+                        "DROP TABLE memory_activity;"),
+            "");
+  const auto merged = dir_ / "merged.db";
+  const MergeResult result = merge({a_, b_}, merged);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(query_one(merged, "SELECT count(*) FROM process WHERE backend = 'preload'"),
+            std::to_string(std::stoi(table_count(a_, "process")) +
+                           std::stoi(table_count(b_, "process"))));
+  EXPECT_EQ(table_count(merged, "allocation"),
+            std::to_string(std::stoi(table_count(a_, "allocation")) +
+                           std::stoi(table_count(b_, "allocation"))));
 }
 
 TEST_F(TraceMergeTest, SharedModulesFramesAndCallsitesAreStoredOnce) {
