@@ -60,30 +60,28 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   const bool block_level = options.level == MemoryLevel::kBlock;
   std::map<int, KindTotals> kinds;
   std::map<int, std::map<int, std::uint64_t>> failures_by_kind;  // kind -> result -> count
-  trace.for_each_allocation({}, [&](const storage::AllocationRecord& record) {
-    const storage::AllocationRow& allocation = record.allocation;
-    if (!is_selected(selected, allocation.upid)) return;
-    span.include(allocation.alloc_ns);
-    if (!options.allocations.matches(allocation) ||
-        (!block_level && allocation.kind == kind::kBlock))
-      return;
-    KindTotals& totals = kinds[allocation.kind];
-    if (record.failed()) {
-      totals.failed_allocations += 1;
-      failures_by_kind[allocation.kind][allocation.result] += 1;
-      return;
+  // Added up by SQLite per (process, device, kind, result): one pass, no row in memory.
+  for (const storage::AllocationTotalsRow& row : trace.allocation_totals()) {
+    if (!is_selected(selected, row.upid)) continue;
+    span.include(row.first_alloc_ns);
+    span.include(row.last_alloc_ns);
+    if (!options.allocations.matches(row.device, row.kind) ||
+        (!block_level && row.kind == kind::kBlock))
+      continue;
+    KindTotals& totals = kinds[row.kind];
+    if (row.result != 0) {
+      totals.failed_allocations += row.count;
+      failures_by_kind[row.kind][row.result] += row.count;
+      continue;
     }
-    totals.allocations += 1;
-    totals.bytes_allocated += allocation.size;
-    if (record.free) {
-      span.include(record.free->free_ns);
-      totals.frees += 1;
-      totals.bytes_freed += allocation.size;
-    } else {
-      totals.live_count += 1;
-      totals.live_bytes += allocation.size;
-    }
-  });
+    totals.allocations += row.count;
+    totals.bytes_allocated += row.bytes;
+    totals.frees += row.freed_count;
+    totals.bytes_freed += row.freed_bytes;
+    totals.live_count += row.count - row.freed_count;
+    totals.live_bytes += row.bytes - row.freed_bytes;
+    if (row.last_free_ns) span.include(*row.last_free_ns);
+  }
   for (auto& [kind, totals] : kinds) {
     totals.kind = kind;
     totals.name = trace.kind_name(kind);

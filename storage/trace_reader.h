@@ -85,6 +85,9 @@ class TraceReader {
                            const std::function<void(const AllocationRecord&)>& visit) const;
   std::vector<AllocationRecord> allocations(const AllocationFilter& filter) const;
 
+  // The allocations added up per (upid, device, kind, result), in that order.
+  std::vector<AllocationTotalsRow> allocation_totals() const;
+
   // Every successful allocation and every free of one, in (upid, seq) order: the order in
   // which each process saw its memory come and go.
   void for_each_allocation_event(const std::function<void(const AllocationEvent&)>& visit) const;

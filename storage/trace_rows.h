@@ -159,6 +159,17 @@ struct AllocationRecord {
   bool live_at_end() const { return !failed() && !free.has_value(); }
 };
 
+// The allocations of one (process, device, kind, result), added up by SQLite in one pass:
+// what a summary needs without reading every row into memory.
+struct AllocationTotalsRow {
+  std::int64_t upid = 0;
+  int device = 0, kind = 0, result = 0;
+  std::uint64_t count = 0, bytes = 0;              // allocations, and their size
+  std::uint64_t freed_count = 0, freed_bytes = 0;  // of those, the freed ones
+  std::int64_t first_alloc_ns = 0, last_alloc_ns = 0;
+  std::optional<std::int64_t> last_free_ns;  // empty: none freed
+};
+
 struct MarkerRecord {
   MarkerRow start;
   std::optional<MarkerEndRow> end;  // empty: a mark, or a range that never ended
