@@ -26,6 +26,11 @@ TimelineWindow build_timeline_window(const storage::TimeIndex& index, const Time
   window.timeline.start_ns = from_ns;
   window.timeline.end_ns = to_ns;
   const std::size_t buckets = edges.size() - 1;
+  if (!index.finds_events_by_seq() &&
+      static_cast<std::uint64_t>(index.last_allocation_id()) > max_events) {
+    window.why_not = TimelineWindow::WhyNot::kUnindexedTrace;
+    return window;
+  }
 
   std::map<std::tuple<std::int64_t, int, int>, Sweep> sweeps;  // (upid, device, kind)
   std::set<std::int64_t> upids;

@@ -23,8 +23,16 @@ namespace vramtrace::analysis {
 inline constexpr std::uint64_t kMaxWindowEvents = 2'000'000;
 
 struct TimelineWindow {
-  // False: the window held more than the most events asked for; `timeline` has no series.
+  // False: not computed, for `why_not`; `timeline` has no series.
   bool exact = false;
+  enum class WhyNot {
+    kTooManyEvents,  // the window held more than the most events asked for
+    // The trace lacks its (upid, seq) indexes (TimeIndex::finds_events_by_seq) and holds more
+    // allocations than the most events asked for: finding the window's events would read them
+    // all, whatever the window.
+    kUnindexedTrace,
+  };
+  WhyNot why_not = WhyNot::kTooManyEvents;
   std::uint64_t events = 0;  // read, over every process of `whole`
   // `whole`'s series (same processes, devices, kinds and order), each with one bucket per pair
   // of neighbouring edges; start_ns and end_ns are the first and last edge.

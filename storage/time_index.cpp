@@ -560,6 +560,14 @@ bool TimeIndex::for_each_event_between(
   return impl_->merge_events(allocs, frees, visit);
 }
 
+bool TimeIndex::finds_events_by_seq() const {
+  return impl_->seq_indexes;
+}
+
+std::int64_t TimeIndex::last_allocation_id() const {
+  return impl_->info("last_allocation_id");
+}
+
 std::vector<LiveBytesBucket> TimeIndex::buckets() const {
   Statement statement = impl_->prepare(
       "SELECT upid, device, kind, bucket, min_bytes, max_bytes, last_bytes FROM "

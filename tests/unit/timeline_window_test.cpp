@@ -201,5 +201,28 @@ TEST(TimelineWindow, TooManyEventsGiveNoSeries) {
                   .exact);
 }
 
+TEST(TimelineWindow, AnUnindexedTraceIsReadOnlyWhenSmall) {
+  // Unfinished: the collector never created the (upid, seq) indexes.
+  testing::TempDir dir;
+  ASSERT_EQ(testing::write_allocator_trace(dir / "unfinished.db", /*finish=*/false), "");
+  const Opened opened = open_trace(dir / "unfinished.db");
+  ASSERT_NE(opened.index, nullptr);
+  ASSERT_FALSE(opened.index->finds_events_by_seq());
+  const std::vector<std::int64_t> edges{testing::kAllocatorTraceStartNs + 2'500'000,
+                                        testing::kAllocatorTraceStartNs + 5'500'000,
+                                        testing::kAllocatorTraceStartNs + 9'500'000};
+  // Its 9 allocations (S1 .. R3) are more than 8 events: the whole table would be read.
+  ASSERT_EQ(opened.index->last_allocation_id(), 9);
+  const analysis::TimelineWindow refused =
+      analysis::build_timeline_window(*opened.index, opened.whole, edges, /*max_events=*/8);
+  EXPECT_FALSE(refused.exact);
+  EXPECT_EQ(refused.why_not, analysis::TimelineWindow::WhyNot::kUnindexedTrace);
+  EXPECT_EQ(refused.events, 0u);
+  const analysis::TimelineWindow read =
+      analysis::build_timeline_window(*opened.index, opened.whole, edges, /*max_events=*/9);
+  ASSERT_TRUE(read.exact);
+  expect_same_buckets(read.timeline, brute_force(*opened.trace, opened.whole, edges));
+}
+
 }  // namespace
 }  // namespace vramtrace

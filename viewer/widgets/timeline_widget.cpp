@@ -94,6 +94,11 @@ QString TimelineWidget::zoom_note() const {
     return tr("exact: from the %1 allocation events in view").arg(zoomed_->window.events);
   }
   if (zoomed_ && !zoomed_->window.exact && zoomed_->edges == column_edges(axis_)) {
+    if (zoomed_->window.why_not == analysis::TimelineWindow::WhyNot::kUnindexedTrace) {
+      return tr(
+          "from the time index's buckets: this trace has no sequence indexes (unfinished), "
+          "and finding the events in view would read all of its allocations");
+    }
     return tr("from the time index's buckets: more than %1 events in view, zoom in for the exact "
               "series")
         .arg(analysis::kMaxWindowEvents);
