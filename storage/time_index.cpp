@@ -68,15 +68,6 @@ bool writable(const std::filesystem::path& path) {
   return ::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0;
 }
 
-// One allocation starting or ending, as the rollup pass reads it.
-struct Event {
-  std::int64_t upid = 0;
-  std::uint64_t seq = 0;
-  std::int64_t ns = 0;
-  int device = 0, kind = 0;
-  std::uint64_t size = 0;
-};
-
 }  // namespace
 
 struct TimeIndex::Impl {
@@ -211,29 +202,61 @@ struct TimeIndex::Impl {
     return static_cast<std::uint32_t>(std::min<Wide>(bucket, kBuckets - 1));
   }
 
-  // One pass over every process's allocations and frees in sequence order (two ordered scans,
-  // merged), keeping running sums: the buckets and the peaks.
-  void build_rollups(const std::function<bool(int kind)>& occupies_device_memory) {
-    Statement allocs = prepare(
-        "SELECT upid, alloc_seq, alloc_ns, device, kind, size FROM $T.allocation "
-        "WHERE result = 0 ORDER BY upid, alloc_seq");
-    Statement frees = prepare(
-        "SELECT upid, free_seq, free_ns, device, kind, size FROM $T.allocation "
-        "WHERE result = 0 AND free_seq IS NOT NULL ORDER BY upid, free_seq");
-    Statement put_bucket =
-        prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-
-    const auto next = [&](Statement& statement, std::optional<Event>* event) {
+  // Merges two ordered scans, `allocs` and `frees` (each selecting upid, seq, ns, device, kind,
+  // size, id in (upid, seq) order), into one stream of events in (upid, seq) order. Stops when
+  // `visit` returns false; returns false then.
+  bool merge_events(Statement& allocs, Statement& frees,
+                    const std::function<bool(const AllocationEvent&)>& visit) const {
+    const auto next = [&](Statement& statement, AllocationEvent::Type type,
+                          std::optional<AllocationEvent>* event) {
       const int rc = statement.step();
       if (rc == SQLITE_DONE) {
         event->reset();
         return;
       }
       if (rc != SQLITE_ROW) fail(rc);
-      *event = Event{statement.int64(0), statement.uint64(1), statement.int64(2),
-                     statement.int32(3), statement.int32(4),  statement.uint64(5)};
+      *event = AllocationEvent{type,
+                               statement.int64(6),
+                               statement.int64(0),
+                               statement.uint64(1),
+                               statement.int64(2),
+                               statement.int32(3),
+                               statement.int32(4),
+                               statement.uint64(5)};
     };
+    std::optional<AllocationEvent> alloc, free;
+    next(allocs, AllocationEvent::Type::kAlloc, &alloc);
+    next(frees, AllocationEvent::Type::kFree, &free);
+    bool whole = true;
+    while (alloc || free) {
+      // A free sorts before an allocation of the same sequence number (a damaged trace), so
+      // that a peak is never overstated.
+      const bool take_free = free && (!alloc || std::pair(free->upid, free->seq) <=
+                                                    std::pair(alloc->upid, alloc->seq));
+      std::optional<AllocationEvent>& taken = take_free ? free : alloc;
+      if (!visit(*taken)) {
+        whole = false;
+        break;
+      }
+      next(take_free ? frees : allocs, taken->type, &taken);
+    }
+    allocs.reset();
+    frees.reset();
+    return whole;
+  }
+
+  // One pass over every process's allocations and frees in sequence order (two ordered scans,
+  // merged), keeping running sums: the buckets and the peaks.
+  void build_rollups(const std::function<bool(int kind)>& occupies_device_memory) {
+    Statement allocs = prepare(
+        "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM $T.allocation "
+        "WHERE result = 0 ORDER BY upid, alloc_seq");
+    Statement frees = prepare(
+        "SELECT upid, free_seq, free_ns, device, kind, size, id FROM $T.allocation "
+        "WHERE result = 0 AND free_seq IS NOT NULL ORDER BY upid, free_seq");
+    Statement put_bucket =
+        prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+    Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
 
     struct Series {
       std::optional<std::uint32_t> bucket;
@@ -273,7 +296,8 @@ struct TimeIndex::Impl {
       series.clear();
       peaks.clear();
     };
-    const auto apply = [&](const Event& event, bool is_free) {
+    const auto apply = [&](const AllocationEvent& event) {
+      const bool is_free = event.type == AllocationEvent::Type::kFree;
       if (event.upid != upid) {
         flush_process();
         upid = event.upid;
@@ -298,25 +322,11 @@ struct TimeIndex::Impl {
       if (peak.live > peak.bytes) peak = {peak.live, peak.live, event.seq, event.ns};
     };
 
-    std::optional<Event> alloc, free;
-    next(allocs, &alloc);
-    next(frees, &free);
-    while (alloc || free) {
-      // A free sorts before an allocation of the same sequence number (a damaged trace), so
-      // that a peak is never overstated.
-      const bool take_free = free && (!alloc || std::pair(free->upid, free->seq) <=
-                                                    std::pair(alloc->upid, alloc->seq));
-      if (take_free) {
-        apply(*free, true);
-        next(frees, &free);
-      } else {
-        apply(*alloc, false);
-        next(allocs, &alloc);
-      }
-    }
+    merge_events(allocs, frees, [&](const AllocationEvent& event) {
+      apply(event);
+      return true;
+    });
     flush_process();
-    allocs.reset();
-    frees.reset();
   }
 
   void load_range() {
@@ -531,6 +541,31 @@ std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t 
   std::optional<std::int64_t> ns;
   impl_->each_row(statement, [&](const Statement& row) { ns = row.int64(0); });
   return ns;
+}
+
+bool TimeIndex::for_each_event_between(
+    std::int64_t upid, std::uint64_t after_seq, std::uint64_t through_seq,
+    const std::function<bool(const AllocationEvent&)>& visit) const {
+  Statement allocs = impl_->prepare(
+      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM $T.allocation "
+      "WHERE upid = ?1 AND alloc_seq > ?2 AND alloc_seq <= ?3 AND result = 0 ORDER BY alloc_seq");
+  Statement frees = impl_->prepare(
+      "SELECT upid, free_seq, free_ns, device, kind, size, id FROM $T.allocation "
+      "WHERE upid = ?1 AND free_seq > ?2 AND free_seq <= ?3 AND result = 0 ORDER BY free_seq");
+  for (Statement* statement : {&allocs, &frees}) {
+    statement->bind_int64(1, upid);
+    statement->bind_uint64(2, after_seq);
+    statement->bind_uint64(3, through_seq);
+  }
+  return impl_->merge_events(allocs, frees, visit);
+}
+
+bool TimeIndex::finds_events_by_seq() const {
+  return impl_->seq_indexes;
+}
+
+std::int64_t TimeIndex::last_allocation_id() const {
+  return impl_->info("last_allocation_id");
 }
 
 std::vector<LiveBytesBucket> TimeIndex::buckets() const {

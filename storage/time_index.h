@@ -90,6 +90,17 @@ class TimeIndex {
   std::uint64_t last_seq(std::int64_t upid) const;
   // When the process's event `seq` (an allocation or a free) happened; unset: no such event.
   std::optional<std::int64_t> time_of(std::int64_t upid, std::uint64_t seq) const;
+  // The process's successful allocations and frees with after_seq < seq <= through_seq, in
+  // sequence order, read through the trace's (upid, seq) indexes: a window's events without
+  // reading the rest of the trace. Stops when `visit` returns false; returns false then.
+  bool for_each_event_between(std::int64_t upid, std::uint64_t after_seq, std::uint64_t through_seq,
+                              const std::function<bool(const AllocationEvent&)>& visit) const;
+  // False when the trace lacks those indexes (docs/schema.md, "Indexes": a trace still being
+  // written, or never finished): every for_each_event_between and last_seq_at then scans the
+  // allocation table.
+  bool finds_events_by_seq() const;
+  // The highest allocation id when the index was built: about the allocation table's rows.
+  std::int64_t last_allocation_id() const;
 
   // In (upid, device, kind, bucket) order.
   std::vector<LiveBytesBucket> buckets() const;

@@ -15,6 +15,7 @@
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
 #include "analysis/trace_peaks.h"
+#include "random_trace.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
@@ -46,62 +47,11 @@ bool file_has_table(const std::filesystem::path& path, const std::string& table)
   return found;
 }
 
-// 3000 allocations of one process; sequence numbers advance by 1 to 20000 per event, and
-// lifetimes run from one event to the whole trace (a fifth are never freed), so intervals land
-// on every level from 4096-event bins up.
-std::string write_random_trace(const std::filesystem::path& path, std::uint64_t* last_seq) {
-  std::string error;
-  auto writer = storage::TraceWriter::create(path, &error);
-  if (!writer) return error;
-  storage::ProcessRow process;
-  process.upid = 1;
-  process.pid = 77;
-  writer->add_process(process);
-  std::mt19937_64 random(6);
-  struct Pending {
-    std::int64_t id;
-    std::uint64_t free_after;  // events
-  };
-  std::vector<Pending> pending;
-  std::uint64_t seq = 0;
-  std::int64_t next_id = 1;
-  const auto step = [&] {
-    seq += 1 + random() % 20000;
-    return seq;
-  };
-  for (int i = 0; i < 3000; ++i) {
-    storage::AllocationRow row;
-    row.id = next_id++;
-    row.upid = 1;
-    row.kind = storage::allocation_kind::kDevice;
-    row.size = 1 + random() % M;
-    row.address = 0x1000 * static_cast<std::uint64_t>(row.id);
-    row.alloc_seq = step();
-    row.alloc_ns = static_cast<std::int64_t>(row.alloc_seq);
-    writer->add_allocation(row);
-    const std::uint64_t roll = random() % 10;
-    if (roll >= 2) pending.push_back({row.id, roll < 7 ? random() % 4 : random() % 3000});
-    for (auto it = pending.begin(); it != pending.end();) {
-      if (it->free_after-- > 0) {
-        ++it;
-        continue;
-      }
-      storage::FreeRow free;
-      free.free_seq = step();
-      free.free_ns = static_cast<std::int64_t>(free.free_seq);
-      writer->set_free(it->id, free);
-      it = pending.erase(it);
-    }
-  }
-  *last_seq = seq;
-  return writer->finish(&error) ? std::string() : error;
-}
-
 TEST(TimeIndex, LiveSetMatchesABruteForceSweep) {
   testing::TempDir dir;
   const auto path = dir / "random.db";
   std::uint64_t last_seq = 0;
-  ASSERT_EQ(write_random_trace(path, &last_seq), "");
+  ASSERT_EQ(testing::write_random_trace(path, &last_seq), "");
   storage::OpenFailure failure;
   const auto trace = storage::TraceReader::open(path, &failure);
   ASSERT_NE(trace, nullptr) << failure.message;

@@ -3,6 +3,8 @@
 // map's address to x.
 #include <QtTest>
 
+#include "storage/time_index.h"
+#include "viewer/model/exact_zoom.h"
 #include "viewer/model/flame_graph_layout.h"
 #include "viewer/model/marker_layout.h"
 #include "viewer/model/segment_map_geometry.h"
@@ -97,6 +99,28 @@ class GeometryTest : public QObject {
     zoomed.set_trace_range(0, 200'000);
     QCOMPARE(zoomed.visible_start_ns(), std::int64_t{10'000});
     QCOMPARE(zoomed.visible_end_ns(), std::int64_t{30'000});
+  }
+
+  void zoomed_below_two_buckets_a_column_the_view_asks_for_the_exact_series() {
+    // The index's buckets are 1000 ns wide on this trace: 16384 * 1000 ns, end inclusive.
+    const std::int64_t end = 1000 * std::int64_t{storage::TimeIndex::kBuckets} - 1;
+    TimeAxis axis(0, end, 1000);
+    QVERIFY(!wants_exact_window(axis));  // 16 buckets a column
+    axis.show(0, 2000 * 1000);           // 2 buckets a column: the buckets still do
+    QVERIFY(!wants_exact_window(axis));
+    axis.show(0, 1999 * 1000);
+    QVERIFY(wants_exact_window(axis));
+    axis.show(5000, 6000);  // one bucket over the whole view
+    QVERIFY(wants_exact_window(axis));
+
+    const std::vector<std::int64_t> edges = column_edges(axis);
+    QCOMPARE(edges.size(), std::size_t{1001});
+    QCOMPARE(edges.front(), std::int64_t{5000});
+    QCOMPARE(edges.back(), std::int64_t{6000});
+    for (int x = 0; x < axis.width(); ++x) {
+      QCOMPARE(edges[static_cast<std::size_t>(x)], axis.column_span(x).first);
+      QVERIFY(edges[static_cast<std::size_t>(x)] <= edges[static_cast<std::size_t>(x) + 1]);
+    }
   }
 
   void stacked_timeline_sums_processes_per_device_and_kind_of_one_level() {

@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "allocator_trace.h"
+#include "burst_trace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
 #include "viewer/widgets/callsite_panel.h"
@@ -197,6 +198,56 @@ class GuiTest : public QObject {
              qPrintable(box.join('|')));
     QVERIFY2(box.contains(QStringLiteral("total: 14.0 MiB")), qPrintable(box.join('|')));
     QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_summary_and_hover")));
+  }
+
+  void zoomed_past_one_bucket_the_timeline_shows_the_events() {
+    // The burst trace's index bucket 5 holds a 2 MiB spike from 5200 to 5600 ns after its
+    // start: zoomed to that bucket, the columns inside the spike must differ from those after.
+    const auto path = dir_ / "burst.db";
+    QCOMPARE(QString::fromStdString(testing::write_burst_trace(path)), QString());
+    open(path);
+    TimelineWidget* timeline = window_->timeline();
+    const std::int64_t bucket_start =
+        testing::kBurstTraceStartNs + 5 * testing::kBurstTraceBucketNs;
+    const std::int64_t in_spike = bucket_start + 400, after_spike = bucket_start + 800;
+    QSignalSpy zoomed(&window_->controller(), &TraceController::zoomed_timeline_ready);
+    // Wheel in at the bucket's middle until the view is as narrow as it gets (a microsecond).
+    for (int i = 0; i < 20; ++i) {
+      const QPoint at = point_of(*timeline, bucket_start + 500);
+      QWheelEvent wheel(QPointF(at), QPointF(timeline->mapToGlobal(at)), QPoint(), QPoint(0, 480),
+                        Qt::NoButton, Qt::NoModifier, Qt::NoScrollPhase, false);
+      QApplication::sendEvent(timeline, &wheel);
+    }
+    // The mouse's time stays under it: drag the bucket's middle to the plot's middle.
+    drag(timeline, point_of(*timeline, bucket_start + 500), timeline->plot_rect().center(),
+         Qt::NoModifier);
+    QVERIFY(timeline->axis().visible_start_ns() <= in_spike);
+    QVERIFY(timeline->axis().visible_end_ns() > after_spike);
+    QTRY_VERIFY_WITH_TIMEOUT(timeline->drawn_exact(), 10000);
+    QVERIFY(zoomed.count() > 0);
+
+    const std::vector<TimelineColumn> exact = timeline->drawn().columns(timeline->axis());
+    const std::vector<TimelineColumn> bucketed = timeline->stacked().columns(timeline->axis());
+    const auto column_of = [&](std::int64_t ns) {
+      return static_cast<std::size_t>(timeline->axis().x_of(ns));
+    };
+    // The index's bucket: one value over the whole view, its min and max.
+    QCOMPARE(bucketed[column_of(in_spike)].max_bytes, bucketed[column_of(after_spike)].max_bytes);
+    QCOMPARE(bucketed[column_of(in_spike)].min_bytes, bucketed[column_of(after_spike)].min_bytes);
+    // The events: 7 MiB during the spike, 5 MiB after it.
+    QCOMPARE(exact[column_of(in_spike)].max_bytes.front(), 7 * kMiB);
+    QCOMPARE(exact[column_of(in_spike)].min_bytes.front(), 7 * kMiB);
+    QCOMPARE(exact[column_of(after_spike)].max_bytes.front(), 5 * kMiB);
+    send_mouse(timeline, QEvent::MouseMove, point_of(*timeline, after_spike), Qt::NoButton,
+               Qt::NoButton);
+    const QStringList box = timeline->hover_text();
+    QVERIFY2(box.contains(QStringLiteral("total: 5.0 MiB")), qPrintable(box.join('|')));
+    QVERIFY2(box.last().startsWith(QStringLiteral("exact: from the ")), qPrintable(box.join('|')));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_zoomed_exact")));
+
+    // Zoomed out again: the buckets.
+    QTest::mouseDClick(timeline, Qt::LeftButton, Qt::NoModifier, timeline->plot_rect().center());
+    QVERIFY(!timeline->drawn_exact());
   }
 
   void the_stack_panel_shows_source_lines_of_files_on_this_disk() {

@@ -7,6 +7,7 @@
 #include <QSignalSpy>
 #include <QtTest>
 
+#include <algorithm>
 #include <fstream>
 
 #include "allocator_trace.h"
@@ -257,6 +258,43 @@ class ModelTest : public QObject {
     for (const analysis::LeakGroup& group : *controller.live_groups()) total += group.bytes;
     QCOMPARE(total, 12 * kMiB + 256 * kKiB);
     QCOMPARE(controller.live_groups()->front().bytes, 8 * kMiB);
+  }
+
+  void a_zoomed_window_is_analysis_own_exact_series_and_the_newest_wins() {
+    TraceController controller;
+    controller.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(controller));
+    // Events 2 to 9 of upid 1 over 7 columns, then (asked while the first runs) 3 to 6 over 3.
+    const std::vector<std::int64_t> first{at_seq(2), at_seq(3), at_seq(4), at_seq(5),
+                                          at_seq(6), at_seq(7), at_seq(8), at_seq(9)};
+    const std::vector<std::int64_t> second{at_seq(3), at_seq(4), at_seq(5), at_seq(6)};
+    controller.ask_zoomed_timeline(first);
+    controller.ask_zoomed_timeline({at_seq(1), at_seq(2)});  // replaced before it runs
+    controller.ask_zoomed_timeline(second);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        controller.zoomed_timeline() && controller.zoomed_timeline()->edges == second, 10000);
+    const Reference reference(allocator_);
+    const analysis::TimelineWindow expected =
+        analysis::build_timeline_window(*reference.index, controller.overview()->timeline, second);
+    const analysis::TimelineWindow& got = controller.zoomed_timeline()->window;
+    QVERIFY(got.exact);
+    QCOMPARE(got.events, expected.events);
+    QCOMPARE(got.timeline.series.size(), expected.timeline.series.size());
+    for (std::size_t s = 0; s < got.timeline.series.size(); ++s) {
+      for (std::size_t b = 0; b < 3; ++b) {
+        QCOMPARE(got.timeline.series[s].buckets[b].min_bytes,
+                 expected.timeline.series[s].buckets[b].min_bytes);
+        QCOMPARE(got.timeline.series[s].buckets[b].max_bytes,
+                 expected.timeline.series[s].buckets[b].max_bytes);
+      }
+    }
+    // upid 1's device memory over [event 3, event 4): 2 MiB (S1; S2 comes at event 7).
+    const auto device = std::find_if(
+        got.timeline.series.begin(), got.timeline.series.end(), [](const auto& series) {
+          return series.upid == 1 && series.kind == storage::allocation_kind::kDevice;
+        });
+    QVERIFY(device != got.timeline.series.end());
+    QCOMPARE(device->buckets[0].max_bytes, 2 * kMiB);
   }
 
   void ooms_are_flags_and_a_jump_target() {

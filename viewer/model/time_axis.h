@@ -11,7 +11,7 @@ namespace vramtrace::viewer {
 
 class TimeAxis {
  public:
-  // The shortest span a view can zoom to: below a microsecond the trace's buckets say nothing.
+  // The shortest span a view can zoom to: about a nanosecond a pixel, the timestamps' unit.
   static constexpr std::int64_t kMinSpanNs = 1000;
 
   TimeAxis() = default;

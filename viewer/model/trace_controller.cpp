@@ -156,6 +156,9 @@ void TraceController::open(const QString& path) {
   summary_.reset();
   ooms_.reset();
   live_groups_.reset();
+  zoomed_.reset();
+  zoom_pending_.reset();
+  zoom_running_ = false;
   fragmentation_moment_ = {};
   file_signature_ = signature_of(path);
   session_ = std::make_shared<TraceSession>();
@@ -360,6 +363,31 @@ void TraceController::ask_live_at(std::int64_t ns) {
         const std::int64_t next = *hover_pending_;
         hover_pending_.reset();
         ask_live_at(next);
+      });
+}
+
+void TraceController::ask_zoomed_timeline(std::vector<std::int64_t> edges) {
+  if (!overview_ || edges.size() < 2) return;
+  if (zoom_running_) {
+    zoom_pending_ = std::move(edges);  // only the latest view matters
+    return;
+  }
+  zoom_running_ = true;
+  run<ZoomedTimeline>(
+      [edges, overview = overview_](TraceSession& session) {
+        return std::make_shared<ZoomedTimeline>(ZoomedTimeline{
+            edges, analysis::build_timeline_window(*session.index, overview->timeline, edges)});
+      },
+      [this](std::shared_ptr<ZoomedTimeline> zoomed) {
+        zoomed_ = std::move(zoomed);
+        emit zoomed_timeline_ready();
+      },
+      [this] {
+        zoom_running_ = false;
+        if (!zoom_pending_) return;
+        std::vector<std::int64_t> next = std::move(*zoom_pending_);
+        zoom_pending_.reset();
+        ask_zoomed_timeline(std::move(next));
       });
 }
 

@@ -26,6 +26,7 @@
 #include <set>
 #include <vector>
 
+#include "viewer/model/exact_zoom.h"
 #include "viewer/model/trace_queries.h"
 #include "viewer/model/trace_session.h"
 
@@ -56,6 +57,9 @@ class TraceController : public QObject {
   void set_map_device(std::optional<int> device);
   std::optional<int> map_device() const { return map_device_; }
   void ask_live_at(std::int64_t ns);
+  // The timeline's exact series over these column edges (exact_zoom.h), from the events in
+  // them; a newer question replaces one still waiting.
+  void ask_zoomed_timeline(std::vector<std::int64_t> edges);
   void set_poll_interval(int milliseconds);
 
   QString path() const { return path_; }
@@ -74,6 +78,7 @@ class TraceController : public QObject {
   std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups() const {
     return live_groups_;
   }
+  std::shared_ptr<const ZoomedTimeline> zoomed_timeline() const { return zoomed_; }
 
  signals:
   void progress(int done, int total, const QString& stage);
@@ -85,6 +90,7 @@ class TraceController : public QObject {
   void ooms_ready();
   void summary_ready();
   void live_at_ready();
+  void zoomed_timeline_ready();
   void loaded();  // every stage of open() is done (or failed: query_failed says so)
   void query_failed(const QString& message);
 
@@ -126,6 +132,8 @@ class TraceController : public QObject {
   std::optional<int> map_device_;
   TreeSubject tree_subject_ = TreeSubject::kLeaks;
   std::optional<std::int64_t> hover_pending_;
+  std::optional<std::vector<std::int64_t>> zoom_pending_;
+  bool zoom_running_ = false;
   bool hover_running_ = false, reloading_ = false, summary_running_ = false, summary_stale_ = false;
   std::set<Stage> pending_;
   QString file_signature_;
@@ -138,6 +146,7 @@ class TraceController : public QObject {
   std::shared_ptr<const analysis::Summary> summary_;
   std::int64_t live_at_ns_ = 0;
   std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups_;
+  std::shared_ptr<const ZoomedTimeline> zoomed_;
 };
 
 }  // namespace vramtrace::viewer

@@ -127,6 +127,11 @@ MainWindow::MainWindow(QWidget* parent)
   connect(timeline_, &TimelineWidget::hovered, this,
           [this](qint64 ns) { controller_.ask_live_at(ns); });
   connect(
+      timeline_, &TimelineWidget::window_wanted, this,
+      [this](const std::vector<std::int64_t>& edges) { controller_.ask_zoomed_timeline(edges); });
+  connect(&controller_, &TraceController::zoomed_timeline_ready, this,
+          [this] { timeline_->set_zoomed_timeline(controller_.zoomed_timeline()); });
+  connect(
       fragmentation_, &FragmentationView::moment_requested, this,
       [this](const analysis::MomentSpec& moment) { controller_.show_fragmentation_at(moment); });
   connect(fragmentation_, &FragmentationView::process_chosen, this, [this](qint64 upid) {

@@ -50,13 +50,60 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
     groups_.reset();
     ooms_.reset();
   }
+  // Live mode's new events may fall in the window: ask again.
+  zoomed_.reset();
+  asked_edges_.clear();
+  ask_for_window();
   update();
 }
 
 void TimelineWidget::set_level(const std::string& level) {
   level_ = level;
   if (overview_) stacked_ = StackedTimeline(overview_->timeline, level_);
+  if (zoomed_ && zoomed_->window.exact)
+    zoomed_stacked_ = StackedTimeline(zoomed_->window.timeline, level_);
   update();
+}
+
+void TimelineWidget::set_zoomed_timeline(std::shared_ptr<const ZoomedTimeline> zoomed) {
+  zoomed_ = std::move(zoomed);
+  zoomed_stacked_ = zoomed_ && zoomed_->window.exact
+                        ? StackedTimeline(zoomed_->window.timeline, level_)
+                        : StackedTimeline();
+  update();
+}
+
+const StackedTimeline& TimelineWidget::drawn() const {
+  if (zoomed_ && zoomed_->window.exact && wants_exact_window(axis_) &&
+      zoomed_->edges == column_edges(axis_))
+    return zoomed_stacked_;
+  return stacked_;
+}
+
+void TimelineWidget::ask_for_window() {
+  if (!overview_ || stacked_.empty() || !wants_exact_window(axis_)) return;
+  std::vector<std::int64_t> edges = column_edges(axis_);
+  if (edges == asked_edges_) return;
+  asked_edges_ = edges;
+  emit window_wanted(edges);
+}
+
+QString TimelineWidget::zoom_note() const {
+  if (!wants_exact_window(axis_)) return {};
+  if (drawn_exact()) {
+    return tr("exact: from the %1 allocation events in view").arg(zoomed_->window.events);
+  }
+  if (zoomed_ && !zoomed_->window.exact && zoomed_->edges == column_edges(axis_)) {
+    if (zoomed_->window.why_not == analysis::TimelineWindow::WhyNot::kUnindexedTrace) {
+      return tr(
+          "from the time index's buckets: this trace has no sequence indexes (unfinished), "
+          "and finding the events in view would read all of its allocations");
+    }
+    return tr("from the time index's buckets: more than %1 events in view, zoom in for the exact "
+              "series")
+        .arg(analysis::kMaxWindowEvents);
+  }
+  return tr("from the time index's buckets until the exact series comes");
 }
 
 void TimelineWidget::set_ooms(std::shared_ptr<const std::vector<OomFlag>> ooms) {
@@ -92,6 +139,7 @@ std::int64_t TimelineWidget::time_at(int widget_x) const {
 
 void TimelineWidget::resizeEvent(QResizeEvent*) {
   axis_.set_width(plot_rect().width());
+  ask_for_window();
 }
 
 void TimelineWidget::paintEvent(QPaintEvent*) {
@@ -107,7 +155,7 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     return;
   }
   std::uint64_t top = 1;
-  const std::vector<TimelineColumn> columns = stacked_.columns(axis_);
+  const std::vector<TimelineColumn> columns = drawn().columns(axis_);
   for (const TimelineColumn& column : columns) top = std::max(top, column.top_bytes);
   top += top / 20;  // headroom above the highest column
 
@@ -246,7 +294,7 @@ QStringList TimelineWidget::hover_text() const {
   const std::int64_t ns = *hover_ns_;
   QStringList lines;
   lines << tr("at %1").arg(time_text(ns, axis_.trace_start_ns()));
-  const std::vector<std::uint64_t> bytes = stacked_.bytes_at(ns);
+  const std::vector<std::uint64_t> bytes = drawn().bytes_at(ns);
   std::uint64_t stacked_total = 0;
   for (std::size_t l = 0; l < bytes.size(); ++l) {
     const TimelineLayer& layer = stacked_.layers()[l];
@@ -258,6 +306,7 @@ QStringList TimelineWidget::hover_text() const {
                  .arg(layer.stacked ? QString() : tr(" (not in the total)"));
   }
   lines << tr("total: %1").arg(byte_text(stacked_total));
+  if (const QString note = zoom_note(); !note.isEmpty()) lines << note;
   if (groups_ && groups_ns_ == ns) {
     lines << tr("live then, largest callsites:");
     for (const analysis::LeakGroup& group : *groups_) {
@@ -293,6 +342,7 @@ void TimelineWidget::wheelEvent(QWheelEvent* event) {
   if (!overview_) return;
   const double factor = std::pow(1.0015, event->angleDelta().y());
   axis_.zoom(factor, event->position().x() - plot_rect().left());
+  ask_for_window();
   update();
   event->accept();
 }
@@ -314,6 +364,7 @@ void TimelineWidget::mouseMoveEvent(QMouseEvent* event) {
   if (drag_ == Drag::kPan) {
     axis_.pan(drag_last_x_ - x);
     drag_last_x_ = x;
+    ask_for_window();
   } else if (drag_ == Drag::kSelect) {
     const std::int64_t at = time_at(x);
     selection_ = TimeRange{std::min(select_from_ns_, at), std::max(select_from_ns_, at)};
@@ -342,6 +393,7 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
 
 void TimelineWidget::mouseDoubleClickEvent(QMouseEvent*) {
   axis_.show(axis_.trace_start_ns(), axis_.trace_end_ns());
+  ask_for_window();
   update();
 }
 

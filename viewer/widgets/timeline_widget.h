@@ -5,7 +5,10 @@
 // (asked of the controller, shown when they arrive).
 //
 // Painted at level of detail: one column per pixel from StackedTimeline::columns(), so the cost
-// of a frame follows the widget's width, never the trace's size.
+// of a frame follows the widget's width, never the trace's size. Zoomed in past the time
+// index's resolution (exact_zoom.h), the widget asks for the exact series of the visible columns
+// (window_wanted) and draws those once they come; until then, and where the window holds too
+// many events, it draws the buckets and the hover says so.
 #pragma once
 
 #include <QWidget>
@@ -14,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "viewer/model/exact_zoom.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/time_axis.h"
 #include "viewer/model/trace_queries.h"
@@ -34,9 +38,16 @@ class TimelineWidget : public QWidget {
                        std::shared_ptr<const std::vector<analysis::LeakGroup>> groups);
   void set_selection(std::optional<TimeRange> range);  // as if the user selected it
   void set_cursor(std::optional<std::int64_t> ns);     // the fragmentation map's moment
+  // The exact series of a window asked for by window_wanted.
+  void set_zoomed_timeline(std::shared_ptr<const ZoomedTimeline> zoomed);
 
   const TimeAxis& axis() const { return axis_; }
+  // The whole trace from the index's buckets (the legend's peaks).
   const StackedTimeline& stacked() const { return stacked_; }
+  // What is drawn now: the exact series of the visible columns when they have come for this
+  // view, else the buckets.
+  const StackedTimeline& drawn() const;
+  bool drawn_exact() const { return &drawn() != &stacked_; }
   std::optional<TimeRange> selection() const { return selection_; }
   // The plot's rectangle: where time runs along x.
   QRect plot_rect() const;
@@ -49,6 +60,7 @@ class TimelineWidget : public QWidget {
  signals:
   void selection_changed(std::optional<vramtrace::viewer::TimeRange> range);
   void hovered(qint64 ns);
+  void window_wanted(const std::vector<std::int64_t>& column_edges);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -67,6 +79,9 @@ class TimelineWidget : public QWidget {
   void paint_axes(QPainter& painter, const QRect& plot, std::uint64_t top_bytes) const;
   void paint_legend(QPainter& painter, const QRect& plot) const;
   void paint_hover(QPainter& painter, const QRect& plot) const;
+  // After the view moved: asks for the exact series when zoomed in past the buckets.
+  void ask_for_window();
+  QString zoom_note() const;
   double plot_x(std::int64_t ns) const;
   std::int64_t time_at(int widget_x) const;
 
@@ -74,6 +89,9 @@ class TimelineWidget : public QWidget {
   std::shared_ptr<const std::vector<OomFlag>> ooms_;
   std::string level_ = "segment";
   StackedTimeline stacked_;
+  std::shared_ptr<const ZoomedTimeline> zoomed_;
+  StackedTimeline zoomed_stacked_;  // zoomed_'s series at level_, when exact
+  std::vector<std::int64_t> asked_edges_;
   TimeAxis axis_;
   std::optional<TimeRange> selection_;
   std::optional<std::int64_t> cursor_ns_;

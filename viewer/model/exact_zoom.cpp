@@ -1,0 +1,24 @@
+#include "viewer/model/exact_zoom.h"
+
+#include "storage/time_index.h"
+
+namespace vramtrace::viewer {
+
+bool wants_exact_window(const TimeAxis& axis) {
+  // As the index cuts them: kBuckets equal parts of the trace's end - start + 1 ns.
+  const double bucket_ns = static_cast<double>(axis.trace_end_ns() - axis.trace_start_ns() + 1) /
+                           storage::TimeIndex::kBuckets;
+  const double column_ns =
+      static_cast<double>(axis.visible_end_ns() - axis.visible_start_ns()) / axis.width();
+  return column_ns < kExactBelowBucketsPerColumn * bucket_ns;
+}
+
+std::vector<std::int64_t> column_edges(const TimeAxis& axis) {
+  std::vector<std::int64_t> edges;
+  edges.reserve(static_cast<std::size_t>(axis.width()) + 1);
+  for (int x = 0; x < axis.width(); ++x) edges.push_back(axis.column_span(x).first);
+  edges.push_back(axis.column_span(axis.width() - 1).second);
+  return edges;
+}
+
+}  // namespace vramtrace::viewer
