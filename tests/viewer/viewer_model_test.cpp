@@ -18,6 +18,7 @@
 #include "temp_dir.h"
 #include "trace_builder.h"
 #include "viewer/model/callsite_tree_model.h"
+#include "viewer/model/frame_text.h"
 #include "viewer/model/report_models.h"
 #include "viewer/model/source_excerpt.h"
 #include "viewer/model/stacked_timeline.h"
@@ -63,6 +64,13 @@ class ModelTest : public QObject {
   Q_OBJECT
 
  private slots:
+  // Counts read as the CLI writes them: "1 allocation", never "1 allocations".
+  void byte_counts_agree_in_number() {
+    QCOMPARE(bytes_in_allocations(1024, 1), QStringLiteral("1.0 KiB in 1 allocation"));
+    QCOMPARE(bytes_in_allocations(512, 3), QStringLiteral("512 B in 3 allocations"));
+    QCOMPARE(bytes_in_allocations(0, 0), QStringLiteral("0 B in 0 allocations"));
+  }
+
   void initTestCase() {
     QVERIFY(dir_.path().has_filename() || !dir_.path().empty());
     allocator_ = dir_ / "allocator.db";

@@ -1,5 +1,7 @@
 #include "viewer/model/frame_text.h"
 
+#include <QObject>
+
 #include <cmath>
 #include <filesystem>
 
@@ -18,6 +20,11 @@ QString frame_label(const storage::StackFrame& frame) {
 
 QString byte_text(std::uint64_t bytes) {
   return QString::fromStdString(analysis::advice_bytes(bytes));
+}
+
+QString bytes_in_allocations(std::uint64_t bytes, std::uint64_t count) {
+  return count == 1 ? QObject::tr("%1 in 1 allocation").arg(byte_text(bytes))
+                    : QObject::tr("%1 in %2 allocations").arg(byte_text(bytes)).arg(count);
 }
 
 QString time_text(std::int64_t ns, std::int64_t origin_ns) {

@@ -13,6 +13,8 @@ namespace vramtrace::viewer {
 QString frame_label(const storage::StackFrame& frame);
 // "4.0 MiB", "512 B": powers of 1024, one decimal, as the CLI prints sizes in prose.
 QString byte_text(std::uint64_t bytes);
+// "4.0 MiB in 1 allocation", "512 B in 3 allocations", as the CLI counts.
+QString bytes_in_allocations(std::uint64_t bytes, std::uint64_t count);
 // "1.234 s", "15.000 ms", "40.000 us" since `origin_ns`.
 QString time_text(std::int64_t ns, std::int64_t origin_ns);
 

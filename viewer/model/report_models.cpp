@@ -75,14 +75,11 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
   QStandardItem* kinds = add_row(model, nullptr, QObject::tr("Memory by kind"));
   for (const analysis::KindTotals& kind : summary.kinds) {
     QStandardItem* row = add_row(model, kinds, text(kind.name),
-                                 QObject::tr("%1 in %2 allocations")
-                                     .arg(byte_text(kind.bytes_allocated))
-                                     .arg(kind.allocations));
+                                 bytes_in_allocations(kind.bytes_allocated, kind.allocations));
     add_row(model, row, QObject::tr("Freed"),
             QObject::tr("%1 in %2 frees").arg(byte_text(kind.bytes_freed)).arg(kind.frees));
-    add_row(
-        model, row, QObject::tr("Live at the end"),
-        QObject::tr("%1 in %2 allocations").arg(byte_text(kind.live_bytes)).arg(kind.live_count));
+    add_row(model, row, QObject::tr("Live at the end"),
+            bytes_in_allocations(kind.live_bytes, kind.live_count));
     if (kind.failed_allocations != 0)
       add_row(model, row, QObject::tr("Failed"), QString::number(kind.failed_allocations));
   }
@@ -105,9 +102,9 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
     add_row(model, row, QObject::tr("Cached (not leaks)"), byte_text(allocator.cached_bytes));
   }
 
-  QStandardItem* leaked = add_row(
-      model, nullptr, QObject::tr("Leaks (%1 level)").arg(text(leaks.level)),
-      QObject::tr("%1 in %2 allocations").arg(byte_text(leaks.total_bytes)).arg(leaks.total_count));
+  QStandardItem* leaked =
+      add_row(model, nullptr, QObject::tr("Leaks (%1 level)").arg(text(leaks.level)),
+              bytes_in_allocations(leaks.total_bytes, leaks.total_count));
   for (const analysis::LeakGroup& group : leaks.groups) {
     const QString where =
         group.stack.empty() ? QObject::tr("(no stack)") : frame_label(group.stack.front());
@@ -166,9 +163,7 @@ void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
                 .arg(byte_text(extremes[l].max_bytes)));
   }
   add_row(model, section, QObject::tr("Allocated in it, live at its end"),
-          QObject::tr("%1 in %2 allocations")
-              .arg(byte_text(range_leaks.total_bytes))
-              .arg(range_leaks.total_count));
+          bytes_in_allocations(range_leaks.total_bytes, range_leaks.total_count));
 }
 
 void fill_fragmentation_numbers(const analysis::FragmentationReport& report,
@@ -189,7 +184,7 @@ void fill_fragmentation_numbers(const analysis::FragmentationReport& report,
           byte_text(layout.largest_request));
   for (const analysis::RawAllocations& raw : layout.raw)
     add_row(model, nullptr, QObject::tr("Outside the allocator, device %1").arg(raw.device),
-            QObject::tr("%1 in %2 allocations").arg(byte_text(raw.bytes)).arg(raw.count));
+            bytes_in_allocations(raw.bytes, raw.count));
 }
 
 }  // namespace vramtrace::viewer

@@ -69,10 +69,9 @@ void CallsitePanel::set_report(std::shared_ptr<const analysis::LeakReport> repor
     subject_box_->setCurrentIndex(subject == TreeSubject::kLeaks ? 0 : 1);
   }
   if (report_) {
-    heading_->setText(tr("%1: %2 in %3 allocations (%4 level)%5")
+    heading_->setText(tr("%1: %2 (%3 level)%4")
                           .arg(what)
-                          .arg(byte_text(report_->total_bytes))
-                          .arg(report_->total_count)
+                          .arg(bytes_in_allocations(report_->total_bytes, report_->total_count))
                           .arg(QString::fromStdString(report_->level))
                           .arg(report_->cached.count != 0
                                    ? tr("; cached by the allocator, not leaks: %1")

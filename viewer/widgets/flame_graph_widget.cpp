@@ -55,10 +55,9 @@ bool FlameGraphWidget::event(QEvent* event) {
       QToolTip::hideText();
     } else {
       QToolTip::showText(help->globalPos(),
-                         tr("%1\n%2 in %3 allocations, %4 % of the selection")
+                         tr("%1\n%2, %3 % of the selection")
                              .arg(frame_label(box->node->frame))
-                             .arg(byte_text(box->node->bytes))
-                             .arg(box->node->count)
+                             .arg(bytes_in_allocations(box->node->bytes, box->node->count))
                              .arg(box->width * 100, 0, 'f', 1),
                          this);
     }
