@@ -49,11 +49,13 @@ void LiveQueries::on_alloc(int64_t id, uint64_t seq, int kind, uint64_t size,
 }
 
 void LiveQueries::on_block_in_segment(int64_t segment_id) {
+  if (followed_.empty()) return;  // no checkpoint open: the usual case, one branch
   if (auto it = followed_.find(segment_id); it != followed_.end())
     it->second.allocator_segment = true;
 }
 
 void LiveQueries::on_free(int64_t id) {
+  if (followed_.empty()) return;  // no checkpoint open: the usual case, one branch
   const auto it = followed_.find(id);
   if (it == followed_.end()) return;
   const Followed& f = it->second;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <map>
 
 namespace vramtrace::collector {
 namespace {
@@ -352,15 +351,13 @@ std::vector<storage::StackFrame> TraceIngest::stack_of(std::optional<int64_t> ca
 }
 
 void TraceIngest::on_live_query(Process& p, const wire::LiveQuery& m) {
-  std::map<int, std::string> kind_names;
-  for (const storage::NamedId& kind : storage::allocation_kind_rows())
-    kind_names[kind.id] = std::string(kind.name);
   const LiveQueries::Reply reply = p.queries.answer(
       m.query_id(), m.checkpoint_seq(),
       [this](std::optional<int64_t> callsite) { return stack_of(callsite); },
-      [&](int kind) {
-        const auto it = kind_names.find(kind);
-        return it == kind_names.end() ? "kind_" + std::to_string(kind) : it->second;
+      [](int kind) {
+        for (const storage::NamedId& row : storage::allocation_kind_rows())
+          if (row.id == kind) return std::string(row.name);
+        return "kind_" + std::to_string(kind);
       });
   if (reply.header.status == wire::kLiveReplyUnknownCheckpoint)
     count("live_query_unknown_checkpoint", storage::Severity::kInfo,
