@@ -43,7 +43,8 @@ struct RunOptions {
   std::string written;  // the trace's path, once chosen
   std::optional<analysis::GateLimits> gate;
   bool force = false;
-  bool index = true;  // build the time index once the trace is finished
+  bool index = true;         // build the time index once the trace is finished
+  bool free_stacks = false;  // a stack for every free (VRAMTRACE_FREE_STACKS)
   std::string ring_size;
   std::string backend = "preload";  // "preload", "cupti" or "both"
   std::vector<std::string> command;
@@ -90,8 +91,8 @@ std::string default_output(const std::string& program) {
 }
 
 std::vector<std::string> child_environment(const BackendLibraries& libraries,
-                                           const std::string& socket,
-                                           const std::string& ring_size) {
+                                           const std::string& socket, const std::string& ring_size,
+                                           bool free_stacks) {
   const std::string& shim = libraries.shim;
   std::vector<std::string> env;
   std::string preload = shim;
@@ -113,6 +114,8 @@ std::vector<std::string> child_environment(const BackendLibraries& libraries,
       continue;
     }
     if (var.starts_with("VRAMTRACE_SOCKET=") || var.starts_with("VRAMTRACE_RING_BYTES=")) continue;
+    // Set by the user, it passes through (the shim reads it); --free-stacks overrides it.
+    if (free_stacks && var.starts_with("VRAMTRACE_FREE_STACKS=")) continue;
     if (var.starts_with("NVTX_INJECTION64_PATH=")) {
       // Another tool's NVTX injection (Nsight Systems, say) keeps its place: NVTX loads one.
       std::fprintf(stderr,
@@ -134,6 +137,7 @@ std::vector<std::string> child_environment(const BackendLibraries& libraries,
     env.push_back("CUDA_INJECTION64_PATH=" + libraries.cupti);
   env.push_back("VRAMTRACE_SOCKET=" + socket);
   if (!ring_size.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_size);
+  if (free_stacks) env.push_back("VRAMTRACE_FREE_STACKS=1");
   return env;
 }
 
@@ -216,7 +220,7 @@ int run(RunOptions& options) {
   }
 
   std::vector<std::string> env =
-      child_environment(libraries, server->socket_path(), options.ring_size);
+      child_environment(libraries, server->socket_path(), options.ring_size, options.free_stacks);
   std::vector<char*> envp = as_argv(env);
   std::vector<char*> argv = as_argv(options.command);
 
@@ -297,7 +301,9 @@ int run(RunOptions& options) {
                      static_cast<int64_t>(server->refused()),
                      "connections to the collector refused: another user, or a bad handshake");
   server.reset();
-  if (!writer->finish(&error)) {
+  // The allocation table's indexes are built with the time index, below or by the first
+  // report (storage/schema.h): the command's wrapper returns sooner with --no-index.
+  if (!writer->finish(&error, storage::TraceWriter::AllocationIndexes::kLeaveToTimeIndex)) {
     std::fprintf(stderr, "vramtrace run: the trace %s is incomplete: %s\n", output.c_str(),
                  error.c_str());
     // The command's status still wins: it is what a wrapper must pass through.
@@ -321,8 +327,12 @@ void register_run_command(CLI::App& app, int* exit_status) {
                   "unless --force)");
   run->add_flag("-f,--force", options->force, "Replace the output file if it exists");
   run->add_flag("!--no-index", options->index,
-                "Leave the time index (which reports over time and the viewer read) to the "
-                "first report that needs it, instead of building it when the command ends");
+                "Leave the time index (which reports over time and the viewer read), and the "
+                "allocation table's indexes, to the first report that needs them, instead of "
+                "building them when the command ends");
+  run->add_flag("--free-stacks", options->free_stacks,
+                "Record the stack of every free too (allocation.free_callsite_id), not only of "
+                "frees that fail: each free then costs as much as an allocation");
   run->add_option("--ring-size", options->ring_size,
                   "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
   run->add_option("--backend", options->backend,

@@ -598,6 +598,7 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     row.callsite_id = recent.callsite_id;
     row.reason = std::string(storage::kBadFreeUnknownAddress);
     writer_.add_bad_free(row);
+    recent.bad_free_id = row.id;
   }
   p.recent_frees.push_back(std::move(recent));
   if (p.recent_frees.size() > kRecentFreesKept) p.recent_frees.pop_front();
@@ -611,8 +612,22 @@ void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
           "failed frees whose free record was not found");
     return;
   }
+  // The failed call's stack comes with FreeFailed when the free went without one (the shim's
+  // default: no stacks for frees).
+  if (!it->callsite_id && (m.stack_size() > 0 || m.python_code_size() > 0)) {
+    if (m.stack_size() > kMaxStackDepth) {
+      count("stack_too_deep", storage::Severity::kError,
+            "events whose stack was deeper than the wire allows");
+    } else {
+      it->callsite_id = event_callsite(p, m);
+    }
+  }
   // A free of an unknown address that also failed is already a bad_free row; only a free of
   // live allocations has to be undone.
+  if (it->bad_free_id) {
+    writer_.fail_bad_free(*it->bad_free_id, m.result(), it->callsite_id);
+    it->bad_free_id.reset();
+  }
   if (it->ended.empty()) return;
   for (const auto& [address, entry] : it->ended) {
     writer_.clear_free(entry.id);

@@ -83,6 +83,7 @@ class TraceIngest {
     int64_t ns, utid;
     int api;
     std::optional<int64_t> callsite_id;
+    std::optional<int64_t> bad_free_id;  // the bad_free row an unknown address made
   };
   struct StackHash {
     using is_transparent = void;

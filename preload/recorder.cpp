@@ -48,6 +48,10 @@ std::atomic<uint64_t> g_loader_generation{0};
 char g_socket_path[256];
 uint64_t g_ring_bytes = kDefaultRingBytes;
 int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
+// VRAMTRACE_FREE_STACKS=1: a stack for every free too. Off by default, as heaptrack and memray
+// do: it doubles the unwinding (and the Python walk) of a program's allocations for a column
+// few questions need; a free that fails still gets its stack (record_free_failed).
+bool g_free_stacks = false;
 
 }  // namespace
 
@@ -242,6 +246,8 @@ void shim_start() {
   }
   std::strcpy(g_socket_path, socket_path);
   g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
+  const char* free_stacks = getenv("VRAMTRACE_FREE_STACKS");
+  g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
   g_unwinder.init();
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
   on_exit(&on_process_exit, nullptr);
@@ -272,17 +278,31 @@ bool write_python_message(const uint8_t* payload, size_t bytes) {
 // The record path: stacks first (before any lock of the shim's; the Python walk sends the code
 // objects it meets for the first time), then the encoding, then the modules the native stack may
 // point into, then the event itself.
-template <class Event>
-uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
+// The native and Python stacks of the calling thread, captured before any lock of the shim's
+// is taken (the Python walk sends the code objects it meets for the first time).
+struct CapturedStack {
   uintptr_t ips[kMaxStackDepth];
   bool truncated = false;
-  const int depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+  int depth = 0;
   PythonFrames python;
-  capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
-                       &write_python_message);
+
+  void capture() {
+    depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+    capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
+                         &write_python_message);
+  }
+  Stack stack() const { return Stack{ips, depth, truncated, &python}; }
+};
+
+// The record path: the stack, then the encoding, then the modules the native stack may point
+// into, then the event itself.
+template <class Event>
+uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
+  CapturedStack captured;
+  captured.capture();
   e.tid = current_tid();
   uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode(e, Stack{ips, depth, truncated, &python}, buf, sizeof buf);
+  const size_t bytes = encode(e, captured.stack(), buf, sizeof buf);
   send_new_modules();
   return write_record(buf, bytes);
 }
@@ -293,12 +313,26 @@ void record_alloc(AllocEvent e) {
 }
 
 uint64_t record_free(FreeEvent e) {
-  return record_event(e, &encode_free);
+  if (g_free_stacks) return record_event(e, &encode_free);
+  e.tid = current_tid();
+  uint8_t buf[kMaxEventBytes];
+  return write_record(buf, encode_free(e, Stack{}, buf, sizeof buf));
 }
 
 void record_free_failed(uint64_t free_seq, int32_t result) {
-  uint8_t buf[64];
-  write_record(buf, encode_free_failed(free_seq, result, buf, sizeof buf));
+  if (g_free_stacks) {
+    uint8_t buf[64];
+    write_record(buf, encode_free_failed(free_seq, result, Stack{}, buf, sizeof buf));
+    return;
+  }
+  // The free went without a stack; its failure is worth one. The hook that called us is the
+  // same frame that recorded the free.
+  CapturedStack captured;
+  captured.capture();
+  uint8_t buf[kMaxEventBytes];
+  const size_t bytes = encode_free_failed(free_seq, result, captured.stack(), buf, sizeof buf);
+  send_new_modules();
+  write_record(buf, bytes);
 }
 
 int32_t current_device() {

@@ -218,15 +218,23 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 
-// The rare messages go through nanopb's generic encoder. Each encoder zeroes only the union
-// member it fills: the Envelope holds the largest message's fixed arrays.
-size_t encode_free_failed(uint64_t free_seq, int32_t result, uint8_t* out, size_t capacity) {
-  vramtrace_wire_Envelope env;
-  env.which_body = vramtrace_wire_Envelope_free_failed_tag;
-  env.body.free_failed = vramtrace_wire_FreeFailed{free_seq, result};
-  return encode(env, out, capacity);
+size_t encode_free_failed(uint64_t free_seq, int32_t result, const Stack& stack, uint8_t* out,
+                          size_t capacity) {
+  uint8_t body[kMaxEventBytes];
+  FieldWriter w(body, sizeof body);
+  w.varint(vramtrace_wire_FreeFailed_free_seq_tag, free_seq);
+  w.int32(vramtrace_wire_FreeFailed_result_tag, result);
+  w.packed_fixed64(vramtrace_wire_FreeFailed_stack_tag, stack.ips, clamp_depth(stack));
+  w.varint(vramtrace_wire_FreeFailed_stack_truncated_tag,
+           stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
+  write_python_frames(w, stack, vramtrace_wire_FreeFailed_python_code_tag,
+                      vramtrace_wire_FreeFailed_python_line_tag,
+                      vramtrace_wire_FreeFailed_python_stack_tag);
+  return wrap_in_envelope(vramtrace_wire_Envelope_free_failed_tag, body, w.size(), out, capacity);
 }
 
+// The rare messages go through nanopb's generic encoder. Each encoder zeroes only the union
+// member it fills: the Envelope holds the largest message's fixed arrays.
 size_t encode_live_checkpoint(uint8_t* out, size_t capacity) {
   vramtrace_wire_Envelope env;
   env.which_body = vramtrace_wire_Envelope_live_checkpoint_tag;

@@ -102,7 +102,9 @@ struct MarkerEvent {
 // Each returns the encoded size, or 0 when the message did not fit in `capacity`.
 size_t encode_alloc(const AllocEvent&, const Stack&, uint8_t* out, size_t capacity);
 size_t encode_free(const FreeEvent&, const Stack&, uint8_t* out, size_t capacity);
-size_t encode_free_failed(uint64_t free_seq, int32_t result, uint8_t* out, size_t capacity);
+// `stack`: the failed call's, when its Free went without one; Stack{} sends none.
+size_t encode_free_failed(uint64_t free_seq, int32_t result, const Stack& stack, uint8_t* out,
+                          size_t capacity);
 size_t encode_module(const ModuleInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_start(const ProcessStartInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity);

@@ -225,15 +225,23 @@ CREATE VIEW allocation_view AS
   LEFT JOIN api AS free_api ON free_api.id = allocation.free_api;
 )sql";
 
+// The allocation table's, then the small tables'. schema_indexes_sql() is the whole text;
+// allocation_indexes_sql() its first part.
 constexpr std::string_view kIndexesSql = R"sql(
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
 CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
 CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id) WHERE segment_id IS NOT NULL;
+)sql"
+                                         R"sql(
 CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
 CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
 CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);
 )sql";
+
+constexpr std::array<std::string_view, 4> kAllocationIndexNames{
+    "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_alloc_callsite",
+    "allocation_by_segment"};
 
 constexpr std::array<std::string_view, 13> kRequiredTables{
     "meta", "process",    "thread",   "module", "mapping", "frame", "callsite", "allocation_kind",
@@ -253,6 +261,12 @@ std::string_view schema_tables_sql() {
 }
 std::string_view schema_indexes_sql() {
   return kIndexesSql;
+}
+std::string_view allocation_indexes_sql() {
+  return kIndexesSql.substr(0, kIndexesSql.find("CREATE INDEX IF NOT EXISTS callsite_by_parent"));
+}
+std::span<const std::string_view> allocation_index_names() {
+  return kAllocationIndexNames;
 }
 std::span<const std::string_view> required_tables() {
   return kRequiredTables;

@@ -79,6 +79,11 @@ std::span<const NamedId> api_rows();
 std::string_view schema_tables_sql();
 // Indexes, created once ingest is over: maintaining them row by row would slow the writer.
 std::string_view schema_indexes_sql();
+// The allocation table's part of them (their names below): a third of a trace's bytes and
+// half of the time it takes to finish one, so `vramtrace run` leaves them to the step that
+// indexes the trace by time (storage/time_index.h), which needs them first.
+std::string_view allocation_indexes_sql();
+std::span<const std::string_view> allocation_index_names();
 // Tables a reader requires before it accepts a file as a trace.
 std::span<const std::string_view> required_tables();
 

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "storage/allocation_columns.h"
+#include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_uri.h"
 #include "storage/trace_reader.h"
@@ -149,6 +150,28 @@ struct TimeIndex::Impl {
     return info("version") == kTimeIndexVersion &&
            info("last_allocation_id") ==
                single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+  }
+
+  // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
+  // step: present, or not for this trace (the index aside has no way to add them).
+  bool allocation_indexes_present() const {
+    std::string names;
+    for (const std::string_view name : allocation_index_names())
+      names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
+    return single_int("SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN (" +
+                      names + ")")
+               .value_or(0) == static_cast<std::int64_t>(allocation_index_names().size());
+  }
+
+  // In place: what this trace lacks of its indexes, the time index and the allocation table's.
+  bool complete_in_place() const { return allocation_indexes_present() && index_is_current(); }
+
+  void build_in_place(const std::function<bool(int kind)>& occupies_device_memory) {
+    // First: the time index's queries walk them.
+    if (!allocation_indexes_present()) execute(allocation_indexes_sql());
+    if (index_is_current()) return;
+    build();
+    build_rollups(occupies_device_memory);
   }
 
   void build() {
@@ -425,16 +448,11 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
   impl->db = open_for_index(path, &why);
   if (impl->db) {
     try {
-      if (!impl->index_is_current()) {
+      if (!impl->complete_in_place()) {
         impl->execute("BEGIN IMMEDIATE");
         // Another report may have built it while this one waited for the lock.
-        if (impl->index_is_current()) {
-          impl->execute("COMMIT");
-        } else {
-          impl->build();
-          impl->build_rollups(occupies_device_memory);
-          impl->execute("COMMIT");
-        }
+        if (!impl->complete_in_place()) impl->build_in_place(occupies_device_memory);
+        impl->execute("COMMIT");
       }
     } catch (const TraceError& failure) {
       // Locked by another writer, or the disk is full: index aside instead.

@@ -42,7 +42,7 @@ constexpr std::size_t kPendingAllocationsMax = 8192;
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
       add_mapping, add_frame, add_callsite, add_pending_allocations, set_free, clear_free,
-      add_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
+      add_bad_free, fail_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
 };
 
 struct StatementSql {
@@ -50,7 +50,7 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 16> kStatementSql{{
+constexpr std::array<StatementSql, 17> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
@@ -82,6 +82,8 @@ constexpr std::array<StatementSql, 16> kStatementSql{{
     {&Statements::add_bad_free,
      "INSERT INTO bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+    {&Statements::fail_bad_free,
+     "UPDATE bad_free SET result = ?2, callsite_id = ifnull(callsite_id, ?3) WHERE id = ?1"},
     {&Statements::add_marker,
      "INSERT INTO marker(id, upid, utid, type, source, domain, name, start_seq, start_ns, depth, "
      "parent_id, color, category) "
@@ -436,6 +438,16 @@ void TraceWriter::add_bad_free(const BadFreeRow& row) {
   impl_->run(statement, "adding a bad free");
 }
 
+void TraceWriter::fail_bad_free(std::int64_t bad_free_id, std::int32_t result,
+                                std::optional<std::int64_t> callsite_id) {
+  if (!impl_->begin_write()) return;
+  Statement& statement = impl_->statements.fail_bad_free;
+  statement.bind_int64(1, bad_free_id);
+  statement.bind_int64(2, result);
+  statement.bind_optional_int64(3, callsite_id);
+  impl_->run(statement, "marking a bad free failed");
+}
+
 void TraceWriter::add_marker(const MarkerRow& row) {
   if (!impl_->begin_write()) return;
   Statement& statement = impl_->statements.add_marker;
@@ -498,13 +510,16 @@ void TraceWriter::flush() {
   impl_->commit();
 }
 
-bool TraceWriter::finish(std::string* error) {
+bool TraceWriter::finish(std::string* error, AllocationIndexes allocation_indexes) {
   Impl& impl = *impl_;
   if (!impl.finished) {
     impl.commit();
     if (impl.begin_write()) {
       std::string message;
-      if (sqlite::execute(impl.db.get(), schema_indexes_sql(), &message) != SQLITE_OK) {
+      std::string_view indexes = schema_indexes_sql();
+      if (allocation_indexes == AllocationIndexes::kLeaveToTimeIndex)
+        indexes.remove_prefix(allocation_indexes_sql().size());
+      if (sqlite::execute(impl.db.get(), indexes, &message) != SQLITE_OK) {
         impl.fail("creating indexes", message);
       }
       set_meta("complete", "1");

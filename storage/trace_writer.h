@@ -61,6 +61,10 @@ class TraceWriter {
   // The free failed after all: the allocation is live again.
   void clear_free(std::int64_t allocation_id);
   void add_bad_free(const BadFreeRow& row);
+  // The real free of a bad_free row failed too: its result, and the failed call's stack where
+  // the row has none.
+  void fail_bad_free(std::int64_t bad_free_id, std::int32_t result,
+                     std::optional<std::int64_t> callsite_id);
   // A mark, or the start of a range (which end_marker() ends later, if ever).
   void add_marker(const MarkerRow& row);
   // An unknown marker id is counted in the stat `storage_end_of_unknown_marker`, as set_free's.
@@ -73,10 +77,13 @@ class TraceWriter {
 
   // Commits the open transaction.
   void flush();
+  // Whether finish() builds the allocation table's indexes (allocation_indexes_sql()) or
+  // leaves them to the first reader that indexes the trace by time.
+  enum class AllocationIndexes { kBuild, kLeaveToTimeIndex };
   // Indexes, meta complete = '1', WAL checkpoint, journal_mode = DELETE, close. Returns false
   // with *error (if given) set when anything failed, including an earlier sticky failure.
   // Later calls are no-ops.
-  bool finish(std::string* error);
+  bool finish(std::string* error, AllocationIndexes allocation_indexes = AllocationIndexes::kBuild);
 
   bool ok() const;
   // The first failure's one-line message, naming the file; empty while ok().

@@ -45,7 +45,8 @@ class CuptiFeed {
         last_free_seq_ = harness_.seq();
         return;
       case Action::kFreeFailed:
-        feed(buf, preload::encode_free_failed(last_free_seq_, o.free_result, buf, sizeof buf));
+        feed(buf, preload::encode_free_failed(last_free_seq_, o.free_result, preload::Stack{}, buf,
+                                              sizeof buf));
         return;
     }
   }

@@ -145,16 +145,77 @@ TEST_F(RecordTest, TheTraceIsIndexedByTimeUnlessToldNotTo) {
       "SELECT upid, device, peak_group, bytes, seq FROM live_bytes_peak ORDER BY 1, 2, 3";
   const std::string has_index =
       "SELECT count(*) FROM sqlite_master WHERE name IN ('live_span', 'live_bytes_peak')";
+  // The allocation table's own indexes come with the time index (storage/schema.h); the small
+  // tables' are built when the recording ends.
+  const std::string allocation_indexes =
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+      "('allocation_by_alloc_seq', 'allocation_by_free_seq', 'allocation_by_alloc_callsite', "
+      "'allocation_by_segment')";
+  const std::string small_indexes =
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+      "('callsite_by_parent', 'bad_free_by_process', 'marker_by_process')";
   EXPECT_EQ(TraceQuery(trace()).integer(has_index), 2);
+  EXPECT_EQ(TraceQuery(trace()).integer(allocation_indexes), 4);
   EXPECT_EQ(TraceQuery(unindexed).integer(has_index), 0);
+  EXPECT_EQ(TraceQuery(unindexed).integer(allocation_indexes), 0);
+  EXPECT_EQ(TraceQuery(unindexed).integer(small_indexes), 3);
+  // Reports read a trace without them all the same.
+  ProcessOptions leaks;
+  leaks.argv = {VRAMTRACE_BIN, "leaks", "--format", "json", unindexed};
+  const ProcessResult unindexed_leaks = run_process(leaks);
+  ASSERT_EQ(unindexed_leaks.exit_code(), 0) << unindexed_leaks.err;
+  leaks.argv.back() = trace();
+  ProcessResult indexed_leaks = run_process(leaks);
+  ASSERT_EQ(indexed_leaks.exit_code(), 0) << indexed_leaks.err;
+  EXPECT_EQ(nlohmann::json::parse(unindexed_leaks.out).at("leaks"),
+            nlohmann::json::parse(indexed_leaks.out).at("leaks"));
   ProcessOptions report;
   report.argv = {VRAMTRACE_BIN, "peak", unindexed};
   ASSERT_EQ(run_process(report).exit_code(), 0);
   EXPECT_EQ(TraceQuery(unindexed).integer(has_index), 2);
+  EXPECT_EQ(TraceQuery(unindexed).integer(allocation_indexes), 4);
   const auto indexed_peaks = TraceQuery(trace()).rows(peak_rows);
   EXPECT_FALSE(indexed_peaks.empty());
   EXPECT_EQ(indexed_peaks, TraceQuery(unindexed).rows(peak_rows));
   std::filesystem::remove(unindexed);
+}
+
+// Frees are recorded without stacks unless --free-stacks asks (VRAMTRACE_FREE_STACKS): a
+// stack per free doubles the unwinding. A free that fails has its stack either way.
+TEST_F(RecordTest, FreesHaveStacksOnlyWhenAskedAndFailedFreesAlways) {
+  const std::string with_free_stacks = trace() + ".free-stacks.db";
+  ASSERT_EQ(record(trace(), {CUDART_CODES_SIM_BIN}).exit_code(), 0);
+  ProcessOptions options;
+  options.argv = {VRAMTRACE_BIN,    "run", "--free-stacks",     "-o",
+                  with_free_stacks, "--",  CUDART_CODES_SIM_BIN};
+  ASSERT_EQ(run_process(options).exit_code(), 0);
+
+  const std::string freed =
+      "SELECT count(*), count(free_callsite_id), count(alloc_callsite_id) FROM allocation "
+      "WHERE free_seq IS NOT NULL";
+  // cudaFree(0x1234) fails: the bad free's stack reaches main at its line.
+  const std::string bad_free_main =
+      "WITH RECURSIVE chain(id, parent_id, frame_id) AS ("
+      "  SELECT c.id, c.parent_id, c.frame_id FROM callsite c"
+      "  JOIN bad_free b ON b.callsite_id = c.id WHERE b.address = 4660"
+      "  UNION ALL SELECT c.id, c.parent_id, c.frame_id FROM callsite c"
+      "  JOIN chain ON c.id = chain.parent_id) "
+      "SELECT f.function || ':' || f.line || ' ' || b.reason || ' ' || (b.result != 0) "
+      "FROM chain JOIN frame f ON f.id = chain.frame_id, bad_free b "
+      "WHERE b.address = 4660 AND f.function = 'main'";
+  for (const std::string& path : {trace(), with_free_stacks}) {
+    SCOPED_TRACE(path);
+    TraceQuery q(path);
+    const auto counts = q.rows(freed);
+    ASSERT_EQ(counts.size(), 1u);
+    // device, managed, two pinned, pitched, 3D, async (the 1 PiB request failed)
+    EXPECT_EQ(counts[0][0], "7");
+    EXPECT_EQ(counts[0][2], "7");
+    EXPECT_EQ(counts[0][1], path == trace() ? "0" : "7");
+    EXPECT_EQ(q.rows(bad_free_main),
+              (std::vector<std::vector<std::string>>{{"main:26 unknown_address 1"}}));
+  }
+  std::filesystem::remove(with_free_stacks);
 }
 
 TEST_F(RecordTest, EveryEventCarriesItsIdentity) {

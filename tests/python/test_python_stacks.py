@@ -37,12 +37,12 @@ class PythonStacksTest(unittest.TestCase):
         binary("SIM_C10_CUDA_LIBRARY")
         cls.tmp = tempfile.TemporaryDirectory()
 
-        def record(name: str, **extra_env: str) -> Tuple[str, Dict[str, Any]]:
+        def record(name: str, *run_options: str, **extra_env: str) -> Tuple[str, Dict[str, Any]]:
             trace = os.path.join(cls.tmp.name, name)
             env = dict(os.environ, SIMCUDA_DEVICE_MEMORY="1GiB", SIMCUDA_DEVICE_COUNT="1",
                        **extra_env)
-            run = subprocess.run([vramtrace, "run", "-o", trace, "--", sys.executable,
-                                  str(SCRIPT)], capture_output=True, text=True, timeout=120,
+            run = subprocess.run([vramtrace, "run", *run_options, "-o", trace, "--",
+                                  sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=120,
                                  env=env)
             if run.returncode != 0:
                 raise AssertionError(f"vramtrace run failed ({run.returncode}):\n"
@@ -71,6 +71,10 @@ class PythonStacksTest(unittest.TestCase):
         skewed_trace, cls.skewed = record("skewed.db", VRAMTRACE_TEST_PYTHON_LAYOUT_SKEW="8")
         cls.skewed_stats = cls.read_stats(skewed_trace)
         cls.without_gil_stacks = cls.python_stacks_of(trace, "background_without_gil")
+        cls.trace = trace
+        # Frees have stacks only when asked.
+        cls.free_stacks_trace, _ = record("free_stacks.db", "--free-stacks")
+        cls.free_stacks_stats = cls.read_stats(cls.free_stacks_trace)
 
     @staticmethod
     def read_stats(trace: str) -> Dict[str, int]:
@@ -81,14 +85,15 @@ class PythonStacksTest(unittest.TestCase):
             db.close()
 
     @staticmethod
-    def python_stacks_of(trace: str, function: str) -> List[List[Tuple[str, int]]]:
+    def python_stacks_of(trace: str, function: str,
+                         column: str = "alloc_callsite_id") -> List[List[Tuple[str, int]]]:
         """The Python frames (function, line), innermost first, of every allocation whose
-        stack passes through `function`."""
+        stack (`column`: its allocation's or its free's) passes through `function`."""
         db = sqlite3.connect(trace)
         try:
             stacks = []
-            for (leaf,) in db.execute("SELECT alloc_callsite_id FROM allocation "
-                                      "WHERE alloc_callsite_id IS NOT NULL ORDER BY id"):
+            for (leaf,) in db.execute(f"SELECT {column} FROM allocation "
+                                      f"WHERE {column} IS NOT NULL ORDER BY id"):
                 frames = db.execute(
                     "WITH RECURSIVE chain(id, parent_id, frame_id, hops) AS ("
                     "  SELECT id, parent_id, frame_id, 0 FROM callsite WHERE id = ?"
@@ -185,9 +190,10 @@ class PythonStacksTest(unittest.TestCase):
                       [(f["function"], f["line"]) for f in python_frames(live["top"][0]["stack"])])
 
     def test_frames_of_threads_without_the_gil_are_read_directly(self) -> None:
-        # ctypes.CDLL releases the GIL around sim_alloc and sim_free: three of each. Their
-        # Python frames are read without the C API (preload/python_layout.h).
-        self.assertEqual(self.stats.get("python_stack_read_without_gil"), 6)
+        # ctypes.CDLL releases the GIL around sim_alloc and sim_free: three of each. The
+        # allocations' Python frames are read without the C API (preload/python_layout.h); the
+        # frees go without stacks (no --free-stacks).
+        self.assertEqual(self.stats.get("python_stack_read_without_gil"), 3)
         self.assertNotIn("python_stack_without_gil", self.stats)
         self.assertNotIn("shim_python_layout_rejected", self.stats)
         line = planted_line("without gil")
@@ -200,12 +206,35 @@ class PythonStacksTest(unittest.TestCase):
     def test_a_wrong_layout_is_rejected_once_and_the_program_runs_on(self) -> None:
         self.assertEqual(self.skewed["active_blocks"], self.planted["active_blocks"])
         self.assertEqual(self.skewed_stats.get("shim_python_layout_rejected"), 1)
-        self.assertEqual(self.skewed_stats.get("python_stack_without_gil"), 6)
+        self.assertEqual(self.skewed_stats.get("python_stack_without_gil"), 3)
         self.assertNotIn("python_stack_read_without_gil", self.skewed_stats)
 
     def test_turned_off_threads_without_the_gil_keep_native_stacks_and_are_counted(self) -> None:
-        self.assertEqual(self.fixed_stats.get("python_stack_without_gil"), 6)
+        self.assertEqual(self.fixed_stats.get("python_stack_without_gil"), 3)
         self.assertNotIn("python_stack_read_without_gil", self.fixed_stats)
+
+    def test_frees_have_python_stacks_only_with_free_stacks(self) -> None:
+        def freed(trace: str) -> Tuple[int, int]:
+            db = sqlite3.connect(trace)
+            try:
+                return db.execute("SELECT count(*), count(free_callsite_id) FROM allocation "
+                                  "WHERE free_seq IS NOT NULL").fetchone()
+            finally:
+                db.close()
+
+        frees, with_stack = freed(self.trace)
+        self.assertGreater(frees, 0)
+        self.assertEqual(with_stack, 0)
+        frees, with_stack = freed(self.free_stacks_trace)
+        self.assertEqual(with_stack, frees)
+        # The three frees without the GIL, by their Python line, as the allocations are.
+        self.assertEqual(self.free_stacks_stats.get("python_stack_read_without_gil"), 6)
+        stacks = self.python_stacks_of(self.free_stacks_trace, "background_without_gil",
+                                       column="free_callsite_id")
+        self.assertEqual(len(stacks), 3)
+        for frames in stacks:
+            self.assertEqual(frames[0], ("Tensor.__del__", planted_line("tensor free")))
+            self.assertIn(("background_without_gil", planted_line("without gil free")), frames)
 
 if __name__ == "__main__":
     unittest.main()

@@ -53,7 +53,7 @@ class Tensor:
 
     def __del__(self):
         if getattr(self, "ptr", None):
-            self.lib.sim_free(self.ptr)
+            self.lib.sim_free(self.ptr)  # PLANT: tensor free
 
 
 def forward(batch):
@@ -78,7 +78,7 @@ def evaluate():
 
 def background_without_gil():
     scratch = [Tensor(LOSS_BYTES, without_gil) for _ in range(3)]  # PLANT: without gil
-    del scratch
+    del scratch  # PLANT: without gil free
 
 
 def planted_oom():

@@ -169,9 +169,18 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   EXPECT_EQ(s.hostname(), "node17");
   EXPECT_EQ(s.unwinder(), "libunwind");
 
-  env = decode(buf, preload::encode_free_failed(99, 1, buf, sizeof buf));
+  env = decode(buf, preload::encode_free_failed(99, 1, preload::Stack{}, buf, sizeof buf));
   EXPECT_EQ(env.free_failed().free_seq(), 99u);
   EXPECT_EQ(env.free_failed().result(), 1);
+  EXPECT_EQ(env.free_failed().stack_size(), 0);
+  // The failed call's stack, when its free went without one.
+  const uintptr_t failed_ips[] = {0x7f0000001000, 0x7f0000002000};
+  env = decode(buf, preload::encode_free_failed(99, 1, preload::Stack{failed_ips, 2, true}, buf,
+                                                sizeof buf));
+  EXPECT_EQ(env.free_failed().free_seq(), 99u);
+  ASSERT_EQ(env.free_failed().stack_size(), 2);
+  EXPECT_EQ(env.free_failed().stack(1), 0x7f0000002000u);
+  EXPECT_TRUE(env.free_failed().stack_truncated());
   env = decode(buf, preload::encode_process_exit(3, buf, sizeof buf));
   EXPECT_EQ(env.process_exit().exit_status(), 3);
   env = decode(buf, preload::encode_notice(1, "unwinder_missing", "no unwinder", buf, sizeof buf));
