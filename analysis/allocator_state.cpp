@@ -15,19 +15,6 @@ struct Range {
 
 }  // namespace
 
-ProcessRows load_process_rows(const storage::TraceReader& trace, std::int64_t upid) {
-  ProcessRows process;
-  storage::AllocationFilter filter;
-  filter.upid = upid;
-  process.rows = trace.allocations(filter);
-  for (const auto& r : process.rows) {
-    if (r.allocation.kind != kind::kBlock) continue;
-    process.allocator_events = true;
-    if (r.allocation.segment_id) process.allocator_segments.insert(*r.allocation.segment_id);
-  }
-  return process;
-}
-
 bool live_after(const storage::AllocationRecord& r, std::uint64_t seq) {
   return !r.failed() && r.allocation.alloc_seq <= seq && (!r.free || r.free->free_seq > seq);
 }
@@ -35,36 +22,25 @@ bool live_after(const storage::AllocationRecord& r, std::uint64_t seq) {
 // The segments live at `seq`, with the live blocks laid over them: what is left between the
 // blocks is the allocator's free (cached) memory, and its largest piece is the largest block
 // the allocator could have handed out without a new segment.
-AllocatorState allocator_state_at(const ProcessRows& process, std::uint64_t seq,
-                                  std::optional<int> device) {
+AllocatorState allocator_layout(std::span<const storage::AllocationRecord> rows, std::uint64_t seq,
+                                const std::unordered_set<std::int64_t>& allocator_segments,
+                                std::optional<int> device) {
   AllocatorState at;
-  std::optional<std::uint64_t> latest;
-  const auto note = [&](std::uint64_t when, const std::optional<std::uint64_t>& allocated,
-                        const std::optional<std::uint64_t>& reserved) {
-    if ((!allocated && !reserved) || when > seq || (latest && when < *latest)) return;
-    latest = when;
-    at.allocated = allocated;
-    at.reserved = reserved;
-  };
   std::vector<Range> blocks;
   struct Segment {
     Range range;
     bool mapping;
   };
   std::vector<Segment> segments;
-  for (const auto& r : process.rows) {
+  for (const auto& r : rows) {
     const storage::AllocationRow& a = r.allocation;
     if (a.alloc_seq > seq) break;
     if (device && a.device != *device) continue;
-    if (a.kind == kind::kBlock) {
-      note(a.alloc_seq, a.allocator_allocated, a.allocator_reserved);
-      if (r.free) note(r.free->free_seq, r.free->allocator_allocated, r.free->allocator_reserved);
-    }
     if (!live_after(r, seq)) continue;
     if (a.kind == kind::kBlock) {
       blocks.push_back({a.address, a.address + a.size});
       at.live_block_bytes += a.size;
-    } else if (process.allocator_segments.contains(a.id)) {
+    } else if (allocator_segments.contains(a.id)) {
       segments.push_back({{a.address, a.address + a.size}, a.kind == kind::kVmmMapping});
     }
   }

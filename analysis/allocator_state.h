@@ -9,21 +9,13 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_set>
 #include <vector>
 
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
-
-// A process's allocations, and what is known about its allocator for the whole trace.
-struct ProcessRows {
-  std::vector<storage::AllocationRecord> rows;          // alloc_seq order
-  bool allocator_events = false;                        // it made at least one block
-  std::unordered_set<std::int64_t> allocator_segments;  // ids of rows that held a block
-};
-
-ProcessRows load_process_rows(const storage::TraceReader& trace, std::int64_t upid);
 
 bool live_after(const storage::AllocationRecord& record, std::uint64_t seq);
 
@@ -50,8 +42,13 @@ struct AllocatorState {
   std::vector<SegmentState> segments;  // address order
 };
 
-// The state just after event `seq`; with `device`, only that device's blocks and segments.
-AllocatorState allocator_state_at(const ProcessRows& process, std::uint64_t seq,
-                                  std::optional<int> device = std::nullopt);
+// The segments and blocks of the state just after `seq`, from rows that hold at least those
+// live then (others are passed over): the live set that ProcessHistory::live_at reads will do.
+// `allocator_segments`: the ids of allocations that held a block at some time. With `device`,
+// only that device's blocks and segments. Leaves `allocated` and `reserved` unset: the
+// allocator's reports are not among the live rows (TraceReader::allocator_totals_at).
+AllocatorState allocator_layout(std::span<const storage::AllocationRecord> rows, std::uint64_t seq,
+                                const std::unordered_set<std::int64_t>& allocator_segments,
+                                std::optional<int> device = std::nullopt);
 
 }  // namespace vramtrace::analysis

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/process_history.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -23,16 +24,19 @@ bool larger_first(const LiveGroup& a, const LiveGroup& b) {
   return key(a) < key(b);
 }
 
-std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const ProcessRows& process,
+// `rows`: at least those live just after `seq`. `allocator_segments`: empty at the segment level.
+std::vector<LiveGroup> live_groups(const storage::TraceReader& trace,
+                                   const std::vector<storage::AllocationRecord>& rows,
+                                   const std::unordered_set<std::int64_t>& allocator_segments,
                                    std::uint64_t seq, const AllocationScope& allocations,
                                    LiveAtOom* live) {
   std::map<std::pair<std::optional<std::int64_t>, int>, LiveGroup> groups;
-  for (const auto& r : process.rows) {
+  for (const auto& r : rows) {
     const storage::AllocationRow& a = r.allocation;
     if (a.alloc_seq >= seq) break;
     if (!live_after(r, seq) || !allocations.matches(a)) continue;
     // The allocator's segments are described at the block level, not listed (leaks does so).
-    if (process.allocator_events && process.allocator_segments.contains(a.id)) continue;
+    if (allocator_segments.contains(a.id)) continue;
     LiveGroup& group = groups[{a.alloc_callsite_id, a.kind}];
     group.bytes += a.size;
     group.count += 1;
@@ -49,15 +53,6 @@ std::vector<LiveGroup> live_groups(const storage::TraceReader& trace, const Proc
   }
   std::sort(sorted.begin(), sorted.end(), larger_first);
   return sorted;
-}
-
-// The segment level: the process as if it had no allocator events.
-void without_blocks(ProcessRows* process) {
-  std::erase_if(process->rows, [](const storage::AllocationRecord& r) {
-    return r.allocation.kind == kind::kBlock;
-  });
-  process->allocator_events = false;
-  process->allocator_segments.clear();
 }
 
 const LiveGroup* largest_of_kind(const std::vector<LiveGroup>& groups, int kind_id) {
@@ -184,15 +179,21 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   std::unordered_map<std::int64_t, std::uint32_t> tids;
   for (const auto& t : trace.threads()) tids.emplace(t.utid, t.tid);
 
-  std::optional<std::int64_t> loaded_upid;
-  ProcessRows process;
-  for (const auto& failure : ooms) {  // (upid, alloc_seq) order: one load per process
+  // Each failure reads the live set it met, not its process's history (process_history.h).
+  const ProcessHistory history(trace);
+  const std::unordered_set<std::int64_t> no_segments;
+  for (const auto& failure : ooms) {
     const storage::AllocationRow& a = failure.allocation;
-    if (loaded_upid != a.upid) {
-      process = load_process_rows(trace, a.upid);
-      if (!block_level) without_blocks(&process);
-      loaded_upid = a.upid;
+    std::vector<storage::AllocationRecord> live = history.live_at(a.upid, a.alloc_seq);
+    // The segment level: the process as if it had no allocator events.
+    const bool allocator_events = block_level && history.has_allocator_events(a.upid);
+    if (!block_level) {
+      std::erase_if(live, [](const storage::AllocationRecord& r) {
+        return r.allocation.kind == kind::kBlock;
+      });
     }
+    const std::unordered_set<std::int64_t>& segments =
+        allocator_events ? history.allocator_segments() : no_segments;
     OomRecord oom;
     oom.upid = a.upid;
     if (const auto p = processes.find(a.upid); p != processes.end()) {
@@ -211,8 +212,13 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     oom.requested_bytes = a.size;
     oom.stack = trace.stack(a.alloc_callsite_id);
     std::vector<LiveGroup> groups =
-        live_groups(trace, process, a.alloc_seq, options.allocations, &oom.live);
-    if (process.allocator_events) oom.allocator = allocator_state_at(process, a.alloc_seq);
+        live_groups(trace, live, segments, a.alloc_seq, options.allocations, &oom.live);
+    if (allocator_events) {
+      oom.allocator = allocator_layout(live, a.alloc_seq, segments);
+      const auto totals = trace.allocator_totals_at(a.upid, a.alloc_seq);
+      oom.allocator->allocated = totals.allocated;
+      oom.allocator->reserved = totals.reserved;
+    }
     // Stacks only for the groups that are shown or that advice names.
     for (LiveGroup& group : groups) {
       if (&group - groups.data() < static_cast<std::ptrdiff_t>(options.top) ||

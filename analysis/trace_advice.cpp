@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <unordered_set>
 
 #include "analysis/allocator_state.h"
 #include "analysis/device_peaks.h"
+#include "analysis/process_history.h"
+#include "analysis/process_sweep.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -41,78 +44,6 @@ Interval interval(const storage::MarkerRecord& m) {
   return {m.start.start_seq, m.end ? m.end->end_seq : UINT64_MAX};
 }
 
-// Live block bytes after each block event, in sequence order: the series the range rules read.
-using Series = std::vector<std::pair<std::uint64_t, std::uint64_t>>;  // (seq, bytes after it)
-
-std::uint64_t value_at(const Series& series, std::uint64_t seq) {
-  const auto after =
-      std::upper_bound(series.begin(), series.end(), seq,
-                       [](std::uint64_t s, const std::pair<std::uint64_t, std::uint64_t>& e) {
-                         return s < e.first;
-                       });
-  return after == series.begin() ? 0 : std::prev(after)->second;
-}
-
-// How far live blocks rose inside `range` above where they stood when it began.
-std::uint64_t growth_in(const Series& series, Interval range) {
-  const std::uint64_t base = value_at(series, range.start);
-  std::uint64_t most = base;
-  auto it = std::upper_bound(series.begin(), series.end(), range.start,
-                             [](std::uint64_t s, const std::pair<std::uint64_t, std::uint64_t>& e) {
-                               return s < e.first;
-                             });
-  for (; it != series.end() && it->first < range.end; ++it) most = std::max(most, it->second);
-  return most - base;
-}
-
-struct Peak {
-  std::uint64_t bytes = 0, seq = 0;
-};
-
-// One pass over a process's rows in event order: the series and peaks the rules need.
-struct ProcessSweep {
-  std::map<int, Series> blocks_by_device;
-  Series blocks;  // all devices together
-  Peak pinned;
-  std::uint64_t pinned_allocations = 0;
-};
-
-ProcessSweep sweep(const ProcessRows& process) {
-  struct Event {
-    std::uint64_t seq;
-    bool alloc;
-    const storage::AllocationRow* row;
-  };
-  std::vector<Event> events;
-  for (const auto& r : process.rows) {
-    if (r.failed()) continue;
-    events.push_back({r.allocation.alloc_seq, true, &r.allocation});
-    if (r.free) events.push_back({r.free->free_seq, false, &r.allocation});
-  }
-  std::sort(events.begin(), events.end(),
-            [](const Event& a, const Event& b) { return a.seq < b.seq; });
-  ProcessSweep s;
-  std::map<int, std::uint64_t> block_bytes;
-  std::uint64_t all_blocks = 0, pinned = 0;
-  const auto move = [](std::uint64_t& value, const Event& e) {
-    value = e.alloc ? value + e.row->size : value - std::min(value, e.row->size);
-  };
-  for (const Event& e : events) {
-    const storage::AllocationRow& a = *e.row;
-    if (a.kind == kind::kBlock) {
-      move(block_bytes[a.device], e);
-      move(all_blocks, e);
-      s.blocks_by_device[a.device].emplace_back(e.seq, block_bytes[a.device]);
-      s.blocks.emplace_back(e.seq, all_blocks);
-    } else if (a.kind == kind::kHostPinned) {
-      move(pinned, e);
-      s.pinned_allocations += e.alloc ? 1 : 0;
-      if (pinned > s.pinned.bytes) s.pinned = {pinned, e.seq};
-    }
-  }
-  return s;
-}
-
 double percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? 0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
@@ -121,9 +52,23 @@ double percent(std::uint64_t part, std::uint64_t whole) {
 struct ProcessFacts {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
-  ProcessRows rows;
-  ProcessSweep sweep;
   std::vector<storage::MarkerRecord> ranges;  // start_seq order
+  std::vector<RangeLevels> levels;            // ranges[i]'s in levels[i]
+  SeqPeak pinned;
+  std::uint64_t pinned_allocations = 0;
+  // Processes with tensors: where the live sets at their peaks come from.
+  const ProcessHistory* history = nullptr;
+  mutable std::map<std::uint64_t, std::vector<storage::AllocationRecord>> live_sets;
+
+  // The allocations live just after event `seq`, read once.
+  const std::vector<storage::AllocationRecord>& live_at(std::uint64_t seq) const {
+    auto [it, inserted] = live_sets.try_emplace(seq);
+    if (inserted) it->second = history->live_at(upid, seq);
+    return it->second;
+  }
+  AllocatorState allocator_at(std::uint64_t seq, int device) const {
+    return allocator_layout(live_at(seq), seq, history->allocator_segments(), device);
+  }
 };
 
 Advice expandable_segments(const ProcessFacts& p, int device, const AllocatorState& state) {
@@ -151,7 +96,7 @@ Advice expandable_segments(const ProcessFacts& p, int device, const AllocatorSta
 
 void advise_fragmentation(const ProcessFacts& p, const DevicePeak& peak,
                           std::vector<Advice>* advice) {
-  const AllocatorState state = allocator_state_at(p.rows, peak.at_seq, peak.device);
+  const AllocatorState state = p.allocator_at(peak.at_seq, peak.device);
   const bool expandable = std::any_of(state.segments.begin(), state.segments.end(),
                                       [](const SegmentState& s) { return s.expandable; });
   if (!expandable && state.segment_bytes != 0 && state.cached_bytes * 4 >= state.segment_bytes &&
@@ -161,14 +106,13 @@ void advise_fragmentation(const ProcessFacts& p, const DevicePeak& peak,
 
 void advise_empty_cache(const ProcessFacts& p, const DevicePeak& peak,
                         std::uint64_t other_processes, std::vector<Advice>* advice) {
-  const AllocatorState state = allocator_state_at(p.rows, peak.at_seq, peak.device);
+  const AllocatorState state = p.allocator_at(peak.at_seq, peak.device);
   if (state.releasable_bytes == 0) return;
   std::uint64_t outside = 0;  // device memory live at the peak that is not the allocator's
-  for (const auto& r : p.rows.rows) {
+  for (const auto& r : p.live_at(peak.at_seq)) {
     const storage::AllocationRow& a = r.allocation;
-    if (a.alloc_seq > peak.at_seq) break;
     if (a.device == peak.device && a.kind != kind::kBlock && occupies_device_memory(a.kind) &&
-        !p.rows.allocator_segments.contains(a.id) && live_after(r, peak.at_seq))
+        !p.history->allocator_segments().contains(a.id) && live_after(r, peak.at_seq))
       outside += a.size;
   }
   if (outside == 0 && other_processes == 0) return;
@@ -225,9 +169,8 @@ void advise_live_tensors(const storage::TraceReader& trace, const ProcessFacts& 
   std::uint64_t forward_bytes = 0, forward_blocks = 0;
   std::set<std::int64_t> live_callsites;
   constexpr std::size_t kStacksChecked = 256;  // enough to see autocast, few enough to be quick
-  for (const auto& r : p.rows.rows) {
+  for (const auto& r : p.live_at(peak.at_seq)) {
     const storage::AllocationRow& a = r.allocation;
-    if (a.alloc_seq > peak.at_seq) break;
     if (a.kind != kind::kBlock || a.device != peak.device || !live_after(r, peak.at_seq)) continue;
     if (a.alloc_callsite_id && live_callsites.size() < kStacksChecked)
       live_callsites.insert(*a.alloc_callsite_id);
@@ -249,13 +192,11 @@ void advise_live_tensors(const storage::TraceReader& trace, const ProcessFacts& 
          {{"forward_bytes", forward_bytes}, {"forward_blocks", forward_blocks}});
   }
 
-  const auto series = p.sweep.blocks_by_device.find(peak.device);
-  for (const auto& m : p.ranges) {
-    const Interval range = interval(m);
-    if (m.start.depth != 0 || is_evaluation(m) || !range.contains(peak.at_seq) ||
-        series == p.sweep.blocks_by_device.end())
-      continue;
-    const std::uint64_t base = value_at(series->second, range.start);
+  for (std::size_t i = 0; i < p.ranges.size(); ++i) {
+    const storage::MarkerRecord& m = p.ranges[i];
+    if (m.start.depth != 0 || is_evaluation(m) || !interval(m).contains(peak.at_seq)) continue;
+    const auto at_start = p.levels[i].base_by_device.find(peak.device);
+    const std::uint64_t base = at_start == p.levels[i].base_by_device.end() ? 0 : at_start->second;
     const std::uint64_t transient = peak.bytes > base ? peak.bytes - base : 0;
     if (transient * 2 < peak.bytes) break;
     activations = true;
@@ -287,8 +228,9 @@ void advise_evaluation(const ProcessFacts& p, std::vector<Advice>* advice) {
   const storage::MarkerRecord* evaluation = nullptr;
   const storage::MarkerRecord* training = nullptr;
   std::uint64_t evaluation_growth = 0, training_growth = 0;
-  for (const auto& m : p.ranges) {
-    const std::uint64_t growth = growth_in(p.sweep.blocks, interval(m));
+  for (std::size_t i = 0; i < p.ranges.size(); ++i) {
+    const storage::MarkerRecord& m = p.ranges[i];
+    const std::uint64_t growth = p.levels[i].growth();
     if (is_evaluation(m)) {
       if (growth > evaluation_growth || !evaluation) evaluation = &m;
       evaluation_growth = std::max(evaluation_growth, growth);
@@ -316,7 +258,7 @@ void advise_evaluation(const ProcessFacts& p, std::vector<Advice>* advice) {
 }
 
 void advise_pinned(const ProcessFacts& p, std::vector<Advice>* advice) {
-  if (p.sweep.pinned.bytes < kPinnedMemoryAdviceBytes) return;
+  if (p.pinned.bytes < kPinnedMemoryAdviceBytes) return;
   advice->push_back(
       {kAdvicePinnedMemory,
        fmt::format("pid {}: {} of pinned (page-locked) host memory was held at once, in {} "
@@ -324,10 +266,10 @@ void advise_pinned(const ProcessFacts& p, std::vector<Advice>* advice) {
                    "taken from the host's RAM for every process; limit it: fewer DataLoader "
                    "workers or a lower prefetch_factor with pin_memory=True, pinned staging "
                    "buffers reused rather than allocated per batch, or pin_memory=False.",
-                   p.pid, advice_bytes(p.sweep.pinned.bytes), p.sweep.pinned_allocations),
+                   p.pid, advice_bytes(p.pinned.bytes), p.pinned_allocations),
        {{"pid", p.pid},
-        {"pinned_peak_bytes", p.sweep.pinned.bytes},
-        {"pinned_allocations", p.sweep.pinned_allocations}},
+        {"pinned_peak_bytes", p.pinned.bytes},
+        {"pinned_allocations", p.pinned_allocations}},
        std::nullopt});
 }
 
@@ -344,25 +286,48 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     if (m.start.type == storage::kMarkerRange && is_selected(processes, m.start.upid))
       ranges[m.start.upid].push_back(std::move(m));
   }
+  std::unique_ptr<ProcessHistory> history;
   for (const storage::ProcessRecord& process : trace.processes()) {
     if (!is_selected(processes, process.start.upid)) continue;
     ProcessFacts p;
     p.upid = process.start.upid;
     p.pid = process.start.pid;
-    // Only a process whose tensors the trace saw needs all its rows in memory; for any other
-    // the pinned memory rule reads its pinned allocations alone.
+    p.ranges = std::move(ranges[p.upid]);
+    ProcessSweep sweep(p.ranges);
+    // A process whose tensors the trace saw is swept event by event, and its rules read the
+    // live sets at its peaks; any other has only the pinned memory rule, which reads its
+    // pinned allocations alone.
     const bool tensors = std::any_of(block_peaks.begin(), block_peaks.end(),
                                      [&](const DevicePeak& peak) { return peak.upid == p.upid; });
     if (tensors) {
-      p.rows = load_process_rows(trace, p.upid);
+      if (!history) history = std::make_unique<ProcessHistory>(trace);
+      p.history = history.get();
+      history->for_each_event(p.upid, [&](const storage::AllocationEvent& e) {
+        sweep.on_event(e.seq, e.type == storage::AllocationEvent::Type::kAlloc, e.kind, e.device,
+                       e.size);
+      });
     } else {
       storage::AllocationFilter pinned;
       pinned.upid = p.upid;
       pinned.kind = kind::kHostPinned;
-      p.rows.rows = trace.allocations(pinned);
+      pinned.outcome = storage::AllocationFilter::Outcome::kSucceeded;
+      // (seq, is a free, size): frees sort before allocations of the same number.
+      std::vector<std::tuple<std::uint64_t, bool, std::uint64_t>> events;
+      trace.for_each_allocation(pinned, [&](const storage::AllocationRecord& r) {
+        events.emplace_back(r.allocation.alloc_seq, false, r.allocation.size);
+        if (r.free) events.emplace_back(r.free->free_seq, true, r.allocation.size);
+      });
+      std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
+        return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
+                                                : std::get<1>(a) > std::get<1>(b);
+      });
+      for (const auto& [seq, free, size] : events)
+        sweep.on_event(seq, !free, kind::kHostPinned, 0, size);
     }
-    p.sweep = sweep(p.rows);
-    p.ranges = std::move(ranges[p.upid]);
+    sweep.finish();
+    p.levels = sweep.levels();
+    p.pinned = sweep.pinned();
+    p.pinned_allocations = sweep.pinned_allocations();
     if (tensors) {
       for (const DevicePeak& peak : block_peaks)
         if (peak.upid == p.upid) advise_fragmentation(p, peak, &advice);

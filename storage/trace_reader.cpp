@@ -50,6 +50,8 @@ std::string allocation_query(const AllocationFilter& filter) {
       sql += " AND result != 0";
       break;
   }
+  if (filter.live_just_after)
+    sql += " AND result = 0 AND alloc_seq <= ?3 AND (free_seq IS NULL OR free_seq > ?3)";
   switch (filter.lifetime) {
     case AllocationFilter::Lifetime::kAny:
       break;
@@ -328,6 +330,7 @@ void TraceReader::for_each_allocation(
   Statement statement = impl_->prepare(allocation_query(filter));
   statement.bind_optional_int64(1, filter.upid);
   statement.bind_optional_int64(2, filter.kind);
+  if (filter.live_just_after) statement.bind_uint64(3, *filter.live_just_after);
   impl_->each_row(statement, [&](const Statement& row) { visit(read_allocation(row)); });
 }
 
@@ -338,16 +341,18 @@ std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& f
 }
 
 void TraceReader::for_each_allocation_event(
-    const std::function<void(const AllocationEvent&)>& visit) const {
+    const std::function<void(const AllocationEvent&)>& visit,
+    std::optional<std::int64_t> upid) const {
   // Were a damaged trace to give an alloc and a free the same seq, the free sorts first, so
   // that a peak is never overstated.
   Statement statement = impl_->prepare(
       "SELECT 0 AS type, id, upid, alloc_seq AS seq, alloc_ns, device, kind, size "
-      "FROM allocation WHERE result = 0 "
+      "FROM allocation WHERE result = 0 AND (?1 IS NULL OR upid = ?1) "
       "UNION ALL "
       "SELECT 1, id, upid, free_seq, free_ns, device, kind, size "
-      "FROM allocation WHERE result = 0 AND free_seq IS NOT NULL "
+      "FROM allocation WHERE result = 0 AND free_seq IS NOT NULL AND (?1 IS NULL OR upid = ?1) "
       "ORDER BY upid, seq, type DESC");
+  statement.bind_optional_int64(1, upid);
   impl_->each_row(statement, [&](const Statement& row) {
     AllocationEvent event;
     event.type = row.int64(0) == 0 ? AllocationEvent::Type::kAlloc : AllocationEvent::Type::kFree;
@@ -410,6 +415,35 @@ std::vector<MarkerRecord> TraceReader::markers() const {
     }
   });
   return markers;
+}
+
+TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upid,
+                                                                std::uint64_t seq) const {
+  // Each side walks the (upid, seq) index backwards from `seq` to the first block event that
+  // carried totals, where the trace has those indexes.
+  Statement at_alloc = impl_->prepare(
+      "SELECT alloc_seq, allocator_allocated, allocator_reserved FROM allocation "
+      "WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
+      "(allocator_allocated IS NOT NULL OR allocator_reserved IS NOT NULL) "
+      "ORDER BY alloc_seq DESC LIMIT 1");
+  Statement at_free = impl_->prepare(
+      "SELECT free_seq, free_allocator_allocated, free_allocator_reserved FROM allocation "
+      "WHERE upid = ?1 AND free_seq <= ?2 AND kind = ?3 AND "
+      "(free_allocator_allocated IS NOT NULL OR free_allocator_reserved IS NOT NULL) "
+      "ORDER BY free_seq DESC LIMIT 1");
+  std::optional<std::uint64_t> latest;
+  AllocatorTotalsAt totals;
+  for (Statement* statement : {&at_alloc, &at_free}) {
+    statement->bind_int64(1, upid);
+    statement->bind_uint64(2, seq);
+    statement->bind_int64(3, allocation_kind::kBlock);
+    impl_->each_row(*statement, [&](const Statement& row) {
+      if (latest && row.uint64(0) < *latest) return;
+      latest = row.uint64(0);
+      totals = {row.optional_uint64(1), row.optional_uint64(2)};
+    });
+  }
+  return totals;
 }
 
 std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {

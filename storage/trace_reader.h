@@ -50,6 +50,9 @@ struct AllocationFilter {
   std::optional<int> kind;
   Outcome outcome = Outcome::kAny;
   Lifetime lifetime = Lifetime::kAny;  // kLiveAtEnd and kFreed imply succeeded allocations
+  // Only successful allocations live just after this sequence number of their process:
+  // alloc_seq <= s and (free_seq NULL or > s).
+  std::optional<std::uint64_t> live_just_after;
 };
 
 class TraceReader {
@@ -88,9 +91,20 @@ class TraceReader {
   // The allocations added up per (upid, device, kind, result), in that order.
   std::vector<AllocationTotalsRow> allocation_totals() const;
 
+  // A caching allocator's own totals (allocated, reserved) as its latest report at or before
+  // event `seq` of process `upid` gave them: the block event (an allocation, failed ones
+  // included, or a free) that carried them. Both unset: no report by then.
+  struct AllocatorTotalsAt {
+    std::optional<std::uint64_t> allocated, reserved;
+  };
+  AllocatorTotalsAt allocator_totals_at(std::int64_t upid, std::uint64_t seq) const;
+
   // Every successful allocation and every free of one, in (upid, seq) order: the order in
   // which each process saw its memory come and go.
-  void for_each_allocation_event(const std::function<void(const AllocationEvent&)>& visit) const;
+  // With `upid`, that process's alone. SQLite sorts them (in its temporary files, not in memory,
+  // beyond a few MiB).
+  void for_each_allocation_event(const std::function<void(const AllocationEvent&)>& visit,
+                                 std::optional<std::int64_t> upid = std::nullopt) const;
 
   std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
   // Marks and ranges, in (upid, start_seq) order.
