@@ -7,7 +7,8 @@
 # malloc/free pair and one cudaMalloc/cudaFree pair on the simulated GPU (tests/simcuda),
 # whose runtime itself calls malloc a few times per call. It runs untraced, under heaptrack
 # (which records every malloc and free, with a stack per malloc) and under `vramtrace run`
-# (which records every cudaMalloc and cudaFree, each with a stack). Each is timed, wall clock,
+# (which records every cudaMalloc and cudaFree, with a stack per cudaMalloc: frees carry none
+# unless --free-stacks). Each is timed, wall clock,
 # best of RUNS (default 3), the tools' start-up and finishing included.
 #
 # An event is one allocation with its free, as each tool counts them: heaptrack's "calls to
