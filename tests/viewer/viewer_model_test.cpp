@@ -196,10 +196,17 @@ class ModelTest : public QObject {
     QCOMPARE(controller.leaks()->total_bytes, between.total_bytes);
     QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{5});
     QCOMPARE(controller.fragmentation()->layout.used_bytes, kMiB / 2 + kMiB + kMiB / 4);
+    // The range's own levels, exact, came with its leaks: one bucket, the overview's series.
+    QVERIFY(controller.range_window());
+    QVERIFY(controller.range_window()->exact);
+    QCOMPARE(controller.range_window()->timeline.series.size(),
+             controller.overview()->timeline.series.size());
+    QCOMPARE(controller.range_window()->timeline.start_ns, range.from_ns);
 
     controller.select_range(std::nullopt);
     QVERIFY(leaks.wait(10000));
     QCOMPARE(controller.leaks()->total_bytes, 11 * kMiB + 256 * kKiB);
+    QVERIFY(!controller.range_window());
   }
 
   void the_tree_can_show_what_was_live_at_the_peak() {
@@ -426,16 +433,43 @@ class ModelTest : public QObject {
         "segment");
     const TimeRange range{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2};
     const analysis::LeakReport leaks = leaks_in(*trace.reader, *trace.index, range);
-    add_range_section(range, timeline, leaks, &model);
-    add_range_section(range, timeline, leaks, &model);  // replaces, never adds a second
+    add_range_section(range, timeline, nullptr, "segment", leaks, &model);
+    add_range_section(range, timeline, nullptr, "segment", leaks, &model);  // replaces
     QCOMPARE(model.rowCount(), sections + 1);
     QStandardItem* section = model.item(0, 0);
     QCOMPARE(section->text(), QStringLiteral("Selected range"));
     // Device 0 held S1 (2 MiB) all through; device 1 R3 (8 MiB); then the range's leaks.
-    QCOMPARE(section->rowCount(), 3);
-    QCOMPARE(section->child(0, 1)->text(), QStringLiteral("2.0 MiB to 2.0 MiB live"));
-    QCOMPARE(section->child(1, 1)->text(), QStringLiteral("8.0 MiB to 8.0 MiB live"));
-    QCOMPARE(section->child(2, 1)->text(), QStringLiteral("1.8 MiB in 3 allocations"));
+    QCOMPARE(section->rowCount(), 4);
+    QCOMPARE(section->child(0, 1)->text(),
+             QStringLiteral("over the timeline's buckets the range touches"));
+    QCOMPARE(section->child(1, 1)->text(), QStringLiteral("2.0 MiB to 2.0 MiB live"));
+    QCOMPARE(section->child(2, 1)->text(), QStringLiteral("8.0 MiB to 8.0 MiB live"));
+    QCOMPARE(section->child(3, 1)->text(), QStringLiteral("1.8 MiB in 3 allocations"));
+  }
+
+  // Over a coarse timeline a range inside one bucket would show the whole bucket's least and
+  // most; its exact window shows its own.
+  void the_selected_ranges_levels_are_its_own_not_its_buckets() {
+    Reference trace(allocator_);
+    // Two buckets: the first holds events 1 to 7.
+    const analysis::Timeline coarse =
+        analysis::build_timeline(*trace.reader, *trace.index, 2, std::nullopt);
+    const StackedTimeline timeline(coarse, "block");
+    // Blocks of device 0: 1.75 MiB after event 5, 1.25 MiB after event 6.
+    const TimeRange range{at_seq(5) + kMs / 2, at_seq(6) + kMs / 2};
+    const analysis::TimelineWindow window =
+        analysis::build_timeline_window(*trace.index, coarse, {range.from_ns, range.to_ns + 1});
+    QVERIFY(window.exact);
+    const analysis::LeakReport leaks = leaks_in(*trace.reader, *trace.index, range);
+    QStandardItemModel model;
+    add_range_section(range, timeline, &window, "block", leaks, &model);
+    QStandardItem* section = model.item(0, 0);
+    QCOMPARE(section->rowCount(), 2);
+    QCOMPARE(section->child(0, 0)->text(), QStringLiteral("device 0 block"));
+    QCOMPARE(section->child(0, 1)->text(), QStringLiteral("1.2 MiB to 1.8 MiB live"));
+    QStandardItemModel by_buckets;
+    add_range_section(range, timeline, nullptr, "block", leaks, &by_buckets);
+    QCOMPARE(by_buckets.item(0, 0)->child(1, 1)->text(), QStringLiteral("0 B to 1.8 MiB live"));
   }
 
   void summary_lists_each_advice_with_its_evidence() {

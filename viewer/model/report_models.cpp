@@ -142,6 +142,7 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
 }
 
 void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
+                       const analysis::TimelineWindow* window, std::string_view level,
                        const analysis::LeakReport& range_leaks, QStandardItemModel* model) {
   const QString title = QObject::tr("Selected range");
   const QList<QStandardItem*> earlier = model->findItems(title);
@@ -152,10 +153,21 @@ void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
                                        .arg(time_text(range.from_ns, origin))
                                        .arg(time_text(range.to_ns, origin)),
                                    true);
+  const bool exact = window != nullptr && window->exact;
+  const StackedTimeline in_range = exact ? StackedTimeline(window->timeline, level) : timeline;
   const std::vector<StackedTimeline::Extremes> extremes =
-      timeline.extremes(range.from_ns, range.to_ns);
+      in_range.extremes(range.from_ns, range.to_ns);
+  if (!exact) {
+    const QString why =
+        window == nullptr ? QString()
+        : window->why_not == analysis::TimelineWindow::WhyNot::kTooManyEvents
+            ? QObject::tr(": over %1 events in the range").arg(analysis::kMaxWindowEvents)
+            : QObject::tr(": the trace lacks its sequence indexes");
+    add_row(model, section, QObject::tr("Levels"),
+            QObject::tr("over the timeline's buckets the range touches%1").arg(why));
+  }
   for (std::size_t l = 0; l < extremes.size(); ++l) {
-    const TimelineLayer& layer = timeline.layers()[l];
+    const TimelineLayer& layer = in_range.layers()[l];
     add_row(model, section,
             QObject::tr("device %1 %2").arg(layer.device).arg(text(layer.kind_name)),
             QObject::tr("%1 to %2 live")

@@ -7,6 +7,7 @@
 #include "analysis/fragmentation.h"
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
+#include "analysis/timeline_window.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/trace_queries.h"
 
@@ -23,8 +24,11 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
 
 // The range selected on the timeline, as a first section "Selected range": its times (since
 // the timeline's start), each timeline layer's least and most bytes in it, and its leaks
-// (`leaks --between`). Replaces the section of an earlier range.
+// (`leaks --between`). Replaces the section of an earlier range. The least and most are exact
+// from `window` (the range's one-bucket timeline_window.h, at `level`) when it is; otherwise
+// they are over the buckets of `timeline` the range touches, which a row says.
 void add_range_section(const TimeRange& range, const StackedTimeline& timeline,
+                       const analysis::TimelineWindow* window, std::string_view level,
                        const analysis::LeakReport& range_leaks, QStandardItemModel* model);
 
 // One row per number of `vramtrace frag`: used, free, largest free, external and internal

@@ -250,16 +250,29 @@ void TraceController::request_leaks(std::function<void()> settled) {
   const std::uint64_t asked = ++leaks_asked_;
   const std::optional<TimeRange> range = range_;
   const TreeSubject subject = tree_subject_;
-  run<analysis::LeakReport>(
-      [range, subject](TraceSession& session) {
-        return std::make_shared<analysis::LeakReport>(
-            subject == TreeSubject::kLiveAtPeak ? live_at_peak(*session.reader, *session.index)
-                                                : leaks_in(*session.reader, *session.index, range));
+  struct LeaksAnswer {
+    analysis::LeakReport report;
+    std::shared_ptr<const analysis::TimelineWindow> window;  // with a range
+  };
+  run<LeaksAnswer>(
+      [range, subject, overview = overview_](TraceSession& session) {
+        auto answer = std::make_shared<LeaksAnswer>();
+        answer->report = subject == TreeSubject::kLiveAtPeak
+                             ? live_at_peak(*session.reader, *session.index)
+                             : leaks_in(*session.reader, *session.index, range);
+        // The range's levels, exact: one bucket from its start to its end.
+        if (range && range->to_ns >= range->from_ns) {
+          answer->window =
+              std::make_shared<analysis::TimelineWindow>(analysis::build_timeline_window(
+                  *session.index, overview->timeline, {range->from_ns, range->to_ns + 1}));
+        }
+        return answer;
       },
-      [this, asked, range, subject](std::shared_ptr<analysis::LeakReport> report) {
+      [this, asked, range, subject](std::shared_ptr<LeaksAnswer> answer) {
         if (asked != leaks_asked_) return;
-        leaks_ = report;
-        if (!range && subject == TreeSubject::kLeaks) leaks_at_end_ = report;
+        leaks_ = std::shared_ptr<const analysis::LeakReport>(answer, &answer->report);
+        range_window_ = answer->window;
+        if (!range && subject == TreeSubject::kLeaks) leaks_at_end_ = leaks_;
         emit leaks_ready();
       },
       settled);

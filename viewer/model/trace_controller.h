@@ -68,6 +68,8 @@ class TraceController : public QObject {
   TreeSubject tree_subject() const { return tree_subject_; }
   std::shared_ptr<const TraceOverview> overview() const { return overview_; }
   std::shared_ptr<const analysis::LeakReport> leaks() const { return leaks_; }
+  // With a range: its one-bucket exact timeline (timeline_window.h), read with its leaks.
+  std::shared_ptr<const analysis::TimelineWindow> range_window() const { return range_window_; }
   std::shared_ptr<const analysis::FragmentationReport> fragmentation() const {
     return fragmentation_;
   }
@@ -140,6 +142,7 @@ class TraceController : public QObject {
 
   std::shared_ptr<const TraceOverview> overview_;
   std::shared_ptr<const analysis::LeakReport> leaks_, leaks_at_end_;
+  std::shared_ptr<const analysis::TimelineWindow> range_window_;
   std::shared_ptr<const analysis::FragmentationReport> fragmentation_;
   analysis::MomentSpec fragmentation_moment_;
   std::shared_ptr<const std::vector<OomFlag>> ooms_;

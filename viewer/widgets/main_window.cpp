@@ -162,7 +162,8 @@ void MainWindow::show_summary() {
                      &summary_);
   const auto range = controller_.range();
   if (range && controller_.tree_subject() == TreeSubject::kLeaks && controller_.leaks())
-    add_range_section(*range, timeline_->stacked(), *controller_.leaks(), &summary_);
+    add_range_section(*range, timeline_->stacked(), controller_.range_window().get(),
+                      timeline_->level(), *controller_.leaks(), &summary_);
   summary_view_->expandToDepth(0);
 }
 

@@ -44,6 +44,7 @@ class TimelineWidget : public QWidget {
   const TimeAxis& axis() const { return axis_; }
   // The whole trace from the index's buckets (the legend's peaks).
   const StackedTimeline& stacked() const { return stacked_; }
+  const std::string& level() const { return level_; }
   // What is drawn now: the exact series of the visible columns when they have come for this
   // view, else the buckets.
   const StackedTimeline& drawn() const;
