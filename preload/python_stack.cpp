@@ -41,9 +41,10 @@ struct PythonApi {
   // Optional.
   // PyThreadState_GetUnchecked (3.13), _PyThreadState_UncheckedGet before.
   void* (*current_thread_state)();
-  int (*is_finalizing)();  // Py_IsFinalizing (3.13), _Py_IsFinalizing
-  int (*gc_disable)();     // PyGC_Disable (3.10+)
-  int (*gc_enable)();      // PyGC_Enable (3.10+)
+  int (*is_finalizing)();         // Py_IsFinalizing (3.13), _Py_IsFinalizing
+  int (*gc_disable)();            // PyGC_Disable (3.10+)
+  int (*gc_enable)();             // PyGC_Enable (3.10+)
+  int (*frame_get_lasti)(void*);  // PyFrame_GetLasti (3.11+): the line cache's key
   // For threads without the GIL (python_layout.h): the layout, the types that prove a pointer
   // is what it should be, and the line functions that only read.
   const PythonLayout* layout;
@@ -139,6 +140,7 @@ void resolve_api(uint64_t loader_generation) {
       resolve_first(&api.is_finalizing, "Py_IsFinalizing", "_Py_IsFinalizing");
       if (!resolve(&api.gc_disable, "PyGC_Disable") || !resolve(&api.gc_enable, "PyGC_Enable"))
         api.gc_disable = nullptr;
+      resolve(&api.frame_get_lasti, "PyFrame_GetLasti");
       resolve_layout(&api);
       g_api = api;
       g_api_ready.store(true, std::memory_order_release);
@@ -156,6 +158,32 @@ uint32_t g_code_count = 0;
 pthread_mutex_t g_code_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 enum class Interned { kKnown, kNew, kFull };
+
+// Lines by (code, instruction offset), since decoding a code object's line table is most of
+// what a walk costs: 3.11's PyCode_Addr2Line reads the table from its start every time (a
+// third of a traced Python program's time, under perf, before this cache). Only for code the
+// walk can name for sure: kept alive by the code table (the walk with the GIL), or known by
+// its id (without it: the address mixed with its name strings', as the trace names it).
+// Direct-mapped, no heap; the caller holds g_code_mutex.
+struct LineSlot {
+  uint64_t code;  // 0: empty
+  int32_t offset;
+  int32_t line;
+};
+constexpr uint32_t kLineSlotBits = 13;
+LineSlot g_line_slots[1u << kLineSlotBits];
+
+template <class Decode>
+int cached_line(uint64_t code, int32_t offset, Decode&& decode) {
+  const uint64_t h =
+      (code ^ static_cast<uint64_t>(static_cast<uint32_t>(offset)) * 0x9E3779B97F4A7C15ull) *
+      0xBF58476D1CE4E5B9ull;
+  LineSlot& slot = g_line_slots[h >> (64 - kLineSlotBits)];
+  if (slot.code == code && slot.offset == offset) return slot.line;
+  const int line = decode();
+  slot = {code, offset, line};
+  return line;
+}
 
 // Finds `code`, or claims a slot for it. The caller holds g_code_mutex.
 Interned intern_code(uintptr_t code) {
@@ -259,10 +287,16 @@ void walk_frames(void* thread_state, PythonFrames* out, PythonMessageSink sink) 
       break;
     }
     void* code = g_api.frame_get_code(frame);
-    const int line = g_api.frame_get_line_number(frame);
     const Interned interned = intern_code(reinterpret_cast<uintptr_t>(code));
     if (interned == Interned::kNew && !send_code(code, sink)) complete = false;
     if (interned == Interned::kFull) complete = false;
+    const int lasti = interned != Interned::kFull && g_api.frame_get_lasti != nullptr
+                          ? g_api.frame_get_lasti(frame)
+                          : -1;
+    const int line = lasti < 0 ? g_api.frame_get_line_number(frame)
+                               : cached_line(reinterpret_cast<uintptr_t>(code), lasti, [frame] {
+                                   return g_api.frame_get_line_number(frame);
+                                 });
     out->code[out->depth] = reinterpret_cast<uintptr_t>(code);
     out->line[out->depth] = line > 0 ? static_cast<uint32_t>(line) : 0;
     ++out->depth;
@@ -404,9 +438,9 @@ bool send_layout_rejected(PythonMessageSink sink) {
   return sink(buf, bytes);
 }
 
-// A frame's line, by the means of its version, all of which only read.
-int frame_line(const MemoryReader& mem, const PythonLayout& layout, uintptr_t frame,
-               uintptr_t code) {
+// A frame's line, by the means of its version, all of which only read. `id`: the code's.
+int frame_line(const MemoryReader& mem, const PythonLayout& layout, uintptr_t frame, uintptr_t code,
+               uint64_t id) {
   if (layout.frame_objects) return g_api.frame_get_line_number(reinterpret_cast<void*>(frame));
   if (layout.frame_instruction >= 0) {
     uintptr_t instruction = 0;
@@ -415,7 +449,9 @@ int frame_line(const MemoryReader& mem, const PythonLayout& layout, uintptr_t fr
         static_cast<int64_t>(instruction) -
         static_cast<int64_t>(code + static_cast<uintptr_t>(layout.code_adaptive));
     if (offset < -2 || offset > (1 << 30)) return -1;
-    return g_api.code_addr2line(reinterpret_cast<void*>(code), static_cast<int>(offset));
+    return cached_line(id, static_cast<int32_t>(offset), [code, offset] {
+      return g_api.code_addr2line(reinterpret_cast<void*>(code), static_cast<int>(offset));
+    });
   }
   return g_api.interpreter_frame_get_line(reinterpret_cast<void*>(frame));
 }
@@ -473,7 +509,7 @@ bool walk_frames_without_gil(uintptr_t thread_state, bool checked, PythonFrames*
           sizeof buf);
       if (!sink(buf, bytes)) sent = false;
     }
-    const int line = frame_line(mem, layout, frame, code);
+    const int line = frame_line(mem, layout, frame, code, id);
     out->code[out->depth] = id;
     out->line[out->depth] = line > 0 ? static_cast<uint32_t>(line) : 0;
     ++out->depth;
@@ -552,6 +588,7 @@ void forget_sent_python_code() {
   g_resolve_mutex = PTHREAD_MUTEX_INITIALIZER;
   std::memset(g_code_slots, 0, sizeof g_code_slots);
   g_code_count = 0;
+  std::memset(g_line_slots, 0, sizeof g_line_slots);
   g_interpreter_sent.store(false);
 }
 
