@@ -1,8 +1,8 @@
 // Writes the seed corpus of ring_fuzzer (tests/fuzz/corpus/ring/) in its input format:
 // [u64 write_pos][u64 read_pos][the 64 KiB data area, without its trailing zeros]. Each seed is a
 // ring as a traced process leaves it, written by the shim's own RingProducer with messages encoded
-// by the one schema: a whole short life (start, a module, allocations with stacks, frees, a failed
-// free, markers, a child's exit, the exit), a ring that wrapped around with padding, and
+// by the one schema: a whole short life (start, a module, allocations with stacks, frees, failed
+// frees with and without their own stacks, markers, a child's exit, the exit), a ring that wrapped around with padding, and
 // the caching allocator's blocks, VMM and an OOM.
 //
 // Usage: make_ring_seeds DIR. Run it again when the wire schema or the ring layout changes.
@@ -29,10 +29,12 @@ class SeedRing {
     producer_.init(mapping_.data(), kCapacity, 4242);
   }
 
-  void put(const wire::Envelope& message) {
+  // Returns the record's sequence number.
+  uint64_t put(const wire::Envelope& message) {
     const std::string bytes = message.SerializeAsString();
     uint64_t seq = 0;
     producer_.write(bytes.data(), static_cast<uint32_t>(bytes.size()), &seq, [] { return true; });
+    return seq;
   }
 
   // Pretends the collector read everything so far: later records may wrap around.
@@ -136,6 +138,17 @@ void whole_life(const std::string& dir) {
   failed.mutable_free_failed()->set_free_seq(20);
   failed.mutable_free_failed()->set_result(1);
   r.put(failed);
+  // Frees without stacks (the shim's default) whose calls fail: FreeFailed brings the stack,
+  // for a live allocation and for an address never allocated.
+  for (const uint64_t address : {0x7f0000001000ull, 0xbeef0000ull}) {
+    wire::Envelope quiet = free_of(wire::API_CUDA_FREE, address, 1);
+    quiet.mutable_free()->clear_stack();
+    wire::Envelope quiet_failed;
+    quiet_failed.mutable_free_failed()->set_free_seq(r.put(quiet));
+    quiet_failed.mutable_free_failed()->set_result(1);
+    add_stack(quiet_failed.mutable_free_failed(), 4, 7);
+    r.put(quiet_failed);
+  }
   r.put(free_of(wire::API_CUDA_FREE, 0xdead0000, 1));                        // a free of nothing
   r.put(alloc(wire::KIND_DEVICE, wire::API_CUDA_MALLOC, 0, 1ull << 50, 3));  // out of memory
   r.put(marker(wire::Marker::TYPE_RANGE_POP, "", 0));
