@@ -1,7 +1,8 @@
 // The collector's sustained ingest: records decoded, matched (each allocation freed), their
 // stacks interned, and rows written to SQLite in batched transactions, as `vramtrace run`
 // does. The stacks point into this benchmark's own code, so symbolization runs for real on
-// the first sight of each address and is cached afterwards.
+// the first sight of each address and is cached afterwards. Arguments: the stack depth, and
+// whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ __attribute__((noinline)) void anchor() {}
 
 void BM_CollectorIngest(benchmark::State& state) {
   const int depth = static_cast<int>(state.range(0));
+  const bool free_stacks = state.range(1) != 0;
   const fs::path path =
       fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
   fs::remove(path);
@@ -76,7 +78,8 @@ void BM_CollectorIngest(benchmark::State& state) {
     f.mutable_free()->set_tid(1);
     f.mutable_free()->set_address(alloc->address());
     f.mutable_free()->set_api(vramtrace::wire::API_CUDA_FREE);
-    for (int d = 0; d < depth; ++d) f.mutable_free()->add_stack(alloc->stack(d));
+    if (free_stacks)
+      for (int d = 0; d < depth; ++d) f.mutable_free()->add_stack(alloc->stack(d));
     frees.push_back(encode(f));
   }
   size_t i = 0;
@@ -95,7 +98,12 @@ void BM_CollectorIngest(benchmark::State& state) {
   fs::remove(path.string() + "-wal");
   fs::remove(path.string() + "-shm");
 }
-BENCHMARK(BM_CollectorIngest)->Arg(16)->Arg(64)->UseRealTime();
+BENCHMARK(BM_CollectorIngest)
+    ->Args({16, 0})
+    ->Args({64, 0})
+    ->Args({16, 1})
+    ->Args({64, 1})
+    ->UseRealTime();
 
 }  // namespace
 
