@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "storage/allocation_columns.h"
+#include "storage/event_merge.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_uri.h"
@@ -225,47 +226,12 @@ struct TimeIndex::Impl {
     return static_cast<std::uint32_t>(std::min<Wide>(bucket, kBuckets - 1));
   }
 
-  // Merges two ordered scans, `allocs` and `frees` (each selecting upid, seq, ns, device, kind,
-  // size, id in (upid, seq) order), into one stream of events in (upid, seq) order. Stops when
-  // `visit` returns false; returns false then.
+  // merge_allocation_events (event_merge.h), failing as this index does.
   bool merge_events(Statement& allocs, Statement& frees,
                     const std::function<bool(const AllocationEvent&)>& visit) const {
-    const auto next = [&](Statement& statement, AllocationEvent::Type type,
-                          std::optional<AllocationEvent>* event) {
-      const int rc = statement.step();
-      if (rc == SQLITE_DONE) {
-        event->reset();
-        return;
-      }
-      if (rc != SQLITE_ROW) fail(rc);
-      *event = AllocationEvent{type,
-                               statement.int64(6),
-                               statement.int64(0),
-                               statement.uint64(1),
-                               statement.int64(2),
-                               statement.int32(3),
-                               statement.int32(4),
-                               statement.uint64(5)};
-    };
-    std::optional<AllocationEvent> alloc, free;
-    next(allocs, AllocationEvent::Type::kAlloc, &alloc);
-    next(frees, AllocationEvent::Type::kFree, &free);
-    bool whole = true;
-    while (alloc || free) {
-      // A free sorts before an allocation of the same sequence number (a damaged trace), so
-      // that a peak is never overstated.
-      const bool take_free = free && (!alloc || std::pair(free->upid, free->seq) <=
-                                                    std::pair(alloc->upid, alloc->seq));
-      std::optional<AllocationEvent>& taken = take_free ? free : alloc;
-      if (!visit(*taken)) {
-        whole = false;
-        break;
-      }
-      next(take_free ? frees : allocs, taken->type, &taken);
-    }
-    allocs.reset();
-    frees.reset();
-    return whole;
+    const int rc = merge_allocation_events(allocs, frees, visit);
+    if (rc != SQLITE_DONE && rc != SQLITE_OK) fail(rc);
+    return rc == SQLITE_DONE;
   }
 
   // One pass over every process's allocations and frees in sequence order (two ordered scans,

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "storage/allocation_columns.h"
+#include "storage/event_merge.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_header.h"
@@ -343,32 +344,25 @@ std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& f
 void TraceReader::for_each_allocation_event(
     const std::function<void(const AllocationEvent&)>& visit,
     std::optional<std::int64_t> upid) const {
-  // Were a damaged trace to give an alloc and a free the same seq, the free sorts first, so
-  // that a peak is never overstated.
-  // One process: `upid = ?1` rather than `?1 IS NULL OR ...`, so that SQLite can read each
-  // half in order from the (upid, seq) indexes where the trace has them, instead of sorting.
+  // One process: `upid = ?1` rather than `?1 IS NULL OR ...`, so that SQLite reads each scan in
+  // order from the (upid, seq) indexes where the trace has them, instead of sorting.
   const std::string process = upid ? " AND upid = ?1" : "";
-  Statement statement = impl_->prepare(
-      "SELECT 0 AS type, id, upid, alloc_seq AS seq, alloc_ns, device, kind, size "
-      "FROM allocation WHERE result = 0" +
-      process +
-      " UNION ALL "
-      "SELECT 1, id, upid, free_seq, free_ns, device, kind, size "
-      "FROM allocation WHERE result = 0 AND free_seq IS NOT NULL" +
-      process + " ORDER BY upid, seq, type DESC");
-  if (upid) statement.bind_int64(1, *upid);
-  impl_->each_row(statement, [&](const Statement& row) {
-    AllocationEvent event;
-    event.type = row.int64(0) == 0 ? AllocationEvent::Type::kAlloc : AllocationEvent::Type::kFree;
-    event.allocation_id = row.int64(1);
-    event.upid = row.int64(2);
-    event.seq = row.uint64(3);
-    event.ns = row.int64(4);
-    event.device = row.int32(5);
-    event.kind = row.int32(6);
-    event.size = row.uint64(7);
+  Statement allocs = impl_->prepare(
+      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM allocation WHERE result = 0" +
+      process + " ORDER BY upid, alloc_seq");
+  Statement frees = impl_->prepare(
+      "SELECT upid, free_seq, free_ns, device, kind, size, id FROM allocation "
+      "WHERE result = 0 AND free_seq IS NOT NULL" +
+      process + " ORDER BY upid, free_seq");
+  if (upid) {
+    allocs.bind_int64(1, *upid);
+    frees.bind_int64(1, *upid);
+  }
+  const int rc = merge_allocation_events(allocs, frees, [&](const AllocationEvent& event) {
     visit(event);
+    return true;
   });
+  if (rc != SQLITE_DONE) impl_->fail(rc);
 }
 
 std::vector<BadFreeRow> TraceReader::bad_frees() const {
