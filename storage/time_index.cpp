@@ -385,8 +385,9 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
     return nullptr;
   }
   sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(sqlite_file_uri(path, "").c_str(), &raw,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
+  const int rc =
+      sqlite3_open_v2(sqlite_file_uri(path, "").c_str(), &raw,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   sqlite::Database db(raw);
   Statement complete;
   if (rc != SQLITE_OK || Statement::prepare(raw, "SELECT value FROM meta WHERE key = 'complete'",
@@ -430,7 +431,8 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
     if (!impl->db) {
       // A private temporary database (deleted on close), with the trace attached read-only.
       sqlite3* raw = nullptr;
-      const int rc = sqlite3_open_v2("", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
+      const int rc = sqlite3_open_v2(
+          "", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
       impl->db.reset(raw);
       if (rc != SQLITE_OK) impl->fail(rc);
       sqlite3_busy_timeout(raw, 5000);

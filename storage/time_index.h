@@ -55,6 +55,7 @@ struct LiveBytesPeak {
 inline constexpr const char* kPeakGroupDeviceMemory = "device_memory";
 inline constexpr const char* kPeakGroupBlocks = "blocks";
 
+// As TraceReader, one thread at a time.
 class TimeIndex {
  public:
   // Time slices of live_bytes_bucket, equal parts of [start_ns(), end_ns()].

@@ -55,6 +55,8 @@ struct AllocationFilter {
   std::optional<std::uint64_t> live_just_after;
 };
 
+// Serves one thread at a time (its connection runs without SQLite's mutexes): a thread that
+// reads in parallel opens a reader of its own, as the viewer's second stage thread does.
 class TraceReader {
  public:
   static std::unique_ptr<TraceReader> open(const std::filesystem::path& path, OpenFailure* failure);
