@@ -38,7 +38,11 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     totals.allocator_reserved = reserved;
   };
 
-  trace.for_each_allocation({}, [&](const storage::AllocationRecord& record) {
+  // Every total below is the same in any order (the latest report is chosen by its seq): one
+  // pass over the table, not through the (upid, alloc_seq) index.
+  storage::AllocationFilter every;
+  every.in_table_order = true;
+  trace.for_each_allocation(every, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& a = record.allocation;
     auto process = view.processes.find(a.upid);
     if (process == view.processes.end()) return;

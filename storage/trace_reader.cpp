@@ -63,7 +63,7 @@ std::string allocation_query(const AllocationFilter& filter) {
       sql += " AND result = 0 AND free_seq IS NOT NULL";
       break;
   }
-  return sql + " ORDER BY upid, alloc_seq, id";
+  return filter.in_table_order ? sql : sql + " ORDER BY upid, alloc_seq, id";
 }
 
 }  // namespace

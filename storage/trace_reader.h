@@ -53,6 +53,9 @@ struct AllocationFilter {
   // Only successful allocations live just after this sequence number of their process:
   // alloc_seq <= s and (free_seq NULL or > s).
   std::optional<std::uint64_t> live_just_after;
+  // In the table's own order (allocation id) instead of (upid, alloc_seq): one pass over the
+  // table, for callers that do not need a process's rows in sequence order.
+  bool in_table_order = false;
 };
 
 // Serves one thread at a time (its connection runs without SQLite's mutexes): a thread that
@@ -85,7 +88,8 @@ class TraceReader {
   // trace from before the column says kBackendPreload for every process.
   std::map<std::int64_t, std::string> process_backends() const;
 
-  // In (upid, alloc_seq) order. The callback must not call back into the reader.
+  // In (upid, alloc_seq) order unless filter.in_table_order. The callback must not call back
+  // into the reader.
   void for_each_allocation(const AllocationFilter& filter,
                            const std::function<void(const AllocationRecord&)>& visit) const;
   std::vector<AllocationRecord> allocations(const AllocationFilter& filter) const;
