@@ -54,7 +54,9 @@ TEST(UnwinderSkip, CallbackFramesOfASkippedObjectAreLeftOut) {
 
   Unwinder skipping;
   skipping.init();
-  ASSERT_TRUE(skipping.skip_innermost_object(reinterpret_cast<const void*>(&std::qsort)));
+  // The object of the first frame, libc: not &std::qsort, which under ThreadSanitizer is its
+  // interceptor's, in another object.
+  ASSERT_TRUE(skipping.skip_innermost_object(reinterpret_cast<const void*>(before.ips[0])));
   const Captured after = capture_under_qsort(skipping);
   EXPECT_LT(after.depth, before.depth);
   if (after.depth > 0) {
