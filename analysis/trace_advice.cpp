@@ -294,15 +294,18 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     p.pid = process.start.pid;
     p.ranges = std::move(ranges[p.upid]);
     ProcessSweep sweep(p.ranges);
-    // A process whose tensors the trace saw is swept event by event, and its rules read the
-    // live sets at its peaks; any other has only the pinned memory rule, which reads its
-    // pinned allocations alone.
+    // A process whose tensors the trace saw has its rules read the live sets at its peaks, and,
+    // when it has ranges, is swept event by event for the range rules; otherwise the sweep reads
+    // its pinned allocations alone, for the pinned memory rule.
     const bool tensors = std::any_of(block_peaks.begin(), block_peaks.end(),
                                      [&](const DevicePeak& peak) { return peak.upid == p.upid; });
     if (tensors) {
       if (!history) history = std::make_unique<ProcessHistory>(trace);
       p.history = history.get();
-      history->for_each_event(p.upid, [&](const storage::AllocationEvent& e) {
+    }
+    // Every event only for the range rules; without ranges the sweep needs the pinned ones.
+    if (tensors && !p.ranges.empty()) {
+      p.history->for_each_event(p.upid, [&](const storage::AllocationEvent& e) {
         sweep.on_event(e.seq, e.type == storage::AllocationEvent::Type::kAlloc, e.kind, e.device,
                        e.size);
       });
