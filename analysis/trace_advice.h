@@ -34,9 +34,9 @@ namespace vramtrace::analysis {
 inline constexpr std::uint64_t kPinnedMemoryAdviceBytes = 1ull << 30;
 
 // Cost: the peaks (trace_peaks.h: read from the time index where the trace keeps one); for each
-// process with tensors (kind block), one pass over its events in sequence order and the live sets
-// at its peaks (process_history.h: memory about a live set, not the trace); of other processes,
-// their pinned allocations. In upid order; within a process, rule by rule
+// process with tensors (kind block), the live sets at its peaks (process_history.h: memory about
+// a live set, not the trace) and, when it has ranges, one pass over its events in sequence
+// order; otherwise, and for every other process, its pinned allocations. In upid order; within a process, rule by rule
 // in the order listed above (device by device). Every advice's evidence starts with "pid", then
 // "device" where the rule is per device. `peaks`: the trace's peaks of the same processes
 // (trace_peaks.h), when the caller has them; found here otherwise.
