@@ -37,12 +37,8 @@ std::vector<storage::AllocationRecord> ProcessHistory::live_at(std::int64_t upid
 
 const std::unordered_set<std::int64_t>& ProcessHistory::allocator_segments() const {
   if (allocator_segments_) return *allocator_segments_;
-  if (index_) {
-    allocator_segments_ =
-        std::make_unique<std::unordered_set<std::int64_t>>(index_->allocator_segments());
-    return *allocator_segments_;
-  }
-  allocator_segments_ = std::make_unique<std::unordered_set<std::int64_t>>();
+  if (index_) return allocator_segments_.emplace(index_->allocator_segments());
+  allocator_segments_.emplace();
   storage::AllocationFilter blocks;
   blocks.kind = storage::allocation_kind::kBlock;
   trace_.for_each_allocation(blocks, [&](const storage::AllocationRecord& r) {
@@ -54,10 +50,9 @@ const std::unordered_set<std::int64_t>& ProcessHistory::allocator_segments() con
 bool ProcessHistory::has_allocator_events(std::int64_t upid) const {
   if (!allocator_processes_) {
     if (index_) {
-      allocator_processes_ =
-          std::make_unique<std::set<std::int64_t>>(index_->processes_with_allocator_events());
+      allocator_processes_.emplace(index_->processes_with_allocator_events());
     } else {
-      allocator_processes_ = std::make_unique<std::set<std::int64_t>>();
+      allocator_processes_.emplace();
       for (const storage::AllocationTotalsRow& row : trace_.allocation_totals())
         if (row.kind == storage::allocation_kind::kBlock) allocator_processes_->insert(row.upid);
     }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_set>
 #include <vector>
@@ -45,8 +46,9 @@ class ProcessHistory {
  private:
   const storage::TraceReader& trace_;
   std::unique_ptr<storage::TimeIndex> index_;  // null: scans
-  mutable std::unique_ptr<std::unordered_set<std::int64_t>> allocator_segments_;
-  mutable std::unique_ptr<std::set<std::int64_t>> allocator_processes_;
+  // Read on first use.
+  mutable std::optional<std::unordered_set<std::int64_t>> allocator_segments_;
+  mutable std::optional<std::set<std::int64_t>> allocator_processes_;
 };
 
 }  // namespace vramtrace::analysis

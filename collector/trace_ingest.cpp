@@ -397,6 +397,14 @@ std::optional<int64_t> TraceIngest::event_callsite(Process& p, const Message& m)
                       python_codes_of(m), python_lines_of(m));
 }
 
+template <class Message>
+bool TraceIngest::stack_fits(const Message& m) {
+  if (m.stack_size() <= kMaxStackDepth) return true;
+  count("stack_too_deep", storage::Severity::kError,
+        "events whose stack was deeper than the wire allows");
+  return false;
+}
+
 void TraceIngest::count_python_stack(wire::PythonStackStatus status) {
   switch (status) {
     case wire::PYTHON_STACK_WITHOUT_GIL:
@@ -500,11 +508,7 @@ std::optional<int64_t> TraceIngest::intern_stack(Process& p, std::span<const uin
 }
 
 void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::Alloc& m) {
-  if (m.stack_size() > kMaxStackDepth) {
-    count("stack_too_deep", storage::Severity::kError,
-          "events whose stack was deeper than the wire allows");
-    return;
-  }
+  if (!stack_fits(m)) return;
   if (m.stack_truncated())
     count("stack_truncated", storage::Severity::kInfo,
           "events whose stack was cut at the wire's depth limit (256 frames)");
@@ -558,11 +562,7 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
 }
 
 void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::Free& m) {
-  if (m.stack_size() > kMaxStackDepth) {
-    count("stack_too_deep", storage::Severity::kError,
-          "events whose stack was deeper than the wire allows");
-    return;
-  }
+  if (!stack_fits(m)) return;
   RecentFree recent{};
   recent.seq = h.seq;
   recent.address = m.address();
@@ -614,14 +614,7 @@ void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
   }
   // The failed call's stack comes with FreeFailed when the free went without one (the shim's
   // default: no stacks for frees).
-  if (!it->callsite_id && (m.stack_size() > 0 || m.python_code_size() > 0)) {
-    if (m.stack_size() > kMaxStackDepth) {
-      count("stack_too_deep", storage::Severity::kError,
-            "events whose stack was deeper than the wire allows");
-    } else {
-      it->callsite_id = event_callsite(p, m);
-    }
-  }
+  if (!it->callsite_id && stack_fits(m)) it->callsite_id = event_callsite(p, m);
   // A free of an unknown address that also failed is already a bad_free row; only a free of
   // live allocations has to be undone.
   if (it->bad_free_id) {

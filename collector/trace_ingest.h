@@ -161,9 +161,13 @@ class TraceIngest {
   std::optional<int64_t> intern_stack(Process& p, std::span<const uint64_t> ips,
                                       std::span<const uint64_t> python_code,
                                       std::span<const uint32_t> python_line);
-  // An Alloc's or Free's callsite: its native and Python frames, its Python status counted.
+  // An Alloc's, Free's or FreeFailed's callsite: its native and Python frames, its Python
+  // status counted.
   template <class Message>
   std::optional<int64_t> event_callsite(Process& p, const Message& m);
+  // False, counted as stack_too_deep, when the record's stack is deeper than the wire allows.
+  template <class Message>
+  bool stack_fits(const Message& m);
   int64_t python_frame_id(const Process& p, uint64_t code, uint32_t line);
   void on_python_code(Process& p, const wire::PythonCode& m);
   void count_python_stack(wire::PythonStackStatus status);
