@@ -8,7 +8,8 @@
 # whose runtime itself calls malloc a few times per call. It runs untraced, under heaptrack
 # (which records every malloc and free, with a stack per malloc) and under `vramtrace run`
 # (which records every cudaMalloc and cudaFree, with a stack per cudaMalloc: frees carry none
-# unless --free-stacks). Each is timed, wall clock,
+# unless --free-stacks; stacks walked by frame rules, libunwind for those the walk declines).
+# Each is timed, wall clock,
 # best of RUNS (default 3), the tools' start-up and finishing included.
 #
 # An event is one allocation with its free, as each tool counts them: heaptrack's "calls to
@@ -78,6 +79,9 @@ vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
 free_stacks0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index --free-stacks -o "$scratch/vt.db" -- "$workload" 0 "$d")
 free_stacks_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index --free-stacks -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 free_stacks_bytes=$(stat -c %s "$scratch/vt.db")
+# For information: every stack walked by libunwind, as before the frame-rule walk.
+libunwind0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" 0 "$d")
+libunwind_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 
 ingest_depth=16
 if [ "$d" -gt 40 ]; then ingest_depth=64; fi
@@ -92,8 +96,10 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   -v n="$n" -v d="$d" -v u="$untraced" -v h="$heaptrack_ns" -v he="$heaptrack_events" \
   -v v="$vramtrace_ns" -v ve="$vramtrace_events" -v hb="$heaptrack_bytes" -v vb="$vramtrace_bytes" \
   -v ingest="$ingest" -v idepth="$ingest_depth" -v runs="$runs" \
-  -v f0="$free_stacks0" -v f="$free_stacks_ns" -v fb="$free_stacks_bytes" 'BEGIN {
+  -v f0="$free_stacks0" -v f="$free_stacks_ns" -v fb="$free_stacks_bytes" \
+  -v l0="$libunwind0" -v l="$libunwind_ns" 'BEGIN {
   ho = ((h - h0) - (u - u0)) / he; vo = ((v - v0) - (u - u0)) / ve; fo = ((f - f0) - (u - u0)) / ve;
+  lo = ((l - l0) - (u - u0)) / ve;
   printf "workload: %d iterations at stack depth %d (best of %d runs, wall clock)\n", n, d, runs;
   printf "%-10s %9s %9s %10s %15s %12s %12s\n", "run", "N=0 (s)", "N (s)", "events", "overhead/event", "trace bytes", "bytes/event";
   printf "%-10s %9.3f %9.3f %10s %15s %12s %12s\n", "untraced", u0 / 1e9, u / 1e9, "-", "-", "-", "-";
@@ -101,5 +107,6 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.3f\n", "vramtrace", v0 / 1e9, v / 1e9, ve, vo, vb, vb / ve;
   printf "overhead per event, vramtrace / heaptrack: %.2f\n", vo / ho;
   printf "for information, vramtrace run --free-stacks: %.0f ns per event (%.2f of heaptrack'"'"'s), %.3f bytes per event\n", fo, fo / ho, fb / ve;
+  printf "for information, VRAMTRACE_UNWINDER=libunwind: %.0f ns per event (%.2f of heaptrack'"'"'s)\n", lo, lo / ho;
   printf "collector ingest (bench, depth %d): %s\n", idepth, ingest;
 }'

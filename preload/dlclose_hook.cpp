@@ -3,11 +3,13 @@
 // and a copy of the library loaded again lands elsewhere: a static cudart or a framework that
 // dlcloses libcuda and dlopens it again would crash in the shim's next call
 // (tests/e2e/programs/dlclose_driver.cpp). So after a dlclose that really unloaded something,
-// the shim forgets every such pointer and resolves each again on its next use.
+// the shim forgets every such pointer and resolves each again on its next use. The stack walk's
+// frame rules are forgotten too: other code may be loaded where the unloaded code was.
 //
 // dlclose, unlike dlsym, does not depend on its caller, so an ordinary hook is enough.
 #include <atomic>
 
+#include "frame_rule_cache.h"
 #include "module_map.h"
 #include "real_functions.h"
 
@@ -21,6 +23,9 @@ extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
   if (real == nullptr) return -1;
   const uint64_t unloads_before = loader_unload_count();
   const int result = real(handle);
-  if (loader_unload_count() != unloads_before) forget_real_functions();
+  if (loader_unload_count() != unloads_before) {
+    forget_real_functions();
+    forget_frame_rules();
+  }
   return result;
 }

@@ -12,6 +12,7 @@
 
 #include "collector_link.h"
 #include "cuda_abi.h"
+#include "frame_rule_cache.h"
 #include "job_identity.h"
 #include "module_map.h"
 #include "nanopb/vramtrace.pb.h"
@@ -130,6 +131,13 @@ void send_new_modules() {
   if (!g_modules.changed()) return;
   pthread_mutex_lock(&g_modules_mutex);
   g_loader_generation.fetch_add(1, std::memory_order_relaxed);
+  // An unload the dlclose hook did not see (the loader's own, or a dlclose from inside libc).
+  static uint64_t unloads_seen = 0;
+  const uint64_t unloads = loader_unload_count();
+  if (unloads != unloads_seen) {
+    unloads_seen = unloads;
+    forget_frame_rules();
+  }
   g_modules.scan([](const ModuleInfo& m) {
     uint8_t buf[kMaxEventBytes + 256];
     return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;
@@ -248,7 +256,8 @@ void shim_start() {
   g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
   const char* free_stacks = getenv("VRAMTRACE_FREE_STACKS");
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
-  g_unwinder.init();
+  const char* unwinder = getenv("VRAMTRACE_UNWINDER");
+  g_unwinder.init(unwinder == nullptr || std::strcmp(unwinder, "libunwind") != 0);
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
   on_exit(&on_process_exit, nullptr);
   connect_process();

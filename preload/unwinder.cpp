@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "frame_rule_walk.h"
 #include "real_functions.h"
 
 namespace vramtrace::preload {
@@ -43,8 +44,9 @@ void object_text_range(uintptr_t addr, uintptr_t* begin, uintptr_t* end) {
 
 }  // namespace
 
-void Unwinder::init() {
+void Unwinder::init(bool frame_rules) {
   object_text_range(reinterpret_cast<uintptr_t>(&shim_anchor), &shim_begin_, &shim_end_);
+  frame_rules_ = frame_rules;
 
   void* libunwind = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
   if (libunwind != nullptr) {
@@ -56,13 +58,13 @@ void Unwinder::init() {
       if (set_caching != nullptr && local_space != nullptr)
         set_caching(*local_space, kUnwCachePerThread);
       backtrace_ = bt;
-      name_ = "libunwind";
+      name_ = frame_rules_ ? "frame-rules+libunwind" : "libunwind";
       return;
     }
     dlclose(libunwind);
   }
   backtrace_ = &::backtrace;
-  name_ = "backtrace";
+  name_ = frame_rules_ ? "frame-rules+backtrace" : "backtrace";
 }
 
 bool Unwinder::skip_innermost_object(const void* address) {
@@ -83,17 +85,26 @@ bool Unwinder::innermost_to_skip(uintptr_t ip) const {
 
 int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
   *truncated = false;
-  if (backtrace_ == nullptr) return 0;
+  if (backtrace_ == nullptr && !frame_rules_) return 0;
   // The shim's own frames come first; a few spare slots keep them from costing depth.
   constexpr int kSpare = 8;
-  void* raw[512 + kSpare];
+  uintptr_t raw[512 + kSpare];
   const int want = std::min(max, 512) + kSpare;
-  const int got = backtrace_(raw, want);
+  int got = 0;
+  bool reached_end = false;
+  WalkedStack walked;
+  if (frame_rules_ && walk_stack_by_frame_rules(raw, want, &walked)) {
+    got = walked.count;
+    reached_end = walked.reached_end;
+  } else if (backtrace_ != nullptr) {
+    got = backtrace_(reinterpret_cast<void**>(raw), want);
+    reached_end = got < want;  // unw_backtrace and backtrace() fill every slot they are given
+  }
   int first = 0;
-  while (first < got && innermost_to_skip(reinterpret_cast<uintptr_t>(raw[first]))) ++first;
+  while (first < got && innermost_to_skip(raw[first])) ++first;
   int count = std::min(got - first, max);
-  if (got == want || got - first > max) *truncated = true;
-  for (int i = 0; i < count; ++i) ips[i] = reinterpret_cast<uintptr_t>(raw[first + i]);
+  if (!reached_end || got - first > max) *truncated = true;
+  for (int i = 0; i < count; ++i) ips[i] = raw[first + i];
   return count;
 }
 

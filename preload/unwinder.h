@@ -1,5 +1,9 @@
 // Native stack capture inside the target: return addresses only; the collector symbolizes.
 //
+// Stacks are walked with the frame rules of the objects' call frame information, cached by
+// address (frame_rule_walk.h), several times faster than libunwind per frame; libunwind takes
+// the stacks that walk cannot follow, and all of them with VRAMTRACE_UNWINDER=libunwind.
+//
 // libunwind is loaded privately (dlopen RTLD_LOCAL) rather than linked: its shared library
 // exports _Unwind_* and a weak `backtrace`, and linking it would let it take over the host's
 // exception handling. Where libunwind is missing, glibc's backtrace() is the fallback.
@@ -11,8 +15,10 @@ namespace vramtrace::preload {
 
 class Unwinder {
  public:
-  // Loads the unwinder and learns the shim's own address range. Call once, at start-up.
-  void init();
+  // Loads the unwinder and learns the shim's own address range. Call once, at start-up. With
+  // `frame_rules`, stacks are walked with cached frame rules (frame_rule_walk.h) and libunwind
+  // (or glibc's backtrace) takes only the stacks that walk declines.
+  void init(bool frame_rules = true);
 
   // Frames of the loaded object that holds `address` are left out too where they come first (as
   // the shim's own are): the CUPTI library's callbacks run under CUDA's frames, which are not
@@ -24,13 +30,14 @@ class Unwinder {
   // Returns the count; *truncated is set when the stack was deeper than `max`.
   int capture(uintptr_t* ips, int max, bool* truncated) const;
 
-  // "libunwind", "backtrace" or "none".
+  // "frame-rules+libunwind", "frame-rules+backtrace", "libunwind", "backtrace" or "none".
   const char* name() const { return name_; }
 
  private:
   using BacktraceFn = int (*)(void**, int);
   BacktraceFn backtrace_ = nullptr;
   const char* name_ = "none";
+  bool frame_rules_ = true;
   uintptr_t shim_begin_ = 0;
   uintptr_t shim_end_ = 0;
   struct Range {

@@ -1,0 +1,25 @@
+// The calling thread's return addresses, walked with frame rules (frame_rule_cache.h): per
+// frame, one cache lookup and one or two loads from the stack. libunwind's cached
+// unw_backtrace takes about 6.7 ns a frame on the machine of docs/performance.md; this walk is
+// there because a training job's native stacks are 50 to 100 frames deep.
+//
+// Every load is from the thread's own stack, between the walk's stack pointer and the top of
+// the stack, so a wrong rule can give a wrong frame but never a fault. Where the walk cannot
+// go on (a rule it does not follow, a signal frame, a stack it does not know the bounds of:
+// an alternate signal stack, a coroutine's), it says so and the caller asks libunwind.
+#pragma once
+
+#include <cstdint>
+
+namespace vramtrace::preload {
+
+struct WalkedStack {
+  int count = 0;
+  bool reached_end = false;  // the outermost frame was reached: nothing left out at the bottom
+};
+
+// Fills `ips` with at most `max` return addresses, innermost first, starting inside this
+// function. False when the walk could not be completed (the contents of ips are then unused).
+bool walk_stack_by_frame_rules(uintptr_t* ips, int max, WalkedStack* walked);
+
+}  // namespace vramtrace::preload

@@ -1,0 +1,288 @@
+// The stack walk by frame rules (preload/frame_rule_walk.h) gives the frames libunwind gives,
+// on stacks built to exercise each kind of rule, and declines where it should.
+#include <alloca.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "frame_rule_cache.h"
+#include "frame_rule_walk.h"
+#include "frame_rules.h"
+#include "unwinder.h"
+
+namespace vramtrace::preload {
+namespace {
+
+using Backtrace = int (*)(void**, int);
+
+Backtrace libunwind_backtrace() {
+  static Backtrace backtrace = [] {
+    void* library = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    return library == nullptr ? nullptr
+                              : reinterpret_cast<Backtrace>(dlsym(library, "unw_backtrace"));
+  }();
+  return backtrace;
+}
+
+constexpr int kMaxFrames = 2048;
+
+struct Stacks {
+  int max = kMaxFrames;
+  bool walked_ok = false;
+  WalkedStack walked_info;
+  std::vector<uintptr_t> walked, libunwind;
+};
+
+volatile int g_sink = 0;
+
+// Both unwinders, from the same frame. Not inlined and not a tail call: its caller's frame is
+// the first one both must agree on.
+__attribute__((noinline)) void capture_both(Stacks* out) {
+  std::vector<uintptr_t> ips(size_t(out->max), 0);
+  out->walked_ok = walk_stack_by_frame_rules(ips.data(), out->max, &out->walked_info);
+  if (out->walked_ok) out->walked.assign(ips.begin(), ips.begin() + out->walked_info.count);
+  void* raw[kMaxFrames];
+  const int got = libunwind_backtrace()(raw, kMaxFrames);
+  for (int i = 0; i < got; ++i) out->libunwind.push_back(reinterpret_cast<uintptr_t>(raw[i]));
+  g_sink = g_sink + 1;
+}
+
+// The walk's frames from capture_both's caller outwards are libunwind's last ones, and the
+// frame before them, inside capture_both, is a nearby call site in both.
+void expect_same_frames(const Stacks& stacks) {
+  ASSERT_TRUE(stacks.walked_ok) << "the walk declined an ordinary stack";
+  ASSERT_TRUE(stacks.walked_info.reached_end);
+  ASSERT_GE(stacks.walked.size(), 3u);
+  const std::vector<uintptr_t> outer(stacks.walked.begin() + 2, stacks.walked.end());
+  ASSERT_GT(stacks.libunwind.size(), outer.size());
+  const size_t offset = stacks.libunwind.size() - outer.size();
+  for (size_t i = 0; i < outer.size(); ++i)
+    ASSERT_EQ(outer[i], stacks.libunwind[offset + i]) << "frame " << i << " of " << outer.size();
+  const uintptr_t walked_call = stacks.walked[1], libunwind_call = stacks.libunwind[offset - 1];
+  EXPECT_LT(
+      walked_call > libunwind_call ? walked_call - libunwind_call : libunwind_call - walked_call,
+      256u)
+      << "the frames before the common ones are not both inside capture_both";
+}
+
+// Frames without a frame pointer: the CFA is %rsp plus a constant.
+__attribute__((noinline)) void plain(int depth, Stacks* out) {
+  if (depth == 0)
+    capture_both(out);
+  else
+    plain(depth - 1, out);
+  g_sink = g_sink + depth;
+}
+
+// alloca makes the compiler keep %rbp as the frame pointer: the CFA is %rbp
+// plus a constant, and %rbp is saved at a constant from the CFA.
+__attribute__((noinline)) void framed(int depth, Stacks* out);
+
+// A frame larger than 64 KiB: a large CFA offset.
+__attribute__((noinline)) void large_frame(int depth, Stacks* out);
+
+// Plain, framed and large frames in turn.
+__attribute__((noinline)) void mixed(int depth, Stacks* out) {
+  if (depth == 0) {
+    capture_both(out);
+  } else if (depth % 3 == 0) {
+    framed(depth - 1, out);
+  } else if (depth % 3 == 1) {
+    large_frame(depth - 1, out);
+  } else {
+    mixed(depth - 1, out);
+  }
+  g_sink = g_sink + depth;
+}
+
+__attribute__((noinline)) void framed(int depth, Stacks* out) {
+  auto* scratch = static_cast<volatile char*>(alloca(size_t(g_sink % 7 + 16 + depth % 3)));
+  scratch[0] = char(depth);
+  mixed(depth, out);
+  g_sink = g_sink + scratch[0];
+}
+
+__attribute__((noinline)) void large_frame(int depth, Stacks* out) {
+  volatile char scratch[70000];
+  scratch[depth] = char(depth);
+  mixed(depth, out);
+  g_sink = g_sink + scratch[depth];
+}
+
+TEST(FrameRuleWalk, PlainFramesAreLibunwinds) {
+  ASSERT_NE(libunwind_backtrace(), nullptr);
+  for (int depth : {0, 1, 5, 40, 200}) {
+    Stacks stacks;
+    plain(depth, &stacks);
+    SCOPED_TRACE(depth);
+    expect_same_frames(stacks);
+    EXPECT_GT(stacks.walked.size(), size_t(depth));
+  }
+}
+
+TEST(FrameRuleWalk, FramePointerAndLargeFramesAreLibunwinds) {
+  for (int depth : {3, 4, 5, 30, 31, 32}) {
+    Stacks stacks;
+    mixed(depth, &stacks);
+    SCOPED_TRACE(depth);
+    expect_same_frames(stacks);
+  }
+}
+
+// Frames of another object, with its own call frame information: libc's qsort calling back.
+Stacks* g_under_qsort = nullptr;
+int compare_and_capture(const void* a, const void* b) {
+  if (g_under_qsort->walked.empty() && g_under_qsort->libunwind.empty())
+    capture_both(g_under_qsort);
+  return std::memcmp(a, b, sizeof(int));
+}
+
+TEST(FrameRuleWalk, FramesInsideLibcAreLibunwinds) {
+  Stacks stacks;
+  g_under_qsort = &stacks;
+  int values[2] = {2, 1};
+  std::qsort(values, 2, sizeof(int), &compare_and_capture);
+  g_under_qsort = nullptr;
+  expect_same_frames(stacks);
+}
+
+TEST(FrameRuleWalk, AnotherThreadsStackIsLibunwinds) {
+  Stacks stacks;
+  std::thread thread([&] { mixed(20, &stacks); });
+  thread.join();
+  expect_same_frames(stacks);
+}
+
+TEST(FrameRuleWalk, AStackDeeperThanAskedIsCutAndSaysSo) {
+  Stacks stacks;
+  stacks.max = 64;
+  plain(300, &stacks);
+  ASSERT_TRUE(stacks.walked_ok);
+  EXPECT_EQ(stacks.walked_info.count, 64);
+  EXPECT_FALSE(stacks.walked_info.reached_end);
+  // The 64 it gave are the innermost: the same as the first of a full walk from that frame.
+  Stacks full;
+  plain(300, &full);
+  ASSERT_TRUE(full.walked_ok);
+  ASSERT_GT(full.walked.size(), 300u);
+  EXPECT_TRUE(std::equal(stacks.walked.begin() + 2, stacks.walked.end(), full.walked.begin() + 2));
+}
+
+// Inside a signal handler the stack holds the kernel's signal frame, whose rule is an
+// expression: the walk declines, and the Unwinder's stack is libunwind's.
+Stacks* g_in_handler = nullptr;
+const Unwinder* g_handler_unwinder = nullptr;
+uintptr_t g_unwinder_ips[256];
+int g_unwinder_depth = 0;
+
+void capture_in_handler(int) {
+  capture_both(g_in_handler);
+  bool truncated = false;
+  if (g_handler_unwinder != nullptr)
+    g_unwinder_depth = g_handler_unwinder->capture(g_unwinder_ips, 256, &truncated);
+}
+
+void raise_with_handler(int flags) {
+  struct sigaction action = {}, previous = {};
+  action.sa_handler = &capture_in_handler;
+  action.sa_flags = flags;
+  sigemptyset(&action.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &action, &previous), 0);
+  raise(SIGUSR1);
+  sigaction(SIGUSR1, &previous, nullptr);
+}
+
+TEST(FrameRuleWalk, SignalFramesAreLeftToLibunwind) {
+  Stacks stacks;
+  Unwinder unwinder;
+  unwinder.init();
+  g_in_handler = &stacks;
+  g_handler_unwinder = &unwinder;
+  raise_with_handler(0);
+  g_in_handler = nullptr;
+  g_handler_unwinder = nullptr;
+  EXPECT_FALSE(stacks.walked_ok) << "the walk went through a signal frame";
+  // The Unwinder fell back: its frames (this test program's own left out from the top, as the
+  // shim's are) are libunwind's, through the signal frame down to main.
+  ASSERT_GT(g_unwinder_depth, 3);
+  ASSERT_GE(stacks.libunwind.size(), size_t(g_unwinder_depth));
+  const size_t offset = stacks.libunwind.size() - size_t(g_unwinder_depth);
+  for (int i = 0; i < g_unwinder_depth; ++i)
+    EXPECT_EQ(g_unwinder_ips[i], stacks.libunwind[offset + size_t(i)]) << i;
+}
+
+TEST(FrameRuleWalk, AnAlternateSignalStackIsLeftToLibunwind) {
+  std::vector<char> alternate(size_t(1) << 16);
+  stack_t stack = {}, previous = {};
+  stack.ss_sp = alternate.data();
+  stack.ss_size = alternate.size();
+  ASSERT_EQ(sigaltstack(&stack, &previous), 0);
+  Stacks stacks;
+  g_in_handler = &stacks;
+  raise_with_handler(SA_ONSTACK);
+  g_in_handler = nullptr;
+  sigaltstack(&previous, nullptr);
+  EXPECT_FALSE(stacks.walked_ok);
+  EXPECT_FALSE(stacks.libunwind.empty());
+}
+
+TEST(FrameRuleWalk, TheUnwinderWalksOrdinaryStacksItself) {
+  // The same stack through the Unwinder with and without frame rules: the same frames.
+  Unwinder with_rules, without_rules;
+  with_rules.init(true);
+  without_rules.init(false);
+  EXPECT_STREQ(with_rules.name(), "frame-rules+libunwind");
+  EXPECT_STREQ(without_rules.name(), "libunwind");
+  uintptr_t a[256], b[256];
+  bool truncated_a = true, truncated_b = true;
+  // The test program is "the shim" here, so its frames are left out from the top: what stays
+  // is what called the test body (gtest's frames are in this program too), so use a thread.
+  int depth_a = 0, depth_b = 0;
+  std::thread thread([&] {
+    depth_a = with_rules.capture(a, 256, &truncated_a);
+    depth_b = without_rules.capture(b, 256, &truncated_b);
+  });
+  thread.join();
+  ASSERT_GT(depth_a, 0);
+  ASSERT_EQ(depth_a, depth_b);
+  EXPECT_FALSE(truncated_a);
+  EXPECT_FALSE(truncated_b);
+  for (int i = 0; i < depth_a; ++i) EXPECT_EQ(a[i], b[i]) << i;
+}
+
+TEST(FrameRules, AFunctionsFirstInstructionHasTheCallersReturnAddressOnTop) {
+  const FrameRule rule = find_frame_rule(reinterpret_cast<uintptr_t>(&plain));
+  EXPECT_EQ(rule.kind, FrameRule::Kind::kCfaFromRsp);
+  EXPECT_EQ(rule.cfa_offset, 8);
+  EXPECT_EQ(rule.rbp, FrameRule::SavedRbp::kUnchanged);
+}
+
+TEST(FrameRules, AddressesOutsideLoadedCodeHaveNone) {
+  EXPECT_EQ(find_frame_rule(0x10).kind, FrameRule::Kind::kUnsupported);
+  forget_frame_rules();
+  EXPECT_EQ(cached_frame_rule(0x10).kind, FrameRule::Kind::kUnsupported);
+  EXPECT_EQ(cached_frame_rule(reinterpret_cast<uintptr_t>(&plain)).kind,
+            FrameRule::Kind::kCfaFromRsp);
+}
+
+TEST(FrameRules, PackedRulesComeBackWhole) {
+  FrameRule rule;
+  rule.kind = FrameRule::Kind::kCfaFromRbp;
+  rule.rbp = FrameRule::SavedRbp::kAtOffset;
+  rule.rbp_offset = -16;
+  rule.cfa_offset = -70008;
+  const FrameRule back = FrameRule::unpack(rule.pack());
+  EXPECT_EQ(back.kind, rule.kind);
+  EXPECT_EQ(back.rbp, rule.rbp);
+  EXPECT_EQ(back.rbp_offset, -16);
+  EXPECT_EQ(back.cfa_offset, -70008);
+}
+
+}  // namespace
+}  // namespace vramtrace::preload
