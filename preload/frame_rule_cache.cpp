@@ -17,6 +17,7 @@ struct Slot {
 Slot g_slots[kSets * kWays];
 std::atomic<bool> g_writing{false};
 std::atomic<uint32_t> g_next_victim{0};
+std::atomic<uint64_t> g_generation{0};
 
 Slot* set_of(uintptr_t pc) {
   const uint64_t set = (uint64_t(pc) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits);
@@ -66,6 +67,11 @@ void forget_frame_rules() {
   // earlier; the stack walk only ever reads inside the thread's stack, so a stale rule costs a
   // wrong frame at worst, in the rare program that loads code where other code was unloaded.
   for (Slot& slot : g_slots) slot.pc.store(0, std::memory_order_relaxed);
+  g_generation.fetch_add(1, std::memory_order_release);
+}
+
+uint64_t frame_rules_generation() {
+  return g_generation.load(std::memory_order_acquire);
 }
 
 }  // namespace vramtrace::preload

@@ -20,4 +20,7 @@ FrameRule cached_frame_rule(uintptr_t pc);
 // Drops every rule: after an object is unloaded, another may be loaded at its addresses.
 void forget_frame_rules();
 
+// Moves each time the rules are forgotten: what was derived from the old ones is stale.
+uint64_t frame_rules_generation();
+
 }  // namespace vramtrace::preload
