@@ -358,6 +358,10 @@ void register_run_command(CLI::App& app, int* exit_status) {
       ->take_all();
   run->footer(
       "Example: vramtrace run -o train.db -- python train.py\n\n"
+      "Environment, passed on to the command and read by the shim: VRAMTRACE_FREE_STACKS=1 (as "
+      "--free-stacks), VRAMTRACE_RING_BYTES (as --ring-size), VRAMTRACE_UNWINDER=libunwind "
+      "(every native stack walked by libunwind rather than by the shim's own walk, which "
+      "leaves to libunwind only the stacks it cannot follow).\n\n"
       "Exit status: the command's own (128+N if it was killed by signal N; 127 if it could "
       "not be found); 2 if vramtrace could not record (a bad option, an output file that "
       "exists, no shim). With --gate, the command's own failure still wins; when it exits 0, "

@@ -23,7 +23,10 @@
 #   9. an evaluation loop without no_grad, against the same loop with it;
 #  10. the CUPTI backend (where libvramtrace_cupti.so is built and a driver is present): the
 #      samples of steps 1, 4, 5 and 6 under --backend cupti and --backend both, their
-#      allocations (count and bytes per kind) against the shim's, and the cost of each backend.
+#      allocations (count and bytes per kind) against the shim's, and the cost of each backend;
+#  11. per-test limits inside pytest on real PyTorch;
+#  12. native stacks: steps 1 and 7 again with VRAMTRACE_UNWINDER=libunwind, every stack the
+#      same as the shim's own walk gave (real libcudart, libcuda, libtorch, libpython frames).
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -363,6 +366,24 @@ if [ "$have_torch" = 1 ] && "$torch_python" -c 'import pytest' >/dev/null 2>&1; 
   fi
 else
   say "SKIP no python3 with a CUDA-enabled torch and pytest"
+fi
+
+step "12. native stacks: the shim's walk by frame rules against libunwind"
+# The same programs again with every stack walked by libunwind: the stacks (real libcudart,
+# libcuda, libtorch and libpython frames among them) must be the same.
+if command -v python3 >/dev/null 2>&1; then
+  timeout 120 env VRAMTRACE_UNWINDER=libunwind "$vt" run --force -o "$out/leaky.libunwind.db" -- \
+    "$build/bin/leaky" >/dev/null 2>&1
+  python3 "$root/samples/gpu/compare_stacks.py" "$out/leaky.db" "$out/leaky.libunwind.db" | tee -a "$results"
+  if [ "$have_torch" = 1 ] && [ -f "$out/torch_train.db" ]; then
+    timeout 240 env VRAMTRACE_UNWINDER=libunwind "$vt" run --force -o "$out/torch_train.libunwind.db" -- \
+      "$torch_python" "$samples_torch/train_leak.py" >"$out/torch_train.libunwind.jsonl" 2>/dev/null
+    python3 "$root/samples/gpu/compare_stacks.py" "$out/torch_train.db" "$out/torch_train.libunwind.db" | tee -a "$results"
+    say "$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f"INFO training step traced (median after warm-up): {a*1e3:.2f} ms with the walk, {b*1e3:.2f} ms with libunwind" if a > 0 and b > 0 else "INFO no step times")' \
+      "$(median_step "$out/torch_train.jsonl")" "$(median_step "$out/torch_train.libunwind.jsonl")")"
+  fi
+else
+  say "SKIP no python3 to compare the stacks"
 fi
 
 say ""

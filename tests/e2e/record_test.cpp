@@ -218,6 +218,42 @@ TEST_F(RecordTest, FreesHaveStacksOnlyWhenAskedAndFailedFreesAlways) {
   std::filesystem::remove(with_free_stacks);
 }
 
+// The shim walks stacks by frame rules and reuses each thread's last walk; libunwind walks
+// every one with VRAMTRACE_UNWINDER=libunwind. Every allocation's stack, frame by frame, is the
+// same either way: single-threaded, five threads, and one deeper than the wire's limit.
+TEST_F(RecordTest, StacksAreTheSameWhicheverUnwinderWalksThem) {
+  const std::string by_libunwind = trace() + ".libunwind.db";
+  // Each allocation's size and its stack (function and address of each frame), sorted: the
+  // threads' allocations interleave differently from run to run.
+  const std::string stacks =
+      "WITH RECURSIVE chain(alloc_id, callsite_id, depth, text) AS ("
+      "  SELECT id, alloc_callsite_id, 0, '' FROM allocation"
+      "  UNION ALL SELECT chain.alloc_id, c.parent_id, chain.depth + 1,"
+      "    chain.text || ' < ' || coalesce(f.function, '?') || '@' || f.rel_pc"
+      "  FROM chain JOIN callsite c ON c.id = chain.callsite_id JOIN frame f ON f.id = c.frame_id) "
+      "SELECT a.size || (SELECT text FROM chain"
+      "  WHERE chain.alloc_id = a.id ORDER BY depth DESC LIMIT 1) "
+      "FROM allocation a ORDER BY 1";
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {CUDART_CODES_SIM_BIN}, {LEAKY_BIN}, {DEEP_STACK_BIN, "400"}}) {
+    SCOPED_TRACE(command[0]);
+    ASSERT_EQ(record(trace(), command).exit_code(), 0);
+    ASSERT_EQ(record(by_libunwind, command, {"VRAMTRACE_UNWINDER=libunwind"}).exit_code(), 0);
+    TraceQuery walked(trace()), unwound(by_libunwind);
+    EXPECT_EQ(walked.rows("SELECT DISTINCT unwinder FROM process"),
+              (std::vector<std::vector<std::string>>{{"frame-rules+libunwind"}}));
+    EXPECT_EQ(unwound.rows("SELECT DISTINCT unwinder FROM process"),
+              (std::vector<std::vector<std::string>>{{"libunwind"}}));
+    const auto walked_stacks = walked.rows(stacks);
+    ASSERT_FALSE(walked_stacks.empty());
+    EXPECT_EQ(walked_stacks, unwound.rows(stacks));
+    // The stacks reach main: they are whole, not cut where the walk gave up.
+    EXPECT_EQ(walked.integer("SELECT count(*) FROM allocation WHERE alloc_callsite_id IS NULL"), 0);
+    std::filesystem::remove(trace());
+    std::filesystem::remove(by_libunwind);
+  }
+}
+
 TEST_F(RecordTest, EveryEventCarriesItsIdentity) {
   ProcessResult run = record(trace(), {LEAKY_BIN});
   ASSERT_EQ(run.exit_code(), 0) << run.err;
