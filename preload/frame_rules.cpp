@@ -38,9 +38,7 @@ constexpr uint8_t kPePcRel = 0x10, kPeDataRel = 0x30, kPeIndirect = 0x80;
 // against them, so that a malformed section cannot send the walk outside the object.
 struct ObjectMemory {
   static constexpr int kMaxSegments = 16;
-  struct Segment {
-    uintptr_t begin, end;
-  } segments[kMaxSegments];
+  ReadableRange segments[kMaxSegments];
   int count = 0;
 
   bool holds(uintptr_t address, uintptr_t bytes) const {
@@ -519,6 +517,11 @@ uintptr_t find_fde(const ObjectMemory& memory, uintptr_t header, uintptr_t pc) {
   return header + intptr_t(entries[low].fde);
 }
 
+FrameRule rule_from_header(const ObjectMemory& memory, uintptr_t header, uintptr_t pc) {
+  const uintptr_t fde = find_fde(memory, header, pc);
+  return fde != 0 ? rule_from_fde(memory, fde, pc) : FrameRule{};
+}
+
 struct Search {
   uintptr_t pc;
   FrameRule rule;
@@ -541,14 +544,19 @@ int search_object(dl_phdr_info* info, size_t, void* data) {
     }
   }
   if (!holds_pc) return 0;
-  if (header != 0) {
-    const uintptr_t fde = find_fde(memory, header, search->pc);
-    if (fde != 0) search->rule = rule_from_fde(memory, fde, search->pc);
-  }
+  if (header != 0) search->rule = rule_from_header(memory, header, search->pc);
   return 1;
 }
 
 }  // namespace
+
+FrameRule frame_rule_from_eh_frame_hdr(const ReadableRange* readable, int count,
+                                       uintptr_t eh_frame_hdr, uintptr_t pc) {
+  ObjectMemory memory;
+  for (int i = 0; i < count && memory.count < ObjectMemory::kMaxSegments; ++i)
+    memory.segments[memory.count++] = readable[i];
+  return rule_from_header(memory, eh_frame_hdr, pc);
+}
 
 FrameRule find_frame_rule(uintptr_t pc) {
   // Inside dl_iterate_phdr the loader's lock is held, so the object cannot be unloaded while

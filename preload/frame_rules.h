@@ -43,4 +43,13 @@ struct FrameRule {
 // that holds `pc`; slow (microseconds), so callers cache the answer.
 FrameRule find_frame_rule(uintptr_t pc);
 
+// find_frame_rule's core: the rule for `pc` from the .eh_frame_hdr at `eh_frame_hdr`, reading
+// nothing outside `readable` (an object's loaded segments). Public for tests that build their
+// own call frame information.
+struct ReadableRange {
+  uintptr_t begin, end;
+};
+FrameRule frame_rule_from_eh_frame_hdr(const ReadableRange* readable, int count,
+                                       uintptr_t eh_frame_hdr, uintptr_t pc);
+
 }  // namespace vramtrace::preload
