@@ -42,6 +42,7 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
   // pass over the table, not through the (upid, alloc_seq) index.
   storage::AllocationFilter every;
   every.in_table_order = true;
+  every.columns = storage::AllocationFilter::Columns::kAllocatorTotals;
   trace.for_each_allocation(every, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& a = record.allocation;
     auto process = view.processes.find(a.upid);

@@ -39,7 +39,9 @@ std::string hex(std::int64_t value) {
 
 std::string allocation_query(const AllocationFilter& filter) {
   std::string sql =
-      "SELECT " + std::string(kAllocationColumns) +
+      "SELECT " +
+      std::string(filter.columns == AllocationFilter::Columns::kAll ? kAllocationColumns
+                                                                    : kAllocatorTotalsColumns) +
       " FROM allocation WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
   switch (filter.outcome) {
     case AllocationFilter::Outcome::kAny:

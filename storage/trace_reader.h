@@ -56,6 +56,11 @@ struct AllocationFilter {
   // In the table's own order (allocation id) instead of (upid, alloc_seq): one pass over the
   // table, for callers that do not need a process's rows in sequence order.
   bool in_table_order = false;
+  // The columns read: all, or only what the allocator's totals need (id, upid, kind, size,
+  // result, alloc_seq, free_seq, segment_id and the allocator's reported totals, alloc and
+  // free); a record's other fields are then left at their defaults and must not be read.
+  enum class Columns { kAll, kAllocatorTotals };
+  Columns columns = Columns::kAll;
 };
 
 // Serves one thread at a time (its connection runs without SQLite's mutexes): a thread that
