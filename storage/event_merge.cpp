@@ -1,7 +1,10 @@
 #include "storage/event_merge.h"
 
+#include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 namespace vramtrace::storage {
 
@@ -44,6 +47,53 @@ int merge_allocation_events(sqlite::Statement& allocs, sqlite::Statement& frees,
   allocs.reset();
   frees.reset();
   return failed != SQLITE_OK ? failed : result;
+}
+
+int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t last_seq,
+                                        const std::function<bool(const AllocationEvent&)>& visit) {
+  // Frees waiting for their turn, a min-heap on (upid, seq).
+  std::vector<AllocationEvent> frees;
+  // Frees of the same number (a damaged trace) by id, as the index of frees would give them.
+  const auto later = [](const AllocationEvent& a, const AllocationEvent& b) {
+    return std::tuple(a.upid, a.seq, a.allocation_id) > std::tuple(b.upid, b.seq, b.allocation_id);
+  };
+  // Visits the waiting frees that come before (upid, seq): a free before an allocation of the
+  // same number, as merge_allocation_events orders them.
+  const auto visit_frees_through = [&](std::int64_t upid, std::uint64_t seq) {
+    while (!frees.empty() &&
+           std::pair(frees.front().upid, frees.front().seq) <= std::pair(upid, seq)) {
+      std::pop_heap(frees.begin(), frees.end(), later);
+      const AllocationEvent free = frees.back();
+      frees.pop_back();
+      if (!visit(free)) return false;
+    }
+    return true;
+  };
+  int rc = SQLITE_OK;
+  while ((rc = allocs.step()) == SQLITE_ROW) {
+    const AllocationEvent alloc{AllocationEvent::Type::kAlloc,
+                                allocs.int64(6),
+                                allocs.int64(0),
+                                allocs.uint64(1),
+                                allocs.int64(2),
+                                allocs.int32(3),
+                                allocs.int32(4),
+                                allocs.uint64(5)};
+    if (!visit_frees_through(alloc.upid, alloc.seq) || !visit(alloc)) {
+      allocs.reset();
+      return SQLITE_OK;
+    }
+    if (allocs.is_null(7) || allocs.uint64(7) > last_seq) continue;
+    AllocationEvent free = alloc;
+    free.type = AllocationEvent::Type::kFree;
+    free.seq = allocs.uint64(7);
+    free.ns = allocs.int64(8);
+    frees.push_back(free);
+    std::push_heap(frees.begin(), frees.end(), later);
+  }
+  allocs.reset();
+  if (rc != SQLITE_DONE) return rc;
+  return visit_frees_through(INT64_MAX, UINT64_MAX) ? SQLITE_DONE : SQLITE_OK;
 }
 
 }  // namespace vramtrace::storage

@@ -229,7 +229,13 @@ struct TimeIndex::Impl {
   // merge_allocation_events (event_merge.h), failing as this index does.
   bool merge_events(Statement& allocs, Statement& frees,
                     const std::function<bool(const AllocationEvent&)>& visit) const {
-    const int rc = merge_allocation_events(allocs, frees, visit);
+    return merged(merge_allocation_events(allocs, frees, visit));
+  }
+  bool merge_events_in_one_scan(Statement& allocs, std::uint64_t last_seq,
+                                const std::function<bool(const AllocationEvent&)>& visit) const {
+    return merged(merge_allocation_events_in_one_scan(allocs, last_seq, visit));
+  }
+  bool merged(int rc) const {
     if (rc != SQLITE_DONE && rc != SQLITE_OK) fail(rc);
     return rc == SQLITE_DONE;
   }
@@ -238,11 +244,8 @@ struct TimeIndex::Impl {
   // merged), keeping running sums: the buckets and the peaks.
   void build_rollups(const std::function<bool(int kind)>& occupies_device_memory) {
     Statement allocs = prepare(
-        "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM $T.allocation "
-        "WHERE result = 0 ORDER BY upid, alloc_seq");
-    Statement frees = prepare(
-        "SELECT upid, free_seq, free_ns, device, kind, size, id FROM $T.allocation "
-        "WHERE result = 0 AND free_seq IS NOT NULL ORDER BY upid, free_seq");
+        "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
+        "FROM $T.allocation WHERE result = 0 ORDER BY upid, alloc_seq");
     Statement put_bucket =
         prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
@@ -311,10 +314,11 @@ struct TimeIndex::Impl {
       if (peak.live > peak.bytes) peak = {peak.live, peak.live, event.seq, event.ns};
     };
 
-    merge_events(allocs, frees, [&](const AllocationEvent& event) {
-      apply(event);
-      return true;
-    });
+    merge_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
+                             [&](const AllocationEvent& event) {
+                               apply(event);
+                               return true;
+                             });
     flush_process();
   }
 
@@ -532,6 +536,16 @@ std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t 
 bool TimeIndex::for_each_event_between(
     std::int64_t upid, std::uint64_t after_seq, std::uint64_t through_seq,
     const std::function<bool(const AllocationEvent&)>& visit) const {
+  if (after_seq == 0) {
+    // From the start, every free in the window belongs to an allocation in it: one scan.
+    Statement allocs = impl_->prepare(
+        "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
+        "FROM $T.allocation WHERE upid = ?1 AND alloc_seq <= ?2 AND result = 0 "
+        "ORDER BY alloc_seq");
+    allocs.bind_int64(1, upid);
+    allocs.bind_uint64(2, through_seq);
+    return impl_->merge_events_in_one_scan(allocs, through_seq, visit);
+  }
   Statement allocs = impl_->prepare(
       "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM $T.allocation "
       "WHERE upid = ?1 AND alloc_seq > ?2 AND alloc_seq <= ?3 AND result = 0 ORDER BY alloc_seq");

@@ -353,20 +353,15 @@ void TraceReader::for_each_allocation_event(
   // order from the (upid, seq) indexes where the trace has them, instead of sorting.
   const std::string process = upid ? " AND upid = ?1" : "";
   Statement allocs = impl_->prepare(
-      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM allocation WHERE result = 0" +
+      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns FROM allocation "
+      "WHERE result = 0" +
       process + " ORDER BY upid, alloc_seq");
-  Statement frees = impl_->prepare(
-      "SELECT upid, free_seq, free_ns, device, kind, size, id FROM allocation "
-      "WHERE result = 0 AND free_seq IS NOT NULL" +
-      process + " ORDER BY upid, free_seq");
-  if (upid) {
-    allocs.bind_int64(1, *upid);
-    frees.bind_int64(1, *upid);
-  }
-  const int rc = merge_allocation_events(allocs, frees, [&](const AllocationEvent& event) {
-    visit(event);
-    return true;
-  });
+  if (upid) allocs.bind_int64(1, *upid);
+  const int rc = merge_allocation_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
+                                                     [&](const AllocationEvent& event) {
+                                                       visit(event);
+                                                       return true;
+                                                     });
   if (rc != SQLITE_DONE) impl_->fail(rc);
 }
 
