@@ -703,7 +703,8 @@ void TraceIngest::on_notice(Process&, const wire::Notice& m) {
       : m.severity() == wire::Notice::SEVERITY_DATA_LOSS ? storage::Severity::kDataLoss
                                                          : storage::Severity::kInfo;
   std::string name = "shim_" + m.name();
-  count(name.c_str(), severity, m.text().c_str());
+  const auto times = static_cast<int64_t>(std::min<uint64_t>(m.count(), INT64_MAX));
+  count(name.c_str(), severity, m.text().c_str(), times > 0 ? times : 1);
 }
 
 void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns,

@@ -208,6 +208,25 @@ void connect_process() {
   send_process_start();
 }
 
+// Stacks the walk by frame rules declined (libunwind walked them): the first is said at once,
+// so that a process killed later still shows it, the rest are counted and said at exit.
+std::atomic<uint64_t> g_declined_walks_said{0};
+
+void say_declined_walks(bool at_exit) {
+  const uint64_t declined = g_unwinder.declined_walks();
+  uint64_t said = g_declined_walks_said.load(std::memory_order_relaxed);
+  if (declined == said || (!at_exit && said != 0)) return;
+  if (!g_declined_walks_said.compare_exchange_strong(said, declined)) return;
+  uint8_t buf[512];
+  write_record(
+      buf, encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_INFO, "native_stack_by_libunwind",
+                         "native stacks that the shim's walk by frame rules declined (a "
+                         "signal frame, code without call frame information such as "
+                         "JIT code, a stack not the thread's own), walked by libunwind "
+                         "instead: the same frames, at several times the cost",
+                         buf, sizeof buf, declined - said));
+}
+
 void on_process_exit(int status, void*) {
   if (!is_recording()) return;
   ReentryGuard guard;
@@ -215,6 +234,7 @@ void on_process_exit(int status, void*) {
   // lock may be held beneath us, and waiting for it would hang the program. The exit record
   // is left out; the collector learns the status from whoever waits for the process.
   if (!guard.outermost()) return;
+  say_declined_walks(true);
   uint8_t buf[64];
   write_record(buf, encode_process_exit(status, buf, sizeof buf));
   g_ring.mark_closed();
@@ -234,6 +254,8 @@ void after_fork_in_child() {
   g_link.abandon_after_fork();
   g_modules.reset();
   forget_sent_python_code();
+  g_unwinder.forget_declined_walks();
+  g_declined_walks_said.store(0, std::memory_order_relaxed);
   g_shim_state.store(static_cast<int>(ShimState::kOff));
   if (was_recording) {
     ReentryGuard guard;
@@ -297,6 +319,7 @@ struct CapturedStack {
 
   void capture() {
     depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+    say_declined_walks(false);
     capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
                          &write_python_message);
   }

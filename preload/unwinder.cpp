@@ -97,6 +97,7 @@ int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
     got = walked.count;
     reached_end = walked.reached_end;
   } else if (backtrace_ != nullptr) {
+    if (frame_rules_) declined_walks_.fetch_add(1, std::memory_order_relaxed);
     got = backtrace_(reinterpret_cast<void**>(raw), want);
     reached_end = got < want;  // unw_backtrace and backtrace() fill every slot they are given
   }

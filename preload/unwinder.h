@@ -9,6 +9,7 @@
 // exception handling. Where libunwind is missing, glibc's backtrace() is the fallback.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace vramtrace::preload {
@@ -33,11 +34,17 @@ class Unwinder {
   // "frame-rules+libunwind", "frame-rules+backtrace", "libunwind", "backtrace" or "none".
   const char* name() const { return name_; }
 
+  // Stacks the walk by frame rules declined and libunwind (or backtrace()) walked, so far.
+  uint64_t declined_walks() const { return declined_walks_.load(std::memory_order_relaxed); }
+  // A forked child counts its own.
+  void forget_declined_walks() { declined_walks_.store(0, std::memory_order_relaxed); }
+
  private:
   using BacktraceFn = int (*)(void**, int);
   BacktraceFn backtrace_ = nullptr;
   const char* name_ = "none";
   bool frame_rules_ = true;
+  mutable std::atomic<uint64_t> declined_walks_{0};
   uintptr_t shim_begin_ = 0;
   uintptr_t shim_end_ = 0;
   struct Range {

@@ -307,7 +307,7 @@ size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t
 }
 
 size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
-                     size_t capacity) {
+                     size_t capacity, uint64_t count) {
   vramtrace_wire_Envelope env;
   env.which_body = vramtrace_wire_Envelope_notice_tag;
   auto& m = env.body.notice;
@@ -315,6 +315,7 @@ size_t encode_notice(int severity, const char* name, const char* text, uint8_t* 
   m.severity = static_cast<vramtrace_wire_Notice_Severity>(severity);
   m.name = string_field(name);
   m.text = string_field(text);
+  m.count = count;
   return encode(env, out, capacity);
 }
 

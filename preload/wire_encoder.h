@@ -109,8 +109,9 @@ size_t encode_module(const ModuleInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_start(const ProcessStartInfo&, uint8_t* out, size_t capacity);
 size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity);
 size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t capacity);
+// `count`: how many times it happened, for a notice the shim counts (0: once).
 size_t encode_notice(int severity, const char* name, const char* text, uint8_t* out,
-                     size_t capacity);
+                     size_t capacity, uint64_t count = 0);
 size_t encode_marker(const MarkerEvent&, uint8_t* out, size_t capacity);
 size_t encode_memory_activity(const MemoryActivityEvent&, uint8_t* out, size_t capacity);
 // A PythonCode message; strings NUL-terminated UTF-8.

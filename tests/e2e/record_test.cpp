@@ -254,6 +254,46 @@ TEST_F(RecordTest, StacksAreTheSameWhicheverUnwinderWalksThem) {
   }
 }
 
+// Stacks through a signal frame: the walk by frame rules declines them, libunwind walks them
+// whole, and the trace counts them (stats shim_native_stack_by_libunwind: the first when it
+// happened, two more at exit); the ordinary allocation after them is the walk's own. With
+// VRAMTRACE_UNWINDER=libunwind nothing is counted.
+TEST_F(RecordTest, StacksThroughASignalFrameAreLibunwindsAndCounted) {
+  const std::string functions =
+      "WITH RECURSIVE chain(size, callsite_id, depth, function) AS ("
+      "  SELECT size, alloc_callsite_id, 0, NULL FROM allocation"
+      "  UNION ALL SELECT chain.size, c.parent_id, chain.depth + 1, f.function"
+      "  FROM chain JOIN callsite c ON c.id = chain.callsite_id JOIN frame f ON f.id = c.frame_id) "
+      "SELECT size, group_concat(function, ' < ') FROM (SELECT * FROM chain"
+      "  WHERE function IN ('(anonymous namespace)::allocate_in_handler(int)',"
+      "  '(anonymous namespace)::allocate_outside_handler()', 'main') ORDER BY size, depth) "
+      "GROUP BY size ORDER BY size";
+  const std::vector<std::vector<std::string>> expected = {
+      {"1234", "(anonymous namespace)::allocate_outside_handler() < main"},
+      {"4321", "(anonymous namespace)::allocate_in_handler(int) < main"},
+      {"4322", "(anonymous namespace)::allocate_in_handler(int) < main"},
+      {"4323", "(anonymous namespace)::allocate_in_handler(int) < main"}};
+  const std::string declined =
+      "SELECT coalesce(sum(value), 0) FROM stats WHERE name = 'shim_native_stack_by_libunwind'";
+
+  ASSERT_EQ(record(trace(), {ALLOC_IN_SIGNAL_HANDLER_BIN}).exit_code(), 0);
+  {
+    TraceQuery q(trace());
+    EXPECT_EQ(q.rows(functions), expected);
+    EXPECT_EQ(q.integer(declined), 3);
+  }
+  const std::string by_libunwind = trace() + ".libunwind.db";
+  ASSERT_EQ(record(by_libunwind, {ALLOC_IN_SIGNAL_HANDLER_BIN}, {"VRAMTRACE_UNWINDER=libunwind"})
+                .exit_code(),
+            0);
+  {
+    TraceQuery q(by_libunwind);
+    EXPECT_EQ(q.rows(functions), expected);
+    EXPECT_EQ(q.integer(declined), 0);
+  }
+  std::filesystem::remove(by_libunwind);
+}
+
 TEST_F(RecordTest, EveryEventCarriesItsIdentity) {
   ProcessResult run = record(trace(), {LEAKY_BIN});
   ASSERT_EQ(run.exit_code(), 0) << run.err;

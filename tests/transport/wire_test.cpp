@@ -186,6 +186,10 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   env = decode(buf, preload::encode_notice(1, "unwinder_missing", "no unwinder", buf, sizeof buf));
   EXPECT_EQ(env.notice().severity(), wire::Notice::SEVERITY_DATA_LOSS);
   EXPECT_EQ(env.notice().name(), "unwinder_missing");
+  EXPECT_EQ(env.notice().count(), 0u);  // once
+  env = decode(buf, preload::encode_notice(0, "native_stack_by_libunwind", "counted", buf,
+                                           sizeof buf, 41));
+  EXPECT_EQ(env.notice().count(), 41u);
 }
 
 TEST(Wire, TooSmallABufferIsReportedNotOverrun) {
