@@ -25,16 +25,19 @@ def read(path):
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     unwinders = sorted({row[0] for row in db.execute("SELECT unwinder FROM process")})
     stacks = [row[0] for row in db.execute(STACKS)]
-    return unwinders, stacks
+    declined = db.execute("SELECT coalesce(sum(value), 0) FROM stats "
+                          "WHERE name = 'shim_native_stack_by_libunwind'").fetchone()[0]
+    return unwinders, stacks, declined
 
 
 def main():
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
-    walked_unwinders, walked = read(sys.argv[1])
-    libunwind_unwinders, unwound = read(sys.argv[2])
-    label = f"{len(walked)} allocations ({'/'.join(walked_unwinders)} against {'/'.join(libunwind_unwinders)})"
+    walked_unwinders, walked, declined = read(sys.argv[1])
+    libunwind_unwinders, unwound, _ = read(sys.argv[2])
+    label = (f"{len(walked)} allocations ({'/'.join(walked_unwinders)} against "
+             f"{'/'.join(libunwind_unwinders)}; the walk declined {declined} stacks)")
     if walked == unwound:
         print(f"PASS the same stacks for all {label}")
         return 0
