@@ -17,7 +17,9 @@
 # iterations, to tell the tool's fixed cost (start-up, finishing the file) from its cost per
 # event: overhead per event = ((traced(N) - traced(0)) - (untraced(N) - untraced(0))) / events. Trace bytes per event = the tool's output file / events. The
 # collector's sustained ingest rate comes from bench/collector_ingest_bench.cpp at the nearest
-# depth it runs (16 or 64), in records (an allocation or a free) per second.
+# depth it runs (16 or 64), in records (an allocation or a free) per second. The workload also
+# times its own loop ("loop_ns"): the last line but one compares what each tool adds inside the
+# program, per event, without either tool's start-up and finishing (best of the same runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,8 +54,16 @@ best_ns() {
     }
     t1=$(date +%s%N)
     if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then best=$((t1 - t0)); fi
+    sed -n 's/^loop_ns \([0-9]*\)$/\1/p' "$scratch/out" >>"$scratch/loops"
   done
   echo "$best"
+}
+
+# The shortest loop time the workload printed in the runs since the last call (its own loop,
+# timed inside the program: no start-up, no finishing).
+best_loop_ns() {
+  sort -n "$scratch/loops" | head -1
+  rm -f "$scratch/loops"
 }
 
 untraced0=$(best_ns ":" "$workload" 0 "$d")
@@ -61,12 +71,16 @@ heaptrack0=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload
 # --no-index: the time index that `run` builds at the end is a cache for the reports (heaptrack
 # builds its own when heaptrack_print or the GUI load the file); recording is what is compared.
 vramtrace0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" 0 "$d")
+rm -f "$scratch/loops"
 untraced=$(best_ns ":" "$workload" "$n" "$d")
+untraced_loop=$(best_loop_ns)
 heaptrack_ns=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$n" "$d")
+heaptrack_loop=$(best_loop_ns)
 heaptrack_file=$(ls "$scratch"/ht.*)
 heaptrack_events=$(heaptrack_print -f "$heaptrack_file" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
   sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
 vramtrace_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+vramtrace_loop=$(best_loop_ns)
 vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
 vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
 if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
@@ -97,7 +111,8 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   -v v="$vramtrace_ns" -v ve="$vramtrace_events" -v hb="$heaptrack_bytes" -v vb="$vramtrace_bytes" \
   -v ingest="$ingest" -v idepth="$ingest_depth" -v runs="$runs" \
   -v f0="$free_stacks0" -v f="$free_stacks_ns" -v fb="$free_stacks_bytes" \
-  -v l0="$libunwind0" -v l="$libunwind_ns" 'BEGIN {
+  -v l0="$libunwind0" -v l="$libunwind_ns" \
+  -v ul="$untraced_loop" -v hl="$heaptrack_loop" -v vl="$vramtrace_loop" 'BEGIN {
   ho = ((h - h0) - (u - u0)) / he; vo = ((v - v0) - (u - u0)) / ve; fo = ((f - f0) - (u - u0)) / ve;
   lo = ((l - l0) - (u - u0)) / ve;
   printf "workload: %d iterations at stack depth %d (best of %d runs, wall clock)\n", n, d, runs;
@@ -108,5 +123,7 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   printf "overhead per event, vramtrace / heaptrack: %.2f\n", vo / ho;
   printf "for information, vramtrace run --free-stacks: %.0f ns per event (%.2f of heaptrack'"'"'s), %.3f bytes per event\n", fo, fo / ho, fb / ve;
   printf "for information, VRAMTRACE_UNWINDER=libunwind: %.0f ns per event (%.2f of heaptrack'"'"'s)\n", lo, lo / ho;
+  hi = (hl - ul) / he; vi = (vl - ul) / ve;
+  printf "inside the program (its loop timed by itself: no start-up or finishing): heaptrack %.0f ns, vramtrace %.0f ns per event, ratio %.2f\n", hi, vi, vi / hi;
   printf "collector ingest (bench, depth %d): %s\n", idepth, ingest;
 }'

@@ -45,7 +45,7 @@ const ThreadStack& thread_stack() {
 // frame walked. A training loop allocates from the same few call paths, so most walks stop
 // after the shim's own frames and the first frame that differs.
 
-constexpr int kMaxRemembered = 520;  // what Unwinder asks for at most (512 + its 8 spare)
+constexpr int kMaxRemembered = kMaxRememberedWalk;  // what Unwinder asks for at most
 
 enum StepFlags : uint8_t {
   kBpKnown = 1,       // the frame's %rbp is known

@@ -17,6 +17,9 @@
 
 namespace vramtrace::preload {
 
+// The deepest walk that is remembered for the next one; deeper asks are walked without it.
+inline constexpr int kMaxRememberedWalk = 544;
+
 struct WalkedStack {
   int count = 0;
   bool reached_end = false;  // the outermost frame was reached: nothing left out at the bottom

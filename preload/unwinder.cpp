@@ -86,10 +86,12 @@ bool Unwinder::innermost_to_skip(uintptr_t ip) const {
 int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
   *truncated = false;
   if (backtrace_ == nullptr && !frame_rules_) return 0;
-  // The shim's own frames come first; a few spare slots keep them from costing depth.
-  constexpr int kSpare = 8;
-  uintptr_t raw[512 + kSpare];
-  const int want = std::min(max, 512) + kSpare;
+  // The shim's own frames come first (about ten where the compiler inlines little); spare slots
+  // keep them from costing the program's frames depth.
+  constexpr int kSpare = 32, kMostFrames = 512;
+  static_assert(kMostFrames + kSpare <= kMaxRememberedWalk);
+  uintptr_t raw[kMostFrames + kSpare];
+  const int want = std::min(max, kMostFrames) + kSpare;
   int got = 0;
   bool reached_end = false;
   WalkedStack walked;

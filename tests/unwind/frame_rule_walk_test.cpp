@@ -33,7 +33,7 @@ Backtrace libunwind_backtrace() {
 constexpr int kMaxFrames = 2048;
 
 struct Stacks {
-  int max = 520;  // what Unwinder asks for; deeper asks are walked without the last walk
+  int max = kMaxRememberedWalk;  // deeper asks are walked without the last walk
   bool walked_ok = false;
   WalkedStack walked_info;
   std::vector<uintptr_t> walked, libunwind;
