@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 
 #include "frame_rule_cache.h"
@@ -161,19 +162,29 @@ void link_outwards(LastWalk* memo, int from, int to) {
   }
 }
 
-// The outermost frame of the last walk, from `first` (innermost first numbering) outwards,
-// whose loads no longer read what they read; -1 when all still do. A saved %rbp that the rest
-// of the walk did not use is not compared: code built without frame pointers keeps anything in
-// %rbp, and its saved value changes from call to call.
-int outermost_changed_frame(const LastWalk& memo, int first) {
-  for (int position = 0; position < memo.count - first; ++position) {
-    const StepRecord& step = memo.frames[position];
-    if (!(step.flags & kLoads)) continue;
-    if (load(step.cfa - 8) != step.return_address) return memo.count - 1 - position;
-    if (step.bp_slot != 0 && position > 0 && (memo.frames[position - 1].flags & kDependsOnBp) &&
-        load(step.bp_slot) != step.bp_value)
-      return memo.count - 1 - position;
-  }
+// Whether the loads of the last walk's step at `position` no longer read what they read. A
+// saved %rbp that the rest of the walk did not use is not compared: code built without frame
+// pointers keeps anything in %rbp, and its saved value changes from call to call.
+bool step_changed(const LastWalk& memo, int position) {
+  const StepRecord& step = memo.frames[position];
+  if (!(step.flags & kLoads)) return false;
+  if (load(step.cfa - 8) != step.return_address) return true;
+  return step.bp_slot != 0 && position > 0 && (memo.frames[position - 1].flags & kDependsOnBp) &&
+         load(step.bp_slot) != step.bp_value;
+}
+
+// A frame of the last walk, from `first` (innermost first numbering) outwards, whose loads no
+// longer read what they read; -1 when none. Stacks that differ mostly differ in their innermost
+// frames, so the first few are looked at first; the rest outermost first (the faster order,
+// measured), giving the outermost change, past which a later match can succeed. Frames at or
+// inside the one returned cannot match later: a walk checks each frame twice at most.
+int changed_frame(const LastWalk& memo, int first) {
+  constexpr int kInnermostFirst = 4;
+  const int quick_end = std::min(memo.count, first + kInnermostFirst);
+  for (int c = first; c < quick_end; ++c)
+    if (step_changed(memo, memo.count - 1 - c)) return c;
+  for (int position = 0; position < memo.count - quick_end; ++position)
+    if (step_changed(memo, position)) return memo.count - 1 - position;
   return -1;
 }
 
@@ -213,7 +224,7 @@ class LastWalkMatch {
     if (total > max || (!memo_->reached_end && total != max)) return false;
     // Its loads were checked against its own floor; this walk's may be higher.
     if (same.lowest_load < floor_) return false;
-    const int changed = outermost_changed_frame(*memo_, cursor_);
+    const int changed = changed_frame(*memo_, cursor_);
     if (changed >= 0) {
       changed_through_ = changed;  // no frame at or inside it can match now
       return false;
