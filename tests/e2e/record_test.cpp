@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -245,8 +246,17 @@ TEST_F(RecordTest, StacksAreTheSameWhicheverUnwinderWalksThem) {
     EXPECT_EQ(unwound.rows("SELECT DISTINCT unwinder FROM process"),
               (std::vector<std::vector<std::string>>{{"libunwind"}}));
     const auto walked_stacks = walked.rows(stacks);
+    const auto unwound_stacks = unwound.rows(stacks);
     ASSERT_FALSE(walked_stacks.empty());
-    EXPECT_EQ(walked_stacks, unwound.rows(stacks));
+    EXPECT_EQ(walked_stacks.size(), unwound_stacks.size());
+    // The first stack that differs, alone: whole lists of deep stacks do not read in a log.
+    for (size_t i = 0; i < std::min(walked_stacks.size(), unwound_stacks.size()); ++i) {
+      if (walked_stacks[i] == unwound_stacks[i]) continue;
+      ADD_FAILURE() << "allocation " << i << " of " << walked_stacks.size()
+                    << "\n walked:    " << walked_stacks[i][0]
+                    << "\n libunwind: " << unwound_stacks[i][0];
+      break;
+    }
     // The stacks reach main: they are whole, not cut where the walk gave up.
     EXPECT_EQ(walked.integer("SELECT count(*) FROM allocation WHERE alloc_callsite_id IS NULL"), 0);
     std::filesystem::remove(trace());
