@@ -72,6 +72,14 @@ __attribute__((noinline)) void at_depth(int depth, const Unwinder& u, Mode mode,
   state.counters["frames"] = frames;
 }
 
+// The walk by frame rules at depth state.range(0), in `mode`.
+void walk_in(benchmark::State& state, Mode mode) {
+  Unwinder unwinder;
+  unwinder.init(true);
+  at_depth(static_cast<int>(state.range(0)), unwinder, mode, state);
+  state.SetItemsProcessed(state.iterations());
+}
+
 void BM_Unwind(benchmark::State& state) {
   Unwinder unwinder;
   unwinder.init(state.range(1) != 0);
@@ -82,18 +90,12 @@ void BM_Unwind(benchmark::State& state) {
 BENCHMARK(BM_Unwind)->ArgsProduct({{16, 64, 128}, {1, 0}});
 
 void BM_UnwindTwoPaths(benchmark::State& state) {
-  Unwinder unwinder;
-  unwinder.init(true);
-  at_depth(static_cast<int>(state.range(0)), unwinder, Mode::kTwoPaths, state);
-  state.SetItemsProcessed(state.iterations());
+  walk_in(state, Mode::kTwoPaths);
 }
 BENCHMARK(BM_UnwindTwoPaths)->Arg(16)->Arg(64)->Arg(128);
 
 void BM_WalkWithoutReuse(benchmark::State& state) {
-  Unwinder unwinder;
-  unwinder.init(true);
-  at_depth(static_cast<int>(state.range(0)), unwinder, Mode::kWithoutReuse, state);
-  state.SetItemsProcessed(state.iterations());
+  walk_in(state, Mode::kWithoutReuse);
 }
 BENCHMARK(BM_WalkWithoutReuse)->Arg(16)->Arg(64)->Arg(128);
 

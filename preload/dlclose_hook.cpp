@@ -23,9 +23,10 @@ extern "C" __attribute__((visibility("default"))) int dlclose(void* handle) {
   if (real == nullptr) return -1;
   const uint64_t unloads_before = loader_unload_count();
   const int result = real(handle);
-  if (loader_unload_count() != unloads_before) {
+  const uint64_t unloads = loader_unload_count();
+  if (unloads != unloads_before) {
     forget_real_functions();
-    forget_frame_rules();
+    forget_frame_rules_after_unloads(unloads);
   }
   return result;
 }

@@ -70,6 +70,11 @@ void forget_frame_rules() {
   g_generation.fetch_add(1, std::memory_order_release);
 }
 
+void forget_frame_rules_after_unloads(uint64_t unloads) {
+  static std::atomic<uint64_t> unloads_seen{0};
+  if (unloads_seen.exchange(unloads, std::memory_order_relaxed) != unloads) forget_frame_rules();
+}
+
 uint64_t frame_rules_generation() {
   return g_generation.load(std::memory_order_acquire);
 }

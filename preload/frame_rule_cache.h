@@ -20,6 +20,12 @@ FrameRule cached_frame_rule(uintptr_t pc);
 // Drops every rule: after an object is unloaded, another may be loaded at its addresses.
 void forget_frame_rules();
 
+// Drops every rule if objects were unloaded since the rules were last dropped this way.
+// `unloads`: the loader's unload count (loader_unload_count()). The dlclose hook calls it, and
+// so does the module scan, which also sees unloads the hook did not (the loader's own); an
+// unload seen by both drops the rules once.
+void forget_frame_rules_after_unloads(uint64_t unloads);
+
 // Moves each time the rules are forgotten: what was derived from the old ones is stale.
 uint64_t frame_rules_generation();
 

@@ -372,12 +372,7 @@ bool run_cfa_program(Cursor cursor, const Cie& cie, uintptr_t location, uintptr_
         cursor.skip(cursor.uleb());
         state->cfa_is_expression = true;
         break;
-      case 0x10: {  // expression
-        const uint64_t reg = cursor.uleb();
-        cursor.skip(cursor.uleb());
-        set_kind(reg, RegisterRule::kOther);
-        break;
-      }
+      case 0x10:    // expression
       case 0x11: {  // offset_extended_sf
         const uint64_t reg = cursor.uleb();
         set_offset(reg, cursor.sleb() * cie.data_alignment);

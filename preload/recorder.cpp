@@ -131,13 +131,8 @@ void send_new_modules() {
   if (!g_modules.changed()) return;
   pthread_mutex_lock(&g_modules_mutex);
   g_loader_generation.fetch_add(1, std::memory_order_relaxed);
-  // An unload the dlclose hook did not see (the loader's own, or a dlclose from inside libc).
-  static uint64_t unloads_seen = 0;
-  const uint64_t unloads = loader_unload_count();
-  if (unloads != unloads_seen) {
-    unloads_seen = unloads;
-    forget_frame_rules();
-  }
+  // Also catches an unload the dlclose hook did not see (the loader's own, or libc's).
+  forget_frame_rules_after_unloads(loader_unload_count());
   g_modules.scan([](const ModuleInfo& m) {
     uint8_t buf[kMaxEventBytes + 256];
     return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;

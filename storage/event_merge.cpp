@@ -7,6 +7,15 @@
 #include <vector>
 
 namespace vramtrace::storage {
+namespace {
+
+// The event of the current row of a scan selecting (upid, seq, ns, device, kind, size, id).
+AllocationEvent event_of(const sqlite::Statement& row, AllocationEvent::Type type) {
+  return AllocationEvent{type,         row.int64(6), row.int64(0), row.uint64(1),
+                         row.int64(2), row.int32(3), row.int32(4), row.uint64(5)};
+}
+
+}  // namespace
 
 int merge_allocation_events(sqlite::Statement& allocs, sqlite::Statement& frees,
                             const std::function<bool(const AllocationEvent&)>& visit) {
@@ -21,14 +30,7 @@ int merge_allocation_events(sqlite::Statement& allocs, sqlite::Statement& frees,
       failed = rc;
       return;
     }
-    *event = AllocationEvent{type,
-                             statement.int64(6),
-                             statement.int64(0),
-                             statement.uint64(1),
-                             statement.int64(2),
-                             statement.int32(3),
-                             statement.int32(4),
-                             statement.uint64(5)};
+    *event = event_of(statement, type);
   };
   std::optional<AllocationEvent> alloc, free;
   next(allocs, AllocationEvent::Type::kAlloc, &alloc);
@@ -71,14 +73,7 @@ int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t
   };
   int rc = SQLITE_OK;
   while ((rc = allocs.step()) == SQLITE_ROW) {
-    const AllocationEvent alloc{AllocationEvent::Type::kAlloc,
-                                allocs.int64(6),
-                                allocs.int64(0),
-                                allocs.uint64(1),
-                                allocs.int64(2),
-                                allocs.int32(3),
-                                allocs.int32(4),
-                                allocs.uint64(5)};
+    const AllocationEvent alloc = event_of(allocs, AllocationEvent::Type::kAlloc);
     if (!visit_frees_through(alloc.upid, alloc.seq) || !visit(alloc)) {
       allocs.reset();
       return SQLITE_OK;

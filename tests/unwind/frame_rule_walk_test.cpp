@@ -410,6 +410,17 @@ TEST(FrameRuleWalk, ForgottenRulesAreNotReused) {
   EXPECT_EQ(second.walked_info.frames_stepped, second.walked_info.count);
 }
 
+TEST(FrameRuleWalk, AnUnloadSeenTwiceForgetsTheRulesOnce) {
+  // The dlclose hook and the module scan both report the loader's unload count.
+  const uint64_t before = frame_rules_generation();
+  forget_frame_rules_after_unloads(1000001);
+  EXPECT_EQ(frame_rules_generation(), before + 1);
+  forget_frame_rules_after_unloads(1000001);
+  EXPECT_EQ(frame_rules_generation(), before + 1);
+  forget_frame_rules_after_unloads(1000002);
+  EXPECT_EQ(frame_rules_generation(), before + 2);
+}
+
 TEST(FrameRuleWalk, ThreadsGiveBackWhatTheyRemembered) {
   const int before = live_last_walks_for_testing();
   for (int round = 0; round < 20; ++round) {

@@ -27,7 +27,6 @@ __attribute__((noinline)) bool allocate_outside_handler() {
 }  // namespace
 
 int main() {
-  std::signal(SIGUSR1, &allocate_in_handler);
   for (int i = 0; i < 3; ++i) {
     std::signal(SIGUSR1, &allocate_in_handler);  // reinstalled where signal() resets it
     std::raise(SIGUSR1);
