@@ -393,8 +393,41 @@ void TraceIngest::on_python_code(Process& p, const wire::PythonCode& m) {
 template <class Message>
 std::optional<int64_t> TraceIngest::event_callsite(Process& p, const Message& m) {
   count_python_stack(m.python_stack());
-  return intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())},
-                      python_codes_of(m), python_lines_of(m));
+  if (m.same_stack_as() != 0) {
+    // The frames were sent before, under this name, and interned then.
+    const NamedStack* named = stack_name_slot(p, m.same_stack_as());
+    if (named != nullptr && named->named) {
+      ++stacks_by_name_;  // a plain counter: count()'s lookup would cost as much as the name saves
+      return named->callsite;
+    }
+    count("stack_name_unknown", storage::Severity::kDataLoss,
+          "events whose stack was sent as a name the process never defined: no stack");
+    return std::nullopt;
+  }
+  const std::optional<int64_t> callsite =
+      intern_stack(p, {m.stack().data(), static_cast<size_t>(m.stack_size())}, python_codes_of(m),
+                   python_lines_of(m));
+  if (m.stack_name() != 0) {
+    if (NamedStack* named = stack_name_slot(p, m.stack_name()); named != nullptr)
+      *named = {true, callsite};
+  }
+  return callsite;
+}
+
+TraceIngest::NamedStack* TraceIngest::stack_name_slot(Process& p, uint32_t name) {
+  if (name == 0) return nullptr;
+  // Up to 1024 threads' tables of the shim's at once (4096 names each) in the vector.
+  constexpr uint32_t kDenseNames = 1u << 22;
+  if (name < kDenseNames) {
+    if (name >= p.stack_names.size()) {
+      size_t grown = std::max<size_t>(p.stack_names.size() * 2, 4096);
+      p.stack_names.resize(std::min<size_t>(std::max<size_t>(grown, name + 1), kDenseNames));
+    }
+    return &p.stack_names[name];
+  }
+  // Only a broken ring names so far out; it may not grow the map without end.
+  if (p.far_stack_names.size() >= kDenseNames && !p.far_stack_names.contains(name)) return nullptr;
+  return &p.far_stack_names[name];
 }
 
 template <class Message>
@@ -735,6 +768,8 @@ void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns,
   p->markers.clear();
   p->recent_frees.clear();
   p->stack_cache.clear();
+  p->stack_names = {};
+  p->far_stack_names = {};
   p->mappings.clear();
   p->threads.clear();
   p->last_utid = 0;
@@ -793,6 +828,9 @@ void TraceIngest::write_stats() {
                    "modules whose file on disk is another build than the one the process ran");
   writer_.set_stat("symbolizer_unresolved", storage::Severity::kInfo, s.unresolved,
                    "distinct addresses that got no function name");
+  writer_.set_stat("stacks_by_name", storage::Severity::kInfo, stacks_by_name_,
+                   "events whose stack came as the name of one sent before on its thread "
+                   "(stack names: each thread sends a stack's frames once)");
 }
 
 }  // namespace vramtrace::collector

@@ -109,6 +109,11 @@ class TraceIngest {
     std::string name;
     std::string filename;
   };
+  // A stack name's meaning in one process: named false until the shim defines it.
+  struct NamedStack {
+    bool named = false;
+    std::optional<int64_t> callsite;
+  };
   struct Process {
     int64_t upid;
     uint32_t pid;
@@ -129,6 +134,11 @@ class TraceIngest {
     // work for them. Addresses are per process, so the cache is too.
     std::unordered_map<std::vector<uint64_t>, std::optional<int64_t>, StackHash, StackEqual>
         stack_cache;
+    // Stack names (preload/stack_names.h): what each name the shim gave stands for, by name.
+    // Names are dense from 1 (a table of the shim's per thread); a name past the vector's
+    // bound, which only a broken ring sends, goes to the map.
+    std::vector<NamedStack> stack_names;
+    std::unordered_map<uint32_t, NamedStack> far_stack_names;
     // Python (python_splice.h): an address inside the interpreter's object, once the shim has
     // found one, and the code objects it announced, by their wire id.
     std::optional<uint64_t> python_interpreter_address;
@@ -165,6 +175,8 @@ class TraceIngest {
   // status counted.
   template <class Message>
   std::optional<int64_t> event_callsite(Process& p, const Message& m);
+  // The slot of a stack name, or null for a name that is 0 or past any sane bound.
+  NamedStack* stack_name_slot(Process& p, uint32_t name);
   // False, counted as stack_too_deep, when the record's stack is deeper than the wire allows.
   template <class Message>
   bool stack_fits(const Message& m);
@@ -214,6 +226,7 @@ class TraceIngest {
     int64_t value = 0;
   };
   std::unordered_map<std::string, Counter> counters_;
+  int64_t stacks_by_name_ = 0;  // the stat stacks_by_name
 
   wire::Envelope envelope_;          // reused: parsing into a cleared message keeps its buffers
   std::vector<uint64_t> stack_key_;  // intern_stack()'s key for mixed stacks, reused likewise

@@ -34,6 +34,7 @@ Result traced_alloc(Real real, const char* name, Result missing, Record&& record
   if (real == nullptr) return static_cast<Result>(report_missing_function(name, missing));
   ReentryGuard guard;
   if (!guard.outermost() || !is_recording()) return real(args...);
+  prepare_to_record();
   const Result result = real(args...);
   record(result);
   return result;
@@ -44,6 +45,7 @@ template <class Result, class Call>
 Result traced_free(FreeEvent e, Call&& call) {
   ReentryGuard guard;
   if (!guard.outermost() || !is_recording() || e.address == 0) return call();
+  prepare_to_record();
   const uint64_t seq = record_free(e);
   const Result result = call();
   if (result != 0 && seq != 0) record_free_failed(seq, static_cast<int32_t>(result));

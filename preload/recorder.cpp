@@ -21,6 +21,7 @@
 #include "reentry_guard.h"
 #include "shim_log.h"
 #include "shm_ring.h"
+#include "stack_names.h"
 #include "unwinder.h"
 
 namespace vramtrace::preload {
@@ -250,6 +251,7 @@ void after_fork_in_child() {
   g_modules.reset();
   forget_sent_python_code();
   g_unwinder.forget_declined_walks();
+  forget_stack_names_after_fork();
   g_declined_walks_said.store(0, std::memory_order_relaxed);
   g_shim_state.store(static_cast<int>(ShimState::kOff));
   if (was_recording) {
@@ -273,6 +275,8 @@ void shim_start() {
   g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
   const char* free_stacks = getenv("VRAMTRACE_FREE_STACKS");
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
+  const char* stack_names = getenv("VRAMTRACE_STACK_NAMES");
+  set_stack_names_enabled(stack_names == nullptr || std::strcmp(stack_names, "0") != 0);
   const char* unwinder = getenv("VRAMTRACE_UNWINDER");
   g_unwinder.init(unwinder == nullptr || std::strcmp(unwinder, "libunwind") != 0);
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
@@ -318,22 +322,32 @@ struct CapturedStack {
     capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
                          &write_python_message);
   }
-  Stack stack() const { return Stack{ips, depth, truncated, &python}; }
+  // The stack to send, named (stack_names.h). Call after send_new_modules(): the modules its
+  // frames point into must reach the collector before a definition of its name.
+  Stack named_stack() const {
+    Stack s{ips, depth, truncated, &python};
+    const StackName n = name_stack(ips, depth < kMaxStackDepth ? depth : kMaxStackDepth, &python);
+    s.name = n.name;
+    s.same_as = n.same_as;
+    return s;
+  }
 };
 
-// The record path: the stack, then the encoding, then the modules the native stack may point
-// into, then the event itself.
+// The record path: the stack, then the modules it may point into, then the event itself.
 template <class Event>
 uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   CapturedStack captured;
   captured.capture();
   e.tid = current_tid();
-  uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode(e, captured.stack(), buf, sizeof buf);
   send_new_modules();
-  return write_record(buf, bytes);
+  uint8_t buf[kMaxEventBytes];
+  return write_record(buf, encode(e, captured.named_stack(), buf, sizeof buf));
 }
 }  // namespace
+
+void prepare_to_record() {
+  g_ring.prepare_to_write();
+}
 
 void record_alloc(AllocEvent e) {
   record_event(e, &encode_alloc);
@@ -356,10 +370,9 @@ void record_free_failed(uint64_t free_seq, int32_t result) {
   // same frame that recorded the free.
   CapturedStack captured;
   captured.capture();
-  uint8_t buf[kMaxEventBytes];
-  const size_t bytes = encode_free_failed(free_seq, result, captured.stack(), buf, sizeof buf);
   send_new_modules();
-  write_record(buf, bytes);
+  uint8_t buf[kMaxEventBytes];
+  write_record(buf, encode_free_failed(free_seq, result, captured.named_stack(), buf, sizeof buf));
 }
 
 int32_t current_device() {

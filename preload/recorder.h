@@ -45,6 +45,11 @@ inline bool is_recording() {
   return g_shim_state.load(std::memory_order_relaxed) == static_cast<int>(ShimState::kRecording);
 }
 
+// A hint on the way into a hooked call, while recording: brings the ring's next lines into
+// this core's cache for writing, so that they arrive while the real call runs rather than
+// when the record is published.
+void prepare_to_record();
+
 // Records an allocation call that has returned. `e.tid` is filled in here.
 void record_alloc(AllocEvent e);
 

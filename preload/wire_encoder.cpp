@@ -154,16 +154,37 @@ int clamp_depth(const Stack& stack) {
   return stack.depth < kMaxStackDepth ? stack.depth : kMaxStackDepth;
 }
 
-// The Python frames of Alloc and Free, which share the three fields' shape.
-void write_python_frames(FieldWriter& w, const Stack& stack, uint32_t code_tag, uint32_t line_tag,
-                         uint32_t status_tag) {
-  if (stack.python == nullptr) return;
-  const PythonFrames& py = *stack.python;
-  const int depth = py.depth < kMaxPythonDepth ? py.depth : kMaxPythonDepth;
-  w.packed_fixed64(code_tag, reinterpret_cast<const uintptr_t*>(py.code), depth);
-  w.packed_varint32(line_tag, py.line, depth);
-  w.varint(status_tag, static_cast<uint64_t>(py.status));
+// The field numbers of a stack's fields in one message type.
+struct StackTags {
+  uint32_t stack, truncated, python_code, python_line, python_status, name, same_as;
+};
+
+// A stack's fields, which Alloc, Free and FreeFailed share: its frames, or only the name they
+// were sent under (stack_names.h).
+void write_stack(FieldWriter& w, const Stack& stack, const StackTags& tags) {
+  const bool frames = stack.same_as == 0;
+  if (frames) w.packed_fixed64(tags.stack, stack.ips, clamp_depth(stack));
+  w.varint(tags.truncated, stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
+  if (stack.python != nullptr) {
+    const PythonFrames& py = *stack.python;
+    const int depth = py.depth < kMaxPythonDepth ? py.depth : kMaxPythonDepth;
+    if (frames) {
+      w.packed_fixed64(tags.python_code, reinterpret_cast<const uintptr_t*>(py.code), depth);
+      w.packed_varint32(tags.python_line, py.line, depth);
+    }
+    w.varint(tags.python_status, static_cast<uint64_t>(py.status));
+  }
+  w.varint(tags.name, stack.name);
+  w.varint(tags.same_as, stack.same_as);
 }
+
+#define VRAMTRACE_STACK_TAGS(Message)                                                           \
+  StackTags {                                                                                   \
+    vramtrace_wire_##Message##_stack_tag, vramtrace_wire_##Message##_stack_truncated_tag,       \
+        vramtrace_wire_##Message##_python_code_tag, vramtrace_wire_##Message##_python_line_tag, \
+        vramtrace_wire_##Message##_python_stack_tag, vramtrace_wire_##Message##_stack_name_tag, \
+        vramtrace_wire_##Message##_same_stack_as_tag                                            \
+  }
 
 }  // namespace
 
@@ -181,18 +202,14 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
   w.int32(vramtrace_wire_Alloc_result_tag, e.result);
   w.varint(vramtrace_wire_Alloc_pool_tag, e.pool);
   w.varint(vramtrace_wire_Alloc_flags_tag, e.flags);
-  w.packed_fixed64(vramtrace_wire_Alloc_stack_tag, stack.ips, clamp_depth(stack));
-  w.varint(vramtrace_wire_Alloc_stack_truncated_tag,
-           stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
   w.varint(vramtrace_wire_Alloc_handle_tag, e.vmm_handle);
   w.varint(vramtrace_wire_Alloc_offset_tag, e.vmm_offset);
   if (e.has_allocator_totals) {
     w.present_varint(vramtrace_wire_Alloc_allocator_allocated_tag, e.allocator_allocated);
     w.present_varint(vramtrace_wire_Alloc_allocator_reserved_tag, e.allocator_reserved);
   }
-  write_python_frames(w, stack, vramtrace_wire_Alloc_python_code_tag,
-                      vramtrace_wire_Alloc_python_line_tag, vramtrace_wire_Alloc_python_stack_tag);
   w.varint(vramtrace_wire_Alloc_correlation_id_tag, e.correlation_id);
+  write_stack(w, stack, VRAMTRACE_STACK_TAGS(Alloc));
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }
 
@@ -204,17 +221,13 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   w.varint(vramtrace_wire_Free_stream_tag, e.stream);
   w.varint(vramtrace_wire_Free_api_tag, static_cast<uint64_t>(e.api));
   w.varint(vramtrace_wire_Free_address_tag, e.address);
-  w.packed_fixed64(vramtrace_wire_Free_stack_tag, stack.ips, clamp_depth(stack));
-  w.varint(vramtrace_wire_Free_stack_truncated_tag,
-           stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
   w.varint(vramtrace_wire_Free_size_tag, e.size);
   if (e.has_allocator_totals) {
     w.present_varint(vramtrace_wire_Free_allocator_allocated_tag, e.allocator_allocated);
     w.present_varint(vramtrace_wire_Free_allocator_reserved_tag, e.allocator_reserved);
   }
-  write_python_frames(w, stack, vramtrace_wire_Free_python_code_tag,
-                      vramtrace_wire_Free_python_line_tag, vramtrace_wire_Free_python_stack_tag);
   w.varint(vramtrace_wire_Free_correlation_id_tag, e.correlation_id);
+  write_stack(w, stack, VRAMTRACE_STACK_TAGS(Free));
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }
 
@@ -224,12 +237,7 @@ size_t encode_free_failed(uint64_t free_seq, int32_t result, const Stack& stack,
   FieldWriter w(body, sizeof body);
   w.varint(vramtrace_wire_FreeFailed_free_seq_tag, free_seq);
   w.int32(vramtrace_wire_FreeFailed_result_tag, result);
-  w.packed_fixed64(vramtrace_wire_FreeFailed_stack_tag, stack.ips, clamp_depth(stack));
-  w.varint(vramtrace_wire_FreeFailed_stack_truncated_tag,
-           stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
-  write_python_frames(w, stack, vramtrace_wire_FreeFailed_python_code_tag,
-                      vramtrace_wire_FreeFailed_python_line_tag,
-                      vramtrace_wire_FreeFailed_python_stack_tag);
+  write_stack(w, stack, VRAMTRACE_STACK_TAGS(FreeFailed));
   return wrap_in_envelope(vramtrace_wire_Envelope_free_failed_tag, body, w.size(), out, capacity);
 }
 

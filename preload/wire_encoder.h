@@ -52,6 +52,10 @@ struct Stack {
   int depth;
   bool truncated;
   const PythonFrames* python = nullptr;  // null: no Python frames to send
+  // Stack names (stack_names.h): `name` non-zero sends the frames under that name; `same_as`
+  // non-zero sends that name and none of the frames (truncation and the Python status still go).
+  uint32_t name = 0;
+  uint32_t same_as = 0;
 };
 
 struct ProcessStartInfo {

@@ -264,6 +264,51 @@ TEST_F(RecordTest, StacksAreTheSameWhicheverUnwinderWalksThem) {
   }
 }
 
+// Stack names (preload/stack_names.h): two threads allocate from 4096 call paths each, twice,
+// in shuffled orders, so that each thread's table of names fills and names are given to other
+// stacks as slots are taken. Every allocation's stack must still be its own path (read from
+// its frames, checked against its size), and the same as with names turned off.
+TEST_F(RecordTest, StacksSentByNameAreTheStacksOfTheirEvents) {
+  const std::string unnamed = trace() + ".unnamed.db";
+  ASSERT_EQ(record(trace(), {MANY_CALL_PATHS_BIN, "2", "2", "12"}).exit_code(), 0);
+  ASSERT_EQ(record(unnamed, {MANY_CALL_PATHS_BIN, "2", "2", "12"}, {"VRAMTRACE_STACK_NAMES=0"})
+                .exit_code(),
+            0);
+  // Per allocation: its size less one, and the path its frames took, innermost level first.
+  const std::string paths =
+      "WITH RECURSIVE chain(leaf, callsite_id, path) AS ("
+      "  SELECT DISTINCT alloc_callsite_id, alloc_callsite_id, '' FROM allocation"
+      "  UNION ALL SELECT chain.leaf, c.parent_id, chain.path || CASE f.function"
+      "    WHEN '(anonymous namespace)::go_right(int, int)' THEN '1'"
+      "    WHEN '(anonymous namespace)::go_left(int, int)' THEN '0' ELSE '' END"
+      "  FROM chain JOIN callsite c ON c.id = chain.callsite_id JOIN frame f ON f.id = c.frame_id),"
+      " whole AS (SELECT leaf, path FROM chain WHERE callsite_id IS NULL) "
+      "SELECT a.requested_size - 1, coalesce(w.path, 'no stack') FROM allocation a"
+      " LEFT JOIN whole w ON w.leaf = a.alloc_callsite_id ORDER BY 1, 2";
+  TraceQuery named_trace(trace()), unnamed_trace(unnamed);
+  const auto named = named_trace.rows(paths);
+  ASSERT_EQ(named.size(), 2u * 2u * 4096u);
+  int wrong = 0;
+  for (const auto& row : named) {
+    std::string expected;  // the size's bits, level 11 (innermost) first
+    const long path = std::stol(row[0]);
+    for (int level = 11; level >= 0; --level) expected += ((path >> level) & 1) ? '1' : '0';
+    if (row[1] != expected && ++wrong <= 3)
+      ADD_FAILURE() << "allocation of path " << path << " has the stack of path " << row[1];
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(named, unnamed_trace.rows(paths));
+  // Names were used: a stack met again may go by name. Only second meetings can, at most 4096
+  // a thread; evictions from the full tables make it fewer.
+  const int64_t by_name =
+      named_trace.integer("SELECT value FROM stats WHERE name = 'stacks_by_name'");
+  EXPECT_GT(by_name, 1000);
+  EXPECT_LT(by_name, 2 * 4096);
+  EXPECT_EQ(unnamed_trace.integer("SELECT value FROM stats WHERE name = 'stacks_by_name'"), 0);
+  EXPECT_EQ(named_trace.integer("SELECT count(*) FROM stats WHERE name = 'stack_name_unknown'"), 0);
+  std::filesystem::remove(unnamed);
+}
+
 // Stacks through a signal frame: the walk by frame rules declines them, libunwind walks them
 // whole, and the trace counts them (stats shim_native_stack_by_libunwind: the first when it
 // happened, two more at exit); the ordinary allocation after them is the walk's own. With

@@ -70,8 +70,9 @@ TEST(Wire, PythonFramesRideAlongAFullNativeStackInOneEvent) {
     python.line[i] = 100000 + static_cast<uint32_t>(i);  // three-byte varints
   }
   uint8_t buf[preload::kMaxEventBytes];
+  // Named, with the largest name: a definition carries its name beside every frame.
   const size_t n = preload::encode_alloc(
-      e, {ips.data(), static_cast<int>(ips.size()), false, &python}, buf, sizeof buf);
+      e, {ips.data(), static_cast<int>(ips.size()), false, &python, 0xffffffffu}, buf, sizeof buf);
   ASSERT_GT(n, 0u) << "the deepest event must fit in kMaxEventBytes";
   const wire::Alloc a = decode(buf, n).alloc();
   EXPECT_EQ(a.stack_size(), preload::kMaxStackDepth);
@@ -93,6 +94,63 @@ TEST(Wire, PythonFramesRideAlongAFullNativeStackInOneEvent) {
   EXPECT_EQ(fr.python_code(1), python.code[1]);
   EXPECT_EQ(fr.python_line(1), python.line[1]);
   EXPECT_EQ(fr.python_stack(), wire::PYTHON_STACK_CAPTURED);
+}
+
+// A stack's definition carries its frames and its name; a use of the name carries no frame,
+// native or Python, but still says whether this event's stack was cut and what became of its
+// Python frames. The three messages with stacks encode names alike.
+TEST(Wire, ANamedStackIsSentOnceWithItsFramesThenByItsName) {
+  const std::vector<uintptr_t> ips = {0x401000, 0x402000, 0x403000};
+  preload::PythonFrames python;
+  python.depth = 1;
+  python.code[0] = 0x7f5500000040;
+  python.line[0] = 42;
+  python.status = preload::PythonStackStatus::kCaptured;
+  preload::AllocEvent e{};
+  e.address = 0x7f0000000000;
+  uint8_t buf[preload::kMaxEventBytes];
+
+  const wire::Alloc defined =
+      decode(buf, preload::encode_alloc(e, {ips.data(), 3, true, &python, 77, 0}, buf, sizeof buf))
+          .alloc();
+  EXPECT_EQ(defined.stack_name(), 77u);
+  EXPECT_EQ(defined.same_stack_as(), 0u);
+  EXPECT_EQ(defined.stack_size(), 3);
+  EXPECT_EQ(defined.python_code_size(), 1);
+  EXPECT_TRUE(defined.stack_truncated());
+
+  const wire::Alloc used =
+      decode(buf, preload::encode_alloc(e, {ips.data(), 3, true, &python, 0, 77}, buf, sizeof buf))
+          .alloc();
+  EXPECT_EQ(used.stack_name(), 0u);
+  EXPECT_EQ(used.same_stack_as(), 77u);
+  EXPECT_EQ(used.stack_size(), 0);
+  EXPECT_EQ(used.python_code_size(), 0);
+  EXPECT_EQ(used.python_line_size(), 0);
+  EXPECT_TRUE(used.stack_truncated());
+  EXPECT_EQ(used.python_stack(), wire::PYTHON_STACK_CAPTURED);
+  EXPECT_EQ(used.address(), 0x7f0000000000u);
+
+  preload::FreeEvent f{};
+  f.address = 0x7f0000000000;
+  const wire::Free free_used =
+      decode(buf, preload::encode_free(f, {ips.data(), 3, false, &python, 0, 78}, buf, sizeof buf))
+          .free();
+  EXPECT_EQ(free_used.same_stack_as(), 78u);
+  EXPECT_EQ(free_used.stack_size(), 0);
+  EXPECT_EQ(free_used.python_stack(), wire::PYTHON_STACK_CAPTURED);
+  const wire::FreeFailed failed_defined =
+      decode(buf, preload::encode_free_failed(9, 1, {ips.data(), 3, false, nullptr, 79, 0}, buf,
+                                              sizeof buf))
+          .free_failed();
+  EXPECT_EQ(failed_defined.stack_name(), 79u);
+  EXPECT_EQ(failed_defined.stack_size(), 3);
+  const wire::FreeFailed failed_used =
+      decode(buf, preload::encode_free_failed(9, 1, {ips.data(), 3, false, nullptr, 0, 79}, buf,
+                                              sizeof buf))
+          .free_failed();
+  EXPECT_EQ(failed_used.same_stack_as(), 79u);
+  EXPECT_EQ(failed_used.stack_size(), 0);
 }
 
 TEST(Wire, PythonCodeAndInterpreterRoundTrip) {
@@ -187,8 +245,8 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   EXPECT_EQ(env.notice().severity(), wire::Notice::SEVERITY_DATA_LOSS);
   EXPECT_EQ(env.notice().name(), "unwinder_missing");
   EXPECT_EQ(env.notice().count(), 0u);  // once
-  env = decode(buf, preload::encode_notice(0, "native_stack_by_libunwind", "counted", buf,
-                                           sizeof buf, 41));
+  env = decode(
+      buf, preload::encode_notice(0, "native_stack_by_libunwind", "counted", buf, sizeof buf, 41));
   EXPECT_EQ(env.notice().count(), 41u);
 }
 

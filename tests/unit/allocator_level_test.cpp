@@ -22,13 +22,7 @@ class AllocatorLevelTest : public ::testing::Test {
  protected:
   void feed(const wire::Envelope& envelope) { harness_.feed(envelope); }
   void segment(uint64_t address, uint64_t size) {
-    wire::Envelope e;
-    auto* a = e.mutable_alloc();
-    a->set_kind(wire::KIND_DEVICE);
-    a->set_api(wire::API_CUDA_MALLOC);
-    a->set_address(address);
-    a->set_size(size);
-    feed(e);
+    feed(testing_support::IngestHarness::cuda_malloc(address, size, {}));
   }
   void block(uint64_t address, uint64_t size, uint64_t allocated, uint64_t reserved) {
     wire::Envelope e;

@@ -18,24 +18,10 @@ const std::vector<uint64_t> kFreeStack{kLibrary + 0x300, kLibrary + 0x400, kLibr
 
 class FreeFailedIngestTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    wire::Envelope e;
-    auto* m = e.mutable_module();
-    m->set_start(kLibrary);
-    m->set_end(kLibrary + 0x100000);
-    m->set_load_bias(kLibrary);
-    m->set_path("/opt/lib/liballoc.so");
-    harness_.feed(e);
-  }
+  void SetUp() override { harness_.feed_module(kLibrary, "/opt/lib/liballoc.so"); }
   void alloc(uint64_t address, const std::vector<uint64_t>& stack) {
-    wire::Envelope e;
-    auto* a = e.mutable_alloc();
-    a->set_kind(wire::KIND_DEVICE);
-    a->set_api(wire::API_CUDA_MALLOC);
-    a->set_address(address);
-    a->set_size(4096);
-    a->set_requested_size(4096);
-    for (uint64_t ip : stack) a->add_stack(ip);
+    wire::Envelope e = testing_support::IngestHarness::cuda_malloc(address, 4096, stack);
+    e.mutable_alloc()->set_requested_size(4096);
     harness_.feed(e);
   }
   // Returns the free's sequence number, for its FreeFailed.

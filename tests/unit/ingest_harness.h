@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collector/trace_ingest.h"
 #include "storage/trace_reader.h"
@@ -49,6 +50,31 @@ class IngestHarness {
     ++seq_;
     ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq_, static_cast<int64_t>(seq_)};
     ingest_->on_record(ring_, h, reinterpret_cast<const unsigned char*>(bytes.data()));
+  }
+
+  // An object loaded at `start` (its load bias), `bytes` long, named `path`.
+  void feed_module(uint64_t start, const std::string& path, uint64_t bytes = 0x100000) {
+    wire::Envelope e;
+    auto* m = e.mutable_module();
+    m->set_start(start);
+    m->set_end(start + bytes);
+    m->set_load_bias(start);
+    m->set_path(path);
+    feed(e);
+  }
+
+  // A cudaMalloc of `size` bytes that returned `address`, with `stack` (innermost first); the
+  // test may set more fields before feeding it.
+  static wire::Envelope cuda_malloc(uint64_t address, uint64_t size,
+                                    const std::vector<uint64_t>& stack) {
+    wire::Envelope e;
+    auto* a = e.mutable_alloc();
+    a->set_kind(wire::KIND_DEVICE);
+    a->set_api(wire::API_CUDA_MALLOC);
+    a->set_address(address);
+    a->set_size(size);
+    for (uint64_t ip : stack) a->add_stack(ip);
+    return e;
   }
 
   // Ends the process and the recording, and opens the trace.

@@ -25,15 +25,7 @@ class PythonStackIngestTest : public ::testing::Test {
     module(kInterpreter, "/usr/lib/libpython3.11.so.1.0");
     module(kLibc, "/lib/libc.so.6");
   }
-  void module(uint64_t start, const std::string& path) {
-    wire::Envelope e;
-    auto* m = e.mutable_module();
-    m->set_start(start);
-    m->set_end(start + 0x100000);
-    m->set_load_bias(start);
-    m->set_path(path);
-    harness_.feed(e);
-  }
+  void module(uint64_t start, const std::string& path) { harness_.feed_module(start, path); }
   void interpreter() {
     wire::Envelope e;
     e.mutable_python_interpreter()->set_api_address(kInterpreter + 0x500);
@@ -54,13 +46,8 @@ class PythonStackIngestTest : public ::testing::Test {
   void alloc(uint64_t address, const std::vector<uint64_t>& ips,
              const std::vector<std::pair<uint64_t, uint32_t>>& python,
              wire::PythonStackStatus status = wire::PYTHON_STACK_CAPTURED) {
-    wire::Envelope e;
+    wire::Envelope e = testing_support::IngestHarness::cuda_malloc(address, 512, ips);
     auto* a = e.mutable_alloc();
-    a->set_kind(wire::KIND_DEVICE);
-    a->set_api(wire::API_CUDA_MALLOC);
-    a->set_address(address);
-    a->set_size(512);
-    for (uint64_t ip : ips) a->add_stack(ip);
     for (const auto& [id, line] : python) {
       a->add_python_code(id);
       a->add_python_line(line);
