@@ -1,8 +1,10 @@
 // The collector's sustained ingest: records decoded, matched (each allocation freed), their
 // stacks interned, and rows written to SQLite in batched transactions, as `vramtrace run`
 // does. The stacks point into this benchmark's own code, so symbolization runs for real on
-// the first sight of each address and is cached afterwards. Arguments: the stack depth, and
-// whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not).
+// the first sight of each address and is cached afterwards. Arguments: the stack depth,
+// whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not),
+// and whether stacks come by name after their first time (the shim's default; 0 as before
+// names, or VRAMTRACE_STACK_NAMES=0).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@ __attribute__((noinline)) void anchor() {}
 void BM_CollectorIngest(benchmark::State& state) {
   const int depth = static_cast<int>(state.range(0));
   const bool free_stacks = state.range(1) != 0;
+  const bool names = state.range(2) != 0;
   const fs::path path =
       fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
   fs::remove(path);
@@ -60,8 +63,9 @@ void BM_CollectorIngest(benchmark::State& state) {
   feed(encode(start));
   feed(encode(module));
 
-  // 64 distinct stacks, as a program has a few hot allocation sites.
-  std::vector<std::string> allocs, frees;
+  // 64 distinct stacks, as a program has a few hot allocation sites. With stack names, each is
+  // sent whole and named the first time, then by its name (preload/stack_names.h).
+  std::vector<std::string> allocs, frees, named_allocs, named_frees;
   for (int s = 0; s < 64; ++s) {
     vramtrace::wire::Envelope a;
     auto* alloc = a.mutable_alloc();
@@ -73,20 +77,32 @@ void BM_CollectorIngest(benchmark::State& state) {
     for (int d = 0; d < depth; ++d)
       alloc->add_stack(reinterpret_cast<uint64_t>(&anchor) + 1 +
                        static_cast<uint64_t>((s * 7 + d) % 16));
-    allocs.push_back(encode(a));
     vramtrace::wire::Envelope f;
     f.mutable_free()->set_tid(1);
     f.mutable_free()->set_address(alloc->address());
     f.mutable_free()->set_api(vramtrace::wire::API_CUDA_FREE);
     if (free_stacks)
       for (int d = 0; d < depth; ++d) f.mutable_free()->add_stack(alloc->stack(d));
+    const auto name = static_cast<uint32_t>(s + 1);
+    if (names) alloc->set_stack_name(name);
+    allocs.push_back(encode(a));
+    alloc->clear_stack();
+    alloc->set_stack_name(0);
+    alloc->set_same_stack_as(name);
+    named_allocs.push_back(encode(a));
     frees.push_back(encode(f));
+    if (free_stacks) {
+      f.mutable_free()->clear_stack();
+      f.mutable_free()->set_same_stack_as(name);
+    }
+    named_frees.push_back(encode(f));
   }
   size_t i = 0;
   int64_t events = 0;
   for (auto _ : state) {
-    feed(allocs[i % allocs.size()]);
-    feed(frees[i % frees.size()]);
+    const bool by_name = names && i >= allocs.size();
+    feed((by_name ? named_allocs : allocs)[i % allocs.size()]);
+    feed((by_name ? named_frees : frees)[i % frees.size()]);
     ++i;
     events += 2;
     if ((i & 8191) == 0) writer->flush();
@@ -99,10 +115,13 @@ void BM_CollectorIngest(benchmark::State& state) {
   fs::remove(path.string() + "-shm");
 }
 BENCHMARK(BM_CollectorIngest)
-    ->Args({16, 0})
-    ->Args({64, 0})
-    ->Args({16, 1})
-    ->Args({64, 1})
+    ->Args({16, 0, 0})
+    ->Args({64, 0, 0})
+    ->Args({16, 1, 0})
+    ->Args({64, 1, 0})
+    ->Args({16, 0, 1})
+    ->Args({64, 0, 1})
+    ->Args({64, 1, 1})
     ->UseRealTime();
 
 }  // namespace
