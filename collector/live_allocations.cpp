@@ -44,40 +44,33 @@ std::optional<LiveAllocations::Entry> LiveAllocations::add(uint64_t address, Ent
     it->second = entry;
     return displaced;
   }
-  auto& space = by_address_[space_of_kind(entry.kind)];
-  auto [it, inserted] = space.try_emplace(address, entry);
+  Entry replaced;
   std::optional<Entry> displaced;
-  if (!inserted) {
-    displaced = it->second;
-    it->second = entry;
-    if (segments_indexed_ && is_segment_kind(displaced->kind)) segments_.erase(address);
+  if (!by_address_[space_of_kind(entry.kind)].insert_or_replace(address, entry, &replaced)) {
+    displaced = replaced;
+    if (segments_indexed_ && is_segment_kind(replaced.kind)) segments_.erase(address);
   }
   if (segments_indexed_ && is_segment_kind(entry.kind)) segments_[address] = entry;
   return displaced;
 }
 
-std::vector<std::pair<uint64_t, LiveAllocations::Entry>> LiveAllocations::remove_for_free(
-    int api, uint64_t address, uint64_t size) {
-  std::vector<std::pair<uint64_t, Entry>> ended;
+void LiveAllocations::remove_for_free(int api, uint64_t address, uint64_t size, Ended* ended) {
   const std::optional<Space> space = space_of_free(api);
   if (!space) {
     // A zero size would be refused by the driver; treat it as the one mapping at `address`.
     const uint64_t end = size == 0 || address + size < address ? address + 1 : address + size;
     auto it = mappings_.lower_bound(address);
     while (it != mappings_.end() && it->first < end) {
-      ended.emplace_back(it->first, it->second);
+      ended->emplace_back(it->first, it->second);
       it = mappings_.erase(it);
     }
-    return ended;
+    return;
   }
-  auto& map = by_address_[*space];
-  auto it = map.find(address);
-  if (it != map.end()) {
-    ended.emplace_back(it->first, it->second);
-    if (segments_indexed_ && is_segment_kind(it->second.kind)) segments_.erase(address);
-    map.erase(it);
+  Entry removed;
+  if (by_address_[*space].erase(address, &removed)) {
+    ended->emplace_back(address, removed);
+    if (segments_indexed_ && is_segment_kind(removed.kind)) segments_.erase(address);
   }
-  return ended;
 }
 
 void LiveAllocations::restore(uint64_t address, Entry entry) {
@@ -104,8 +97,9 @@ std::optional<LiveAllocations::Entry> LiveAllocations::containing(
 std::optional<LiveAllocations::Entry> LiveAllocations::segment_containing(uint64_t address,
                                                                           uint64_t size) {
   if (!segments_indexed_) {
-    for (const auto& [start, entry] : by_address_[kPointers])
+    by_address_[kPointers].for_each([&](uint64_t start, const Entry& entry) {
       if (is_segment_kind(entry.kind)) segments_.emplace(start, entry);
+    });
     segments_indexed_ = true;
   }
   if (auto segment = containing(segments_, address)) {

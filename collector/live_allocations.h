@@ -16,17 +16,18 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "collector/address_table.h"
 
 namespace vramtrace::collector {
 
 class LiveAllocations {
  public:
   struct Entry {
-    int64_t id;  // the allocation's row id
-    int kind;    // wire::Kind
+    int64_t id = 0;  // the allocation's row id
+    int kind = 0;    // wire::Kind
     uint64_t size = 0;
   };
 
@@ -34,9 +35,11 @@ class LiveAllocations {
   // (its free was not seen): the caller counts that.
   std::optional<Entry> add(uint64_t address, Entry entry);
 
-  // Removes and returns what a free made by `api` at `address` ends; `size` matters only for
-  // cuMemUnmap. Empty: the free matches nothing live.
-  std::vector<std::pair<uint64_t, Entry>> remove_for_free(int api, uint64_t address, uint64_t size);
+  using Ended = std::vector<std::pair<uint64_t, Entry>>;
+  // Removes what a free made by `api` at `address` ends, and appends it to `*ended` (a vector
+  // the caller reuses: no allocation per free); `size` matters only for cuMemUnmap. Nothing
+  // appended: the free matches nothing live.
+  void remove_for_free(int api, uint64_t address, uint64_t size, Ended* ended);
 
   // Puts back what remove_for_free() returned, when the free failed after all.
   void restore(uint64_t address, Entry entry);
@@ -59,7 +62,7 @@ class LiveAllocations {
   static Space space_of_kind(int kind);
   static std::optional<Space> space_of_free(int api);  // nullopt: cuMemUnmap
 
-  std::unordered_map<uint64_t, Entry> by_address_[kSpaceCount];
+  AddressTable<Entry> by_address_[kSpaceCount];
   std::map<uint64_t, Entry> mappings_;  // ordered: cuMemUnmap ends a range
   std::map<uint64_t, Entry> segments_;  // live pointer allocations that can hold blocks
   bool segments_indexed_ = false;       // segments_ is kept up to date from now on

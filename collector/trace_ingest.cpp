@@ -596,15 +596,18 @@ void TraceIngest::on_alloc(Process& p, const ring::RecordHeader& h, const wire::
 
 void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::Free& m) {
   if (!stack_fits(m)) return;
-  RecentFree recent{};
+  if (p.recent_frees.size() < kRecentFreesKept) p.recent_frees.emplace_back();
+  RecentFree& recent = p.recent_frees[p.recent_free_next];
+  p.recent_free_next = (p.recent_free_next + 1) % kRecentFreesKept;
   recent.seq = h.seq;
   recent.address = m.address();
   recent.ns = h.time_ns;
   recent.utid = utid_for(p, m.tid());
   recent.api = m.api();
   recent.callsite_id = event_callsite(p, m);
-
-  recent.ended = p.live.remove_for_free(m.api(), m.address(), m.size());
+  recent.bad_free_id.reset();
+  recent.ended.clear();
+  p.live.remove_for_free(m.api(), m.address(), m.size(), &recent.ended);
   if (!recent.ended.empty()) {
     storage::FreeRow row;
     row.free_seq = h.seq;
@@ -633,14 +636,17 @@ void TraceIngest::on_free(Process& p, const ring::RecordHeader& h, const wire::F
     writer_.add_bad_free(row);
     recent.bad_free_id = row.id;
   }
-  p.recent_frees.push_back(std::move(recent));
-  if (p.recent_frees.size() > kRecentFreesKept) p.recent_frees.pop_front();
 }
 
 void TraceIngest::on_free_failed(Process& p, const wire::FreeFailed& m) {
-  auto it = std::find_if(p.recent_frees.rbegin(), p.recent_frees.rend(),
-                         [&](const RecentFree& f) { return f.seq == m.free_seq(); });
-  if (it == p.recent_frees.rend()) {
+  // Newest first: a free's failure comes right after it.
+  RecentFree* it = nullptr;
+  const size_t kept = p.recent_frees.size();
+  for (size_t back = 1; back <= kept && it == nullptr; ++back) {
+    RecentFree& f = p.recent_frees[(p.recent_free_next + kept - back) % kept];
+    if (f.seq == m.free_seq()) it = &f;
+  }
+  if (it == nullptr) {
     count("free_failed_unmatched", storage::Severity::kInfo,
           "failed frees whose free record was not found");
     return;
@@ -766,7 +772,8 @@ void TraceIngest::close_ring(int64_t ring_id, bool complete, int64_t end_ns,
   // Keep the process's identity for a later wait status; drop its bulky state.
   p->live.clear();
   p->markers.clear();
-  p->recent_frees.clear();
+  p->recent_frees = {};
+  p->recent_free_next = 0;
   p->stack_cache.clear();
   p->stack_names = {};
   p->far_stack_names = {};

@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -128,7 +127,10 @@ class TraceIngest {
     uint32_t last_tid = 0;  // utid_for()'s latest answer; last_utid 0: none
     int64_t last_utid = 0;
     LiveAllocations live;
-    std::deque<RecentFree> recent_frees;
+    // The last kRecentFreesKept frees, oldest overwritten first (their `ended` vectors are
+    // reused: no allocation per free). recent_free_next: the slot the next free takes.
+    std::vector<RecentFree> recent_frees;
+    size_t recent_free_next = 0;
     MarkerPairing markers;
     // Raw stacks already interned: most events repeat a stack, and this skips the per-frame
     // work for them. Addresses are per process, so the cache is too.

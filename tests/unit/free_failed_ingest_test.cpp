@@ -130,5 +130,28 @@ TEST_F(FreeFailedIngestTest, FreesWithoutStacksLeaveTheFreeCallsiteEmpty) {
   EXPECT_TRUE(harness_.reader().bad_frees().empty());
 }
 
+// The collector keeps the last 4096 frees for their failures, oldest overwritten first: a
+// failure of any of them undoes its free, once the ring of them has wrapped too; one of an older
+// free is counted and changes nothing.
+TEST_F(FreeFailedIngestTest, TheLastFourThousandFreesCanFailAndOlderOnesAreCounted) {
+  std::vector<uint64_t> free_seqs;
+  for (uint64_t i = 0; i < 5000; ++i) {
+    alloc(0x100000 + i * 0x1000, kAllocStack);
+    free_seqs.push_back(free(0x100000 + i * 0x1000, {}));
+  }
+  free_failed(free_seqs[4999], 1, kFreeStack);         // the newest
+  free_failed(free_seqs[5000 - 4096], 2, kFreeStack);  // the oldest kept
+  free_failed(free_seqs[5000 - 4097], 3, kFreeStack);  // one older: gone
+  harness_.finish();
+
+  std::vector<uint64_t> live;
+  for (const auto& r : allocations())
+    if (r.live_at_end()) live.push_back(r.allocation.address);
+  EXPECT_EQ(live,
+            (std::vector<uint64_t>{0x100000 + (5000 - 4096) * 0x1000, 0x100000 + 4999 * 0x1000}));
+  EXPECT_EQ(harness_.reader().bad_frees().size(), 2u);
+  EXPECT_EQ(harness_.stat("free_failed_unmatched"), 1);
+}
+
 }  // namespace
 }  // namespace vramtrace
