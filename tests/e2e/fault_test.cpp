@@ -160,6 +160,11 @@ TEST_F(FaultTest, HundredForksEachKeepTheirOwnAllocation) {
     EXPECT_EQ(rows[0][3], std::to_string((size / 4096 - 1) % 100));  // reaped by the parent
   }
   EXPECT_EQ(children, 100);
+  // Each child's stack is the one its parent sent by name before the fork: the child sent it
+  // whole, under its own name (preload/stack_names.h), and every stack is in the trace.
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE alloc_callsite_id IS NULL"), 0);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE name = 'stack_name_unknown'"), 0);
+  EXPECT_EQ(q.integer("SELECT count(DISTINCT alloc_callsite_id) FROM allocation"), 1);
 }
 
 TEST_F(FaultTest, SixtyFourThreadsLoseNothing) {
