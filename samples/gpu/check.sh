@@ -27,6 +27,9 @@
 #  11. per-test limits inside pytest on real PyTorch;
 #  12. native stacks: steps 1 and 7 again with VRAMTRACE_UNWINDER=libunwind, every stack the
 #      same as the shim's own walk gave (real libcudart, libcuda, libtorch, libpython frames).
+#  13. stack names: steps 1 and 7 again with VRAMTRACE_STACK_NAMES=0 (every stack sent whole),
+#      every stack the same as with names, and how many went by name (the training step only
+#      while the budget allows).
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -381,6 +384,31 @@ if command -v python3 >/dev/null 2>&1; then
     python3 "$root/samples/gpu/compare_stacks.py" "$out/torch_train.db" "$out/torch_train.libunwind.db" | tee -a "$results"
     say "$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f"INFO training step traced (median after warm-up): {a*1e3:.2f} ms with the walk, {b*1e3:.2f} ms with libunwind" if a > 0 and b > 0 else "INFO no step times")' \
       "$(median_step "$out/torch_train.jsonl")" "$(median_step "$out/torch_train.libunwind.jsonl")")"
+  fi
+else
+  say "SKIP no python3 to compare the stacks"
+fi
+
+step "13. stack names: each thread's stacks sent once, then by name, against every stack sent whole"
+if command -v python3 >/dev/null 2>&1; then
+  by_name() {
+    python3 -c 'import sqlite3, sys; print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", ("stacks_by_name",)).fetchone()[0])' "$1" 2>/dev/null ||
+      echo "?"
+  }
+  timeout 120 env VRAMTRACE_STACK_NAMES=0 "$vt" run --force -o "$out/leaky.unnamed.db" -- \
+    "$build/bin/leaky" >/dev/null 2>&1
+  python3 "$root/samples/gpu/compare_stacks.py" "$out/leaky.db" "$out/leaky.unnamed.db" | tee -a "$results"
+  say "INFO leaky: $(by_name "$out/leaky.db") stacks by name"
+  # The training step again only with two minutes of the budget left for it.
+  if [ "$have_torch" = 1 ] && [ -f "$out/torch_train.db" ] && [ "$SECONDS" -lt $((budget - 120)) ]; then
+    timeout 110 env VRAMTRACE_STACK_NAMES=0 "$vt" run --force -o "$out/torch_train.unnamed.db" -- \
+      "$torch_python" "$samples_torch/train_leak.py" >"$out/torch_train.unnamed.jsonl" 2>/dev/null
+    python3 "$root/samples/gpu/compare_stacks.py" "$out/torch_train.db" "$out/torch_train.unnamed.db" | tee -a "$results"
+    say "INFO training: $(by_name "$out/torch_train.db") stacks by name"
+    say "$(python3 -c 'import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(f"INFO training step traced (median after warm-up): {a*1e3:.2f} ms with names, {b*1e3:.2f} ms without" if a > 0 and b > 0 else "INFO no step times")' \
+      "$(median_step "$out/torch_train.jsonl")" "$(median_step "$out/torch_train.unnamed.jsonl")")"
+  else
+    say "SKIP the training step without names: no torch, or too little of the budget left"
   fi
 else
   say "SKIP no python3 to compare the stacks"

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Compares the allocation stacks of two traces of the same program: one recorded with the
-shim's walk by frame rules, one with VRAMTRACE_UNWINDER=libunwind. Each allocation is its size
-and its stack (function and address of every frame, Python frames included), and the two
-traces' sorted lists must be equal. Prints one PASS or FAIL line (samples/gpu/check.sh).
+"""Compares the allocation stacks of two traces of the same program: one recorded as `run`
+records by default, one another way (VRAMTRACE_UNWINDER=libunwind, or VRAMTRACE_STACK_NAMES=0).
+Each allocation is its size and its stack (function and address of every frame, Python frames
+included), and the two traces' sorted lists must be equal. Prints one PASS or FAIL line
+(samples/gpu/check.sh).
 
-    compare_stacks.py WALKED.db LIBUNWIND.db
+    compare_stacks.py DEFAULT.db OTHER.db
 """
 import sqlite3
 import sys
