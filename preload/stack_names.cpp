@@ -14,9 +14,10 @@ namespace {
 // the second way keeps two hot stacks whose hashes meet in one set from evicting each other.
 constexpr uint32_t kSets = 2048;
 constexpr uint32_t kEntries = 2 * kSets;
-// Names are table * kEntries + entry + 1, in 32 bits: at most 2^20 tables (threads recording
-// at once; an exited thread's table is taken by the next thread).
-constexpr uint32_t kMaxTables = 1u << 20;
+// Names are table * kEntries + entry + 1, in 32 bits and never 0: at most 2^20 - 1 tables
+// (threads recording at once; an exited thread's table is taken by the next thread).
+constexpr uint32_t kMaxTables = (1u << 20) - 1;
+static_assert(uint64_t{kMaxTables} * kEntries < (uint64_t{1} << 32));
 
 struct Entry {
   uint64_t lo, hi;  // the stack's hash
