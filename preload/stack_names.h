@@ -17,7 +17,7 @@
 // (its trace is another process's): entries carry the epoch they were made in.
 //
 // A 128-bit hash can collide: two different stacks of one thread with the same hash, at odds of
-// about n^2 / 2^129 for n stacks, 10^-26 for a million. Frames that are the same pass the same
+// about n^2 / 2^129 for n stacks, 10^-27 for a million. Frames that are the same pass the same
 // hash, so nothing is ever named wrongly otherwise.
 #pragma once
 
