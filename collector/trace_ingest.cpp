@@ -396,9 +396,9 @@ std::optional<int64_t> TraceIngest::event_callsite(Process& p, const Message& m)
   if (m.same_stack_as() != 0) {
     // The frames were sent before, under this name, and interned then.
     const NamedStack* named = stack_name_slot(p, m.same_stack_as());
-    if (named != nullptr && named->named) {
+    if (named != nullptr && named->named()) {
       ++stacks_by_name_;  // a plain counter: count()'s lookup would cost as much as the name saves
-      return named->callsite;
+      return named->callsite();
     }
     count("stack_name_unknown", storage::Severity::kDataLoss,
           "events whose stack was sent as a name the process never defined: no stack");
@@ -409,7 +409,7 @@ std::optional<int64_t> TraceIngest::event_callsite(Process& p, const Message& m)
                    python_lines_of(m));
   if (m.stack_name() != 0) {
     if (NamedStack* named = stack_name_slot(p, m.stack_name()); named != nullptr)
-      *named = {true, callsite};
+      named->define(callsite);
   }
   return callsite;
 }

@@ -108,10 +108,20 @@ class TraceIngest {
     std::string name;
     std::string filename;
   };
-  // A stack name's meaning in one process: named false until the shim defines it.
-  struct NamedStack {
-    bool named = false;
-    std::optional<int64_t> callsite;
+  // A stack name's meaning in one process, in 8 bytes (a process with many threads has 4096
+  // names per thread's table): a callsite id (>= 0), kNoCallsite for a stack that interned to
+  // none, or kUnnamed until the shim defines it.
+  class NamedStack {
+   public:
+    bool named() const { return value_ != kUnnamed; }
+    std::optional<int64_t> callsite() const {
+      return value_ >= 0 ? std::optional<int64_t>(value_) : std::nullopt;
+    }
+    void define(std::optional<int64_t> callsite) { value_ = callsite.value_or(kNoCallsite); }
+
+   private:
+    static constexpr int64_t kUnnamed = -2, kNoCallsite = -1;
+    int64_t value_ = kUnnamed;
   };
   struct Process {
     int64_t upid;

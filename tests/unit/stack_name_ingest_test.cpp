@@ -90,11 +90,16 @@ TEST_F(StackNameIngestTest, AnUnknownNameIsCountedAndItsEventKeptWithoutAStack) 
   alloc(0x1000, {}, 0, 12345);
   alloc(0x2000, {kLibrary + 0x101}, 0xfffffff0u, 0);
   alloc(0x3000, {}, 0, 0xfffffff0u);
+  // A name given to no frames at all (the shim names none such) means no stack, and is known.
+  alloc(0x4000, {}, 5, 0);
+  alloc(0x5000, {}, 0, 5);
   harness_.finish();
   EXPECT_FALSE(callsite_at(0x1000).has_value());
   EXPECT_EQ(harness_.stat("stack_name_unknown"), 1);
   ASSERT_TRUE(callsite_at(0x2000).has_value());
   EXPECT_EQ(callsite_at(0x3000), callsite_at(0x2000));
+  EXPECT_FALSE(callsite_at(0x5000).has_value());
+  EXPECT_EQ(harness_.stat("stacks_by_name"), 2);
 }
 
 // What a name stands for is the frames; whether this event's Python frames were there is the
