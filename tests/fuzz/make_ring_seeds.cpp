@@ -2,8 +2,8 @@
 // [u64 write_pos][u64 read_pos][the 64 KiB data area, without its trailing zeros]. Each seed is a
 // ring as a traced process leaves it, written by the shim's own RingProducer with messages encoded
 // by the one schema: a whole short life (start, a module, allocations with stacks, frees, failed
-// frees with and without their own stacks, markers, a child's exit, the exit), a ring that wrapped around with padding, and
-// the caching allocator's blocks, VMM and an OOM.
+// frees with and without their own stacks, markers, a child's exit, the exit), a ring that wrapped
+// around with padding, the caching allocator's blocks, VMM and an OOM, and stacks sent by name.
 //
 // Usage: make_ring_seeds DIR. Run it again when the wire schema or the ring layout changes.
 #include <cstdint>
@@ -208,6 +208,47 @@ void allocator_and_vmm(const std::string& dir) {
   r.save(dir + "/allocator_and_vmm");
 }
 
+// Stacks by name (preload/stack_names.h): definitions and uses from two threads, a name given
+// to another stack, a use of a name never defined, a name far past the shim's tables, names on
+// a free's stack and on a failed free's.
+void stack_names(const std::string& dir) {
+  SeedRing r;
+  r.put(process_start());
+  r.put(module());
+  for (int i = 0; i < 16; ++i) {
+    wire::Envelope a =
+        alloc(wire::KIND_DEVICE, wire::API_CUDA_MALLOC, 0x7f0000000000 + i * 0x1000, 4096, i % 4);
+    const auto name = static_cast<uint32_t>(1 + i % 4 + (i % 3 == 0 ? 4096 : 0));
+    if (i < 8) {
+      a.mutable_alloc()->set_stack_name(name);
+    } else {
+      a.mutable_alloc()->clear_stack();
+      a.mutable_alloc()->set_same_stack_as(name);
+    }
+    r.put(a);
+  }
+  wire::Envelope renamed = alloc(wire::KIND_DEVICE, wire::API_CUDA_MALLOC, 0x7f0000100000, 512, 9);
+  renamed.mutable_alloc()->set_stack_name(2);
+  r.put(renamed);
+  wire::Envelope unknown = alloc(wire::KIND_DEVICE, wire::API_CUDA_MALLOC, 0x7f0000200000, 512, 0);
+  unknown.mutable_alloc()->clear_stack();
+  unknown.mutable_alloc()->set_same_stack_as(777);
+  r.put(unknown);
+  wire::Envelope far = alloc(wire::KIND_DEVICE, wire::API_CUDA_MALLOC, 0x7f0000300000, 512, 5);
+  far.mutable_alloc()->set_stack_name(0xfffffff0u);
+  r.put(far);
+  wire::Envelope named_free = free_of(wire::API_CUDA_FREE, 0x7f0000300000, 5);
+  named_free.mutable_free()->clear_stack();
+  named_free.mutable_free()->set_same_stack_as(0xfffffff0u);
+  const uint64_t free_seq = r.put(named_free);
+  wire::Envelope failed;
+  failed.mutable_free_failed()->set_free_seq(free_seq);
+  failed.mutable_free_failed()->set_result(1);
+  failed.mutable_free_failed()->set_same_stack_as(2);
+  r.put(failed);
+  r.save(dir + "/stack_names");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,5 +256,6 @@ int main(int argc, char** argv) {
   whole_life(argv[1]);
   wrapped_around(argv[1]);
   allocator_and_vmm(argv[1]);
+  stack_names(argv[1]);
   return 0;
 }
