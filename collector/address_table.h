@@ -1,10 +1,12 @@
 // AddressTable: a hash map from 64-bit addresses to small values, in one flat array.
 //
 // The collector adds one live allocation and removes one for every allocation and free it
-// ingests; std::unordered_map allocates and frees a node for each, about a tenth of the
-// collector's own time per event. This keeps the entries in the array itself (open addressing,
-// linear probing; a removal shifts the entries after it back, so there are no tombstones and a
-// lookup stops at the first empty slot). It grows at 7/8 full and never shrinks while in use.
+// ingests; std::unordered_map allocated and freed a node for each (perf put that, with the
+// map's insert and erase, at about 8% of the collector's samples; replacing it measured 1-3%
+// faster, inside the noise, and no event allocates now). This keeps the entries in the array
+// itself (open addressing, linear probing; a removal shifts the entries after it back, so there
+// are no tombstones and a lookup stops at the first empty slot). It grows at 7/8 full and never
+// shrinks while in use.
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "frame_rule_cache.h"
+#include "thread_exit_key.h"
 
 namespace vramtrace::preload {
 namespace {
@@ -78,9 +79,6 @@ struct LastWalk {
 // exit handlers may still allocate) it is kGone, and walks go without.
 LastWalk* const kGone = reinterpret_cast<LastWalk*>(uintptr_t(1));
 constinit thread_local LastWalk* t_last_walk __attribute__((tls_model("initial-exec"))) = nullptr;
-pthread_key_t g_last_walk_key;
-bool g_last_walk_key_made = false;
-pthread_once_t g_last_walk_once = PTHREAD_ONCE_INIT;
 
 std::atomic<int> g_live_last_walks{0};
 
@@ -90,25 +88,19 @@ void release_last_walk(void* memory) {
   g_live_last_walks.fetch_sub(1, std::memory_order_relaxed);
 }
 
-// Should the object holding the shim's code be unloaded (the CUPTI library, loaded by CUDA),
-// threads that exit afterwards must not call into it.
+using LastWalkKey = ThreadExitKey<&release_last_walk>;
 __attribute__((destructor)) void forget_last_walk_key() {
-  if (g_last_walk_key_made) pthread_key_delete(g_last_walk_key);
-  g_last_walk_key_made = false;
+  LastWalkKey::forget();
 }
 
 LastWalk* last_walk() {
   LastWalk* memo = t_last_walk;
   if (memo != nullptr) return memo == kGone ? nullptr : memo;
-  pthread_once(&g_last_walk_once, [] {
-    g_last_walk_key_made = pthread_key_create(&g_last_walk_key, &release_last_walk) == 0;
-  });
   t_last_walk = kGone;
-  if (!g_last_walk_key_made) return nullptr;
   void* memory =
       mmap(nullptr, sizeof(LastWalk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) return nullptr;
-  if (pthread_setspecific(g_last_walk_key, memory) != 0) {
+  if (!LastWalkKey::set(memory)) {
     munmap(memory, sizeof(LastWalk));
     return nullptr;
   }

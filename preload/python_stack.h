@@ -41,6 +41,11 @@ struct PythonFrames {
   PythonStackStatus status = PythonStackStatus::kNone;
 };
 
+// How many of the frames go on the wire: all of them, within its limit.
+inline int sent_depth(const PythonFrames& frames) {
+  return frames.depth < kMaxPythonDepth ? frames.depth : kMaxPythonDepth;
+}
+
 // Writes one encoded message to the ring; returns false when recording stopped.
 using PythonMessageSink = bool (*)(const uint8_t* payload, size_t bytes);
 

@@ -326,7 +326,7 @@ struct CapturedStack {
   // frames point into must reach the collector before a definition of its name.
   Stack named_stack() const {
     Stack s{ips, depth, truncated, &python};
-    const StackName n = name_stack(ips, depth < kMaxStackDepth ? depth : kMaxStackDepth, &python);
+    const StackName n = name_stack(ips, depth, &python);  // capture() gave at most the wire's limit
     s.name = n.name;
     s.same_as = n.same_as;
     return s;

@@ -6,6 +6,7 @@
 #include <atomic>
 
 #include "frame_rule_cache.h"
+#include "thread_exit_key.h"
 
 namespace vramtrace::preload {
 namespace {
@@ -43,10 +44,6 @@ pthread_mutex_t g_pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 Table* g_free_tables = nullptr;
 uint32_t g_tables_made = 0;
 
-pthread_key_t g_table_key;
-bool g_table_key_made = false;
-pthread_once_t g_table_key_once = PTHREAD_ONCE_INIT;
-
 // Entries made in another epoch are stale: objects were unloaded since (their addresses may
 // now hold other code), or the process forked. Never 0, the empty entries' epoch.
 uint64_t current_epoch() {
@@ -62,11 +59,9 @@ void give_back_table(void* memory) {
   pthread_mutex_unlock(&g_pool_mutex);
 }
 
-// Should the object holding the shim's code be unloaded (the CUPTI library, loaded by CUDA),
-// threads that exit afterwards must not call into it.
+using TableKey = ThreadExitKey<&give_back_table>;
 __attribute__((destructor)) void forget_table_key() {
-  if (g_table_key_made) pthread_key_delete(g_table_key);
-  g_table_key_made = false;
+  TableKey::forget();
 }
 
 Table* take_table() {
@@ -89,15 +84,11 @@ Table* take_table() {
 Table* thread_table() {
   Table* table = t_table;
   if (table != nullptr) return table == kGone ? nullptr : table;
-  pthread_once(&g_table_key_once,
-               [] { g_table_key_made = pthread_key_create(&g_table_key, &give_back_table) == 0; });
   t_table = kGone;
-  if (!g_table_key_made) return nullptr;
   table = take_table();
   if (table == nullptr) return nullptr;
-  if (pthread_setspecific(g_table_key, table) != 0) {
-    give_back_table(table);
-    t_table = kGone;
+  if (!TableKey::set(table)) {
+    give_back_table(table);  // leaves t_table kGone
     return nullptr;
   }
   t_table = table;
@@ -139,7 +130,7 @@ Hash hash_stack(const uintptr_t* ips, int depth, const PythonFrames* python) {
   for (; i < depth; ++i) a = step(a, ips[i]);
   int python_depth = 0;
   if (python != nullptr) {
-    python_depth = python->depth < kMaxPythonDepth ? python->depth : kMaxPythonDepth;
+    python_depth = sent_depth(*python);
     for (int f = 0; f < python_depth; ++f) {
       b = step(b, python->code[f]);
       d = step(d, python->line[f]);

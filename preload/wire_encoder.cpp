@@ -167,7 +167,7 @@ void write_stack(FieldWriter& w, const Stack& stack, const StackTags& tags) {
   w.varint(tags.truncated, stack.truncated || stack.depth > kMaxStackDepth ? 1 : 0);
   if (stack.python != nullptr) {
     const PythonFrames& py = *stack.python;
-    const int depth = py.depth < kMaxPythonDepth ? py.depth : kMaxPythonDepth;
+    const int depth = sent_depth(py);
     if (frames) {
       w.packed_fixed64(tags.python_code, reinterpret_cast<const uintptr_t*>(py.code), depth);
       w.packed_varint32(tags.python_line, py.line, depth);
