@@ -11,29 +11,20 @@ namespace {
 
 using Rows = std::vector<PendingAllocation>;
 
-// The table's columns, by their position in kPendingAllocationColumns.
+// The table's columns, by their position: kPendingCompactColumns, then kPendingDetailColumns,
+// then has_detail.
 enum Column {
   kId,
   kUpid,
-  kKind,
-  kApi,
-  kDevice,
-  kStream,
+  kSiteId,
   kAddress,
   kSize,
-  kRequestedSize,
-  kFlags,
-  kPool,
-  kResult,
+  kSizeMinusRequested,
   kAllocSeq,
   kAllocNs,
-  kAllocUtid,
-  kAllocCallsiteId,
-  kFreeSeq,
-  kFreeNs,
-  kFreeUtid,
-  kFreeCallsiteId,
-  kFreeApi,
+  kFreeSiteId,
+  kFreeSeqDelta,
+  kFreeNsDelta,
   kVmmHandle,
   kVmmOffset,
   kSegmentId,
@@ -42,6 +33,7 @@ enum Column {
   kFreeAllocatorAllocated,
   kFreeAllocatorReserved,
   kCorrelationId,
+  kHasDetail,
 };
 
 struct Table {
@@ -81,7 +73,8 @@ void result(sqlite3_context* context, const std::optional<T>& value) {
 int connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** vtab, char**) {
   std::string schema;
   try {
-    schema = "CREATE TABLE x(" + std::string(kPendingAllocationColumns) + ")";
+    schema = "CREATE TABLE x(" + std::string(kPendingCompactColumns) + ", " +
+             std::string(kPendingDetailColumns) + ", has_detail)";
   } catch (...) {
     return SQLITE_NOMEM;
   }
@@ -134,6 +127,12 @@ int rowid(sqlite3_vtab_cursor* cursor, sqlite3_int64* id) {
   return SQLITE_OK;
 }
 
+// The difference of two values stored as int64 bit patterns, as the int64 with its bits: the
+// view adds it back with the same wrap-around for every value a real trace has.
+std::int64_t difference(std::uint64_t a, std::uint64_t b) {
+  return static_cast<std::int64_t>(a - b);
+}
+
 // Sets the value of `column` of `pending` as the statement's result.
 void put_column(sqlite3_context* context, const PendingAllocation& pending, int column) {
   const AllocationRow& row = pending.row;
@@ -143,34 +142,18 @@ void put_column(sqlite3_context* context, const PendingAllocation& pending, int 
       return result(context, row.id);
     case kUpid:
       return result(context, row.upid);
-    case kKind:
-      return result(context, std::int64_t{row.kind});
-    case kApi:
-      return result(context, std::int64_t{row.api});
-    case kDevice:
-      return result(context, std::int64_t{row.device});
-    case kStream:
-      return result(context, row.stream);
+    case kSiteId:
+      return result(context, pending.site_id);
     case kAddress:
       return result(context, row.address);
     case kSize:
       return result(context, row.size);
-    case kRequestedSize:
-      return result(context, row.requested_size);
-    case kFlags:
-      return result(context, std::int64_t{row.flags});
-    case kPool:
-      return result(context, row.pool);
-    case kResult:
-      return result(context, std::int64_t{row.result});
+    case kSizeMinusRequested:
+      return result(context, difference(row.size, row.requested_size));
     case kAllocSeq:
       return result(context, row.alloc_seq);
     case kAllocNs:
       return result(context, row.alloc_ns);
-    case kAllocUtid:
-      return result(context, row.alloc_utid);
-    case kAllocCallsiteId:
-      return result(context, row.alloc_callsite_id);
     case kVmmHandle:
       return result(context, row.vmm_handle);
     case kVmmOffset:
@@ -184,21 +167,20 @@ void put_column(sqlite3_context* context, const PendingAllocation& pending, int 
     case kCorrelationId:
       if (row.correlation_id) return result(context, std::int64_t{*row.correlation_id});
       return sqlite3_result_null(context);
+    case kHasDetail:
+      return result(context, std::int64_t{has_detail(pending) ? 1 : 0});
     default:
       break;
   }
   if (!free) return sqlite3_result_null(context);
   switch (column) {
-    case kFreeSeq:
-      return result(context, free->free_seq);
-    case kFreeNs:
-      return result(context, free->free_ns);
-    case kFreeUtid:
-      return result(context, free->free_utid);
-    case kFreeCallsiteId:
-      return result(context, free->free_callsite_id);
-    case kFreeApi:
-      return result(context, std::int64_t{free->free_api});
+    case kFreeSiteId:
+      return result(context, pending.free_site_id);
+    case kFreeSeqDelta:
+      return result(context, difference(free->free_seq, row.alloc_seq));
+    case kFreeNsDelta:
+      return result(context, difference(static_cast<std::uint64_t>(free->free_ns),
+                                        static_cast<std::uint64_t>(row.alloc_ns)));
     case kFreeAllocatorAllocated:
       return result(context, free->allocator_allocated);
     case kFreeAllocatorReserved:
@@ -234,6 +216,13 @@ sqlite3_module make_module() {
 const sqlite3_module kModule = make_module();
 
 }  // namespace
+
+bool has_detail(const PendingAllocation& pending) {
+  const AllocationRow& row = pending.row;
+  return row.vmm_handle || row.vmm_offset || row.segment_id || row.allocator_allocated ||
+         row.allocator_reserved || row.correlation_id ||
+         (pending.free && (pending.free->allocator_allocated || pending.free->allocator_reserved));
+}
 
 int register_pending_allocation_table(sqlite3* db, const std::vector<PendingAllocation>* rows) {
   return sqlite3_create_module_v2(db, std::string(kPendingAllocationTable).c_str(), &kModule,

@@ -1,5 +1,6 @@
 // The writer's held-back allocation rows, seen by SQLite as a table of this connection, so that
-// one `INSERT INTO allocation SELECT ... FROM vramtrace_pending_allocation` writes a whole batch.
+// one `INSERT INTO allocation_compact SELECT ... FROM vramtrace_pending_allocation` (and one
+// into allocation_detail) writes a whole batch.
 //
 // Why: row by row, each allocation cost a statement's start and end, a cursor seek, and a bind
 // call per column, more than the row's own B-tree work. Read through a virtual table, the batch
@@ -11,6 +12,7 @@
 // the connection's statements and not change while one runs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -21,20 +23,27 @@ struct sqlite3;
 
 namespace vramtrace::storage {
 
-// An allocation row not written yet, with its free once that is known.
+// An allocation row not written yet, with its free once that is known, and the ids of the
+// allocation_site and free_site rows (storage/schema.cpp) the writer filed them under.
 struct PendingAllocation {
   AllocationRow row;
+  std::int64_t site_id = 0;
   std::optional<FreeRow> free;
+  std::int64_t free_site_id = 0;
 };
 
-// The table's name, and its columns: those of `allocation` that the writer sets, in the
-// table's order.
+// Whether the row needs an allocation_detail row: one of its columns is set.
+bool has_detail(const PendingAllocation& pending);
+
+// The table's name, and its columns: allocation_compact's, then allocation_detail's after its
+// id, then `has_detail` (1 or 0).
 inline constexpr std::string_view kPendingAllocationTable = "vramtrace_pending_allocation";
-inline constexpr std::string_view kPendingAllocationColumns =
-    "id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, result, "
-    "alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
-    "free_callsite_id, free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated, "
-    "allocator_reserved, free_allocator_allocated, free_allocator_reserved, correlation_id";
+inline constexpr std::string_view kPendingCompactColumns =
+    "id, upid, site_id, address, size, size_minus_requested, alloc_seq, alloc_ns, free_site_id, "
+    "free_seq_delta, free_ns_delta";
+inline constexpr std::string_view kPendingDetailColumns =
+    "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved, "
+    "free_allocator_allocated, free_allocator_reserved, correlation_id";
 
 // Registers the table on `db`. Returns the SQLite result code.
 int register_pending_allocation_table(sqlite3* db, const std::vector<PendingAllocation>* rows);

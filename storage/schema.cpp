@@ -124,39 +124,151 @@ CREATE TABLE api(
   id INTEGER PRIMARY KEY,
   name TEXT NOT NULL UNIQUE
 );
-CREATE TABLE allocation(
+-- One row per allocation is stored in allocation_compact, with what it shares with other
+-- allocations (the call's thread, callsite, kind, API, device, stream...) in allocation_site and
+-- free_site, and the columns few rows have in allocation_detail; the view `allocation` below
+-- joins them back into the row users query. Why: a row of 29 columns took 67 bytes (a byte of
+-- record header for each column, NULL or not), the compact row about 37.
+CREATE TABLE allocation_site(
   id INTEGER PRIMARY KEY,
-  upid INTEGER NOT NULL REFERENCES process(upid),
   kind INTEGER NOT NULL REFERENCES allocation_kind(id),
   api INTEGER NOT NULL REFERENCES api(id),
-  device INTEGER NOT NULL,         -- device ordinal; -1: not known
-  stream INTEGER NOT NULL,         -- cudaStream_t; 0: the legacy default stream
-  address INTEGER NOT NULL,        -- 0 when the call failed
-  size INTEGER NOT NULL,           -- bytes reserved
-  requested_size INTEGER NOT NULL, -- bytes asked for
+  device INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
   flags INTEGER NOT NULL,
-  pool INTEGER,                    -- cudaMemPool_t; NULL: none given
-  result INTEGER NOT NULL,         -- cudaError_t; non-zero: a failed allocation
-  alloc_seq INTEGER NOT NULL,      -- per-process sequence number
-  alloc_ns INTEGER NOT NULL,
-  alloc_utid INTEGER NOT NULL REFERENCES thread(utid),
-  alloc_callsite_id INTEGER REFERENCES callsite(id),  -- NULL: no stack
-  free_seq INTEGER,                -- NULL: never freed (live at the end)
-  free_ns INTEGER,
-  free_utid INTEGER REFERENCES thread(utid),
-  free_callsite_id INTEGER REFERENCES callsite(id),
-  free_api INTEGER REFERENCES api(id),
-  vmm_handle INTEGER,              -- vmm_mapping: the handle mapped; NULL for other kinds
-  vmm_offset INTEGER,              -- vmm_mapping: where in the handle the mapping starts
-  segment_id INTEGER REFERENCES allocation(id),  -- block: the live segment (device allocation
-                                   -- or vmm_mapping) that held it; NULL: none found, or not a block
-  allocator_allocated INTEGER,     -- block: the allocator's allocated bytes after the event
-  allocator_reserved INTEGER,      -- block: the allocator's reserved (segment) bytes after it
-  free_allocator_allocated INTEGER,  -- block: the allocator's totals after the block's free
-  free_allocator_reserved INTEGER,
-  correlation_id INTEGER           -- CUPTI's correlation id of the allocating call; NULL: none
-                                   -- (recorded by the shim)
+  pool INTEGER,
+  result INTEGER NOT NULL,
+  utid INTEGER NOT NULL REFERENCES thread(utid),
+  callsite_id INTEGER REFERENCES callsite(id)
 );
+CREATE INDEX allocation_site_by_value
+  ON allocation_site(utid, callsite_id, kind, api, device, stream, flags, pool, result);
+CREATE TABLE free_site(
+  id INTEGER PRIMARY KEY,
+  utid INTEGER REFERENCES thread(utid),
+  callsite_id INTEGER REFERENCES callsite(id),
+  api INTEGER REFERENCES api(id)
+);
+CREATE INDEX free_site_by_value ON free_site(utid, callsite_id, api);
+CREATE TABLE allocation_compact(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  site_id INTEGER NOT NULL REFERENCES allocation_site(id),
+  address INTEGER NOT NULL,
+  size INTEGER NOT NULL,
+  size_minus_requested INTEGER NOT NULL,
+  alloc_seq INTEGER NOT NULL,
+  alloc_ns INTEGER NOT NULL,
+  free_site_id INTEGER REFERENCES free_site(id),  -- NULL: never freed
+  free_seq_delta INTEGER,          -- free_seq - alloc_seq
+  free_ns_delta INTEGER            -- free_ns - alloc_ns
+);
+CREATE TABLE allocation_detail(    -- only for allocations with one of these set
+  id INTEGER PRIMARY KEY REFERENCES allocation_compact(id),
+  vmm_handle INTEGER,
+  vmm_offset INTEGER,
+  segment_id INTEGER REFERENCES allocation_compact(id),
+  allocator_allocated INTEGER,
+  allocator_reserved INTEGER,
+  free_allocator_allocated INTEGER,
+  free_allocator_reserved INTEGER,
+  correlation_id INTEGER
+);
+CREATE VIEW allocation AS
+  SELECT a.id AS id,
+         a.upid AS upid,
+         s.kind AS kind,
+         s.api AS api,
+         s.device AS device,              -- device ordinal; -1: not known
+         s.stream AS stream,              -- cudaStream_t; 0: the legacy default stream
+         a.address AS address,            -- 0 when the call failed
+         a.size AS size,                  -- bytes reserved
+         a.size - a.size_minus_requested AS requested_size,  -- bytes asked for
+         s.flags AS flags,
+         s.pool AS pool,                  -- cudaMemPool_t; NULL: none given
+         s.result AS result,              -- cudaError_t; non-zero: a failed allocation
+         a.alloc_seq AS alloc_seq,        -- per-process sequence number
+         a.alloc_ns AS alloc_ns,
+         s.utid AS alloc_utid,
+         s.callsite_id AS alloc_callsite_id,  -- NULL: no stack
+         a.alloc_seq + a.free_seq_delta AS free_seq,  -- NULL: never freed (live at the end)
+         a.alloc_ns + a.free_ns_delta AS free_ns,
+         f.utid AS free_utid,
+         f.callsite_id AS free_callsite_id,
+         f.api AS free_api,
+         d.vmm_handle AS vmm_handle,      -- vmm_mapping: the handle mapped; NULL for other kinds
+         d.vmm_offset AS vmm_offset,      -- vmm_mapping: where in the handle the mapping starts
+         d.segment_id AS segment_id,      -- block: the live segment (device allocation or
+                                          -- vmm_mapping) that held it; NULL: none found, or not
+                                          -- a block
+         d.allocator_allocated AS allocator_allocated,  -- block: the allocator's allocated
+                                          -- bytes after the event
+         d.allocator_reserved AS allocator_reserved,  -- block: its reserved (segment) bytes
+         d.free_allocator_allocated AS free_allocator_allocated,  -- block: the allocator's
+         d.free_allocator_reserved AS free_allocator_reserved,    -- totals after the free
+         d.correlation_id AS correlation_id  -- CUPTI's correlation id of the allocating call;
+                                          -- NULL: none (recorded by the shim)
+  FROM allocation_compact AS a
+  LEFT JOIN allocation_site AS s ON s.id = a.site_id
+  LEFT JOIN free_site AS f ON f.id = a.free_site_id
+  LEFT JOIN allocation_detail AS d ON d.id = a.id;
+-- Writes to the view go to the tables under it, so that `allocation` takes INSERT, UPDATE and
+-- DELETE as the table of schema 1 did. (The collector writes the tables directly.)
+CREATE TRIGGER allocation_insert INSTEAD OF INSERT ON allocation
+BEGIN
+  INSERT INTO allocation_site(kind, api, device, stream, flags, pool, result, utid, callsite_id)
+    SELECT NEW.kind, NEW.api, NEW.device, NEW.stream, NEW.flags, NEW.pool, NEW.result,
+           NEW.alloc_utid, NEW.alloc_callsite_id
+    WHERE NOT EXISTS (SELECT 1 FROM allocation_site WHERE utid IS NEW.alloc_utid
+      AND callsite_id IS NEW.alloc_callsite_id AND kind IS NEW.kind AND api IS NEW.api
+      AND device IS NEW.device AND stream IS NEW.stream AND flags IS NEW.flags
+      AND pool IS NEW.pool AND result IS NEW.result);
+  INSERT INTO free_site(utid, callsite_id, api)
+    SELECT NEW.free_utid, NEW.free_callsite_id, NEW.free_api
+    WHERE NEW.free_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM free_site
+      WHERE utid IS NEW.free_utid AND callsite_id IS NEW.free_callsite_id AND api IS NEW.free_api);
+  INSERT INTO allocation_compact(id, upid, site_id, address, size, size_minus_requested,
+                                 alloc_seq, alloc_ns, free_site_id, free_seq_delta, free_ns_delta)
+    VALUES(NEW.id, NEW.upid,
+      (SELECT id FROM allocation_site WHERE utid IS NEW.alloc_utid
+        AND callsite_id IS NEW.alloc_callsite_id AND kind IS NEW.kind AND api IS NEW.api
+        AND device IS NEW.device AND stream IS NEW.stream AND flags IS NEW.flags
+        AND pool IS NEW.pool AND result IS NEW.result),
+      NEW.address, NEW.size, NEW.size - NEW.requested_size, NEW.alloc_seq, NEW.alloc_ns,
+      CASE WHEN NEW.free_seq IS NOT NULL THEN (SELECT id FROM free_site WHERE utid IS NEW.free_utid
+        AND callsite_id IS NEW.free_callsite_id AND api IS NEW.free_api) END,
+      NEW.free_seq - NEW.alloc_seq, NEW.free_ns - NEW.alloc_ns);
+  INSERT INTO allocation_detail(id, vmm_handle, vmm_offset, segment_id, allocator_allocated,
+                                allocator_reserved, free_allocator_allocated,
+                                free_allocator_reserved, correlation_id)
+    SELECT last_insert_rowid(), NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id,
+           NEW.allocator_allocated, NEW.allocator_reserved, NEW.free_allocator_allocated,
+           NEW.free_allocator_reserved, NEW.correlation_id
+    WHERE coalesce(NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id, NEW.allocator_allocated,
+                   NEW.allocator_reserved, NEW.free_allocator_allocated,
+                   NEW.free_allocator_reserved, NEW.correlation_id) IS NOT NULL;
+END;
+CREATE TRIGGER allocation_delete INSTEAD OF DELETE ON allocation
+BEGIN
+  DELETE FROM allocation_detail WHERE id = OLD.id;
+  DELETE FROM allocation_compact WHERE id = OLD.id;
+END;
+CREATE TRIGGER allocation_update INSTEAD OF UPDATE ON allocation
+BEGIN
+  DELETE FROM allocation_detail WHERE id = OLD.id;
+  DELETE FROM allocation_compact WHERE id = OLD.id;
+  INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, requested_size,
+                         flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id,
+                         free_seq, free_ns, free_utid, free_callsite_id, free_api, vmm_handle,
+                         vmm_offset, segment_id, allocator_allocated, allocator_reserved,
+                         free_allocator_allocated, free_allocator_reserved, correlation_id)
+    VALUES(NEW.id, NEW.upid, NEW.kind, NEW.api, NEW.device, NEW.stream, NEW.address, NEW.size,
+           NEW.requested_size, NEW.flags, NEW.pool, NEW.result, NEW.alloc_seq, NEW.alloc_ns,
+           NEW.alloc_utid, NEW.alloc_callsite_id, NEW.free_seq, NEW.free_ns, NEW.free_utid,
+           NEW.free_callsite_id, NEW.free_api, NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id,
+           NEW.allocator_allocated, NEW.allocator_reserved, NEW.free_allocator_allocated,
+           NEW.free_allocator_reserved, NEW.correlation_id);
+END;
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),
@@ -204,7 +316,7 @@ CREATE TABLE memory_activity(     -- CUPTI's MEMORY2 and MEMORY_POOL activity re
   utilized_size INTEGER,           -- NULL as pool_address
   min_bytes_to_keep INTEGER,       -- pool_trimmed: cudaMemPoolTrimTo's argument; else NULL
   source TEXT,                     -- the object the request came from (CUPTI 13+); NULL: not said
-  allocation_id INTEGER REFERENCES allocation(id)  -- allocation and release: the allocation the
+  allocation_id INTEGER REFERENCES allocation_compact(id)  -- allocation and release: the allocation the
                                    -- API callback with the same correlation id made or freed;
                                    -- NULL: no callback recorded that call
 );
@@ -226,12 +338,13 @@ CREATE VIEW allocation_view AS
 )sql";
 
 // The allocation table's, then the small tables'. schema_indexes_sql() is the whole text;
-// allocation_indexes_sql() its first part.
+// allocation_indexes_sql() its first part. free_seq is the expression the view computes, so
+// that queries of the view by free_seq use the index.
 constexpr std::string_view kIndexesSql = R"sql(
-CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
-CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
-CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
-CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id) WHERE segment_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation_compact(upid, alloc_seq);
+CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation_compact(upid, alloc_seq + free_seq_delta);
+CREATE INDEX IF NOT EXISTS allocation_by_site ON allocation_compact(site_id);
+CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation_detail(segment_id) WHERE segment_id IS NOT NULL;
 )sql"
                                          R"sql(
 CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
@@ -239,14 +352,29 @@ CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
 CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);
 )sql";
 
+// Schema 1 kept every column in the table `allocation`; its traces are read still, and indexed
+// by these.
+constexpr std::string_view kTableAllocationIndexesSql = R"sql(
+CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
+CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
+CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
+CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id) WHERE segment_id IS NOT NULL;
+)sql";
+
 constexpr std::array<std::string_view, 4> kAllocationIndexNames{
+    "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_site",
+    "allocation_by_segment"};
+constexpr std::array<std::string_view, 4> kTableAllocationIndexNames{
     "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_alloc_callsite",
     "allocation_by_segment"};
 
+// `allocation` is a table or a view (AllocationStorage); a trace of schema 2 has these too.
 constexpr std::array<std::string_view, 13> kRequiredTables{
     "meta", "process",    "thread",   "module", "mapping", "frame", "callsite", "allocation_kind",
     "api",  "allocation", "bad_free", "marker", "stats",
 };
+constexpr std::array<std::string_view, 4> kCompactAllocationTables{
+    "allocation_compact", "allocation_site", "free_site", "allocation_detail"};
 
 }  // namespace
 
@@ -262,14 +390,22 @@ std::string_view schema_tables_sql() {
 std::string_view schema_indexes_sql() {
   return kIndexesSql;
 }
-std::string_view allocation_indexes_sql() {
+std::string_view allocation_indexes_sql(AllocationStorage storage) {
+  if (storage == AllocationStorage::kTable) return kTableAllocationIndexesSql;
   return kIndexesSql.substr(0, kIndexesSql.find("CREATE INDEX IF NOT EXISTS callsite_by_parent"));
 }
-std::span<const std::string_view> allocation_index_names() {
+std::span<const std::string_view> allocation_index_names(AllocationStorage storage) {
+  if (storage == AllocationStorage::kTable) return kTableAllocationIndexNames;
   return kAllocationIndexNames;
 }
 std::span<const std::string_view> required_tables() {
   return kRequiredTables;
+}
+std::span<const std::string_view> compact_allocation_tables() {
+  return kCompactAllocationTables;
+}
+AllocationStorage allocation_storage_of_version(int schema_version) {
+  return schema_version >= 2 ? AllocationStorage::kCompact : AllocationStorage::kTable;
 }
 
 }  // namespace vramtrace::storage

@@ -1,4 +1,4 @@
-// Schema v1 of a vramtrace trace file: its identity (application_id, user_version), the
+// Schema v2 of a vramtrace trace file: its identity (application_id, user_version), the
 // fixed rows of the enumeration tables, and the SQL that creates it. docs/schema.md is the
 // user-facing description of every table and column; keep the two in step.
 #pragma once
@@ -12,7 +12,9 @@ namespace vramtrace::storage {
 // PRAGMA application_id: 'VRMT'. Tells a trace from any other SQLite file.
 inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // PRAGMA user_version: bumped whenever a reader of the previous version would misread a file.
-inline constexpr int kSchemaVersion = 1;
+// 2: allocations stored compact (allocation_compact and the tables beside it), `allocation`
+// a view with the columns of version 1's table.
+inline constexpr int kSchemaVersion = 2;
 
 // Ids of `allocation_kind` rows; the same numbers as the wire's `Kind`. Later kinds (allocator
 // blocks) are new rows.
@@ -75,16 +77,26 @@ struct NamedId {
 std::span<const NamedId> allocation_kind_rows();
 std::span<const NamedId> api_rows();
 
-// Creates every table and view of schema v1 (no indexes, no pragmas, no rows).
+// Creates every table, view and trigger of the current schema (no indexes, no pragmas, no rows).
 std::string_view schema_tables_sql();
 // Indexes, created once ingest is over: maintaining them row by row would slow the writer.
 std::string_view schema_indexes_sql();
-// The allocation table's part of them (their names below): a third of a trace's bytes and
+
+// How a trace stores its allocations: schema 1 in the table `allocation`, schema 2 and later in
+// allocation_compact and the tables beside it, under the view `allocation`. Readers query the
+// name `allocation` either way; what differs is where its indexes go.
+enum class AllocationStorage { kTable, kCompact };
+AllocationStorage allocation_storage_of_version(int schema_version);
+
+// The allocations' part of the indexes (their names below): a third of a trace's bytes and
 // half of the time it takes to finish one, so `vramtrace run` leaves them to the step that
 // indexes the trace by time (storage/time_index.h), which needs them first.
-std::string_view allocation_indexes_sql();
-std::span<const std::string_view> allocation_index_names();
-// Tables a reader requires before it accepts a file as a trace.
+std::string_view allocation_indexes_sql(AllocationStorage storage = AllocationStorage::kCompact);
+std::span<const std::string_view> allocation_index_names(
+    AllocationStorage storage = AllocationStorage::kCompact);
+// Tables (or views) a reader requires before it accepts a file as a trace; a trace of schema 2
+// or later requires compact_allocation_tables() too.
 std::span<const std::string_view> required_tables();
+std::span<const std::string_view> compact_allocation_tables();
 
 }  // namespace vramtrace::storage

@@ -155,13 +155,21 @@ struct TimeIndex::Impl {
 
   // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
   // step: present, or not for this trace (the index aside has no way to add them).
+  AllocationStorage allocation_storage() const {
+    return single_int("SELECT count(*) FROM $T.sqlite_master WHERE name = 'allocation_compact'")
+                       .value_or(0) != 0
+               ? AllocationStorage::kCompact
+               : AllocationStorage::kTable;
+  }
+
   bool allocation_indexes_present() const {
+    const auto names_wanted = allocation_index_names(allocation_storage());
     std::string names;
-    for (const std::string_view name : allocation_index_names())
+    for (const std::string_view name : names_wanted)
       names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
     return single_int("SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN (" +
                       names + ")")
-               .value_or(0) == static_cast<std::int64_t>(allocation_index_names().size());
+               .value_or(0) == static_cast<std::int64_t>(names_wanted.size());
   }
 
   // In place: what this trace lacks of its indexes, the time index and the allocation table's.
@@ -169,7 +177,7 @@ struct TimeIndex::Impl {
 
   void build_in_place(const std::function<bool(int kind)>& occupies_device_memory) {
     // First: the time index's queries walk them.
-    if (!allocation_indexes_present()) execute(allocation_indexes_sql());
+    if (!allocation_indexes_present()) execute(allocation_indexes_sql(allocation_storage()));
     if (index_is_current()) return;
     build();
     build_rollups(occupies_device_memory);

@@ -50,7 +50,7 @@ struct IdColumn {
   std::string_view table;
   std::string_view column;
 };
-constexpr std::array<IdColumn, 10> kIdColumns{{
+constexpr std::array<IdColumn, 12> kIdColumns{{
     {":upid", "process", "upid"},
     {":utid", "thread", "utid"},
     {":module", "module", "id"},
@@ -58,6 +58,8 @@ constexpr std::array<IdColumn, 10> kIdColumns{{
     {":frame", "frame", "id"},
     {":callsite", "callsite", "id"},
     {":allocation", "allocation", "id"},
+    {":allocation_site", "allocation_site", "id"},
+    {":free_site", "free_site", "id"},
     {":bad_free", "bad_free", "id"},
     {":marker", "marker", "id"},
     {":memory_activity", "memory_activity", "id"},
@@ -182,8 +184,41 @@ SELECT id + :memory_activity, upid + :upid, operation, kind, correlation_id, add
        source, allocation_id + :allocation
 FROM input.memory_activity ORDER BY id)sql"};
 
-constexpr std::array<CopyStep, 6> kCopyAfterCallsites{{
+// An input of schema 2 or later: its allocations' tables are copied as they are, ids shifted.
+// Sites stay distinct: each names a thread, and every input's threads are new to the output.
+constexpr std::array<CopyStep, 4> kCopyCompactAllocations{{
+    {"copying allocation sites", R"sql(
+INSERT INTO main.allocation_site(id, kind, api, device, stream, flags, pool, result, utid,
+                                 callsite_id)
+SELECT s.id + :allocation_site, s.kind, s.api, s.device, s.stream, s.flags, s.pool, s.result,
+       s.utid + :utid, ifnull(c.new_id, s.callsite_id + :callsite)
+FROM input.allocation_site AS s LEFT JOIN temp.callsite_map AS c ON c.old_id = s.callsite_id
+ORDER BY s.id)sql"},
+    {"copying free sites", R"sql(
+INSERT INTO main.free_site(id, utid, callsite_id, api)
+SELECT s.id + :free_site, s.utid + :utid, ifnull(c.new_id, s.callsite_id + :callsite), s.api
+FROM input.free_site AS s LEFT JOIN temp.callsite_map AS c ON c.old_id = s.callsite_id
+ORDER BY s.id)sql"},
     {"copying allocations", R"sql(
+INSERT INTO main.allocation_compact(id, upid, site_id, address, size, size_minus_requested,
+                                    alloc_seq, alloc_ns, free_site_id, free_seq_delta,
+                                    free_ns_delta)
+SELECT id + :allocation, upid + :upid, site_id + :allocation_site, address, size,
+       size_minus_requested, alloc_seq, alloc_ns, free_site_id + :free_site, free_seq_delta,
+       free_ns_delta
+FROM input.allocation_compact ORDER BY id)sql"},
+    {"copying allocation details", R"sql(
+INSERT INTO main.allocation_detail(id, vmm_handle, vmm_offset, segment_id, allocator_allocated,
+                                   allocator_reserved, free_allocator_allocated,
+                                   free_allocator_reserved, correlation_id)
+SELECT id + :allocation, vmm_handle, vmm_offset, segment_id + :allocation, allocator_allocated,
+       allocator_reserved, free_allocator_allocated, free_allocator_reserved, correlation_id
+FROM input.allocation_detail ORDER BY id)sql"},
+}};
+
+// An input of schema 1 (every column in its table `allocation`): through the view's INSERT
+// trigger, which files each row under its sites.
+constexpr CopyStep kCopyTableAllocations{"copying allocations", R"sql(
 INSERT INTO main.allocation(id, upid, kind, api, device, stream, address, size, requested_size,
                             flags, pool, result, alloc_seq, alloc_ns, alloc_utid,
                             alloc_callsite_id, free_seq, free_ns, free_utid, free_callsite_id,
@@ -200,7 +235,9 @@ SELECT a.id + :allocation, a.upid + :upid, a.kind, a.api, a.device, a.stream, a.
 FROM input.allocation AS a
 LEFT JOIN temp.callsite_map AS ac ON ac.old_id = a.alloc_callsite_id
 LEFT JOIN temp.callsite_map AS fc ON fc.old_id = a.free_callsite_id
-ORDER BY a.id)sql"},
+ORDER BY a.id)sql"};
+
+constexpr std::array<CopyStep, 5> kCopyAfterCallsites{{
     {"copying bad frees", R"sql(
 INSERT INTO main.bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason)
 SELECT b.id + :bad_free, b.upid + :upid, b.seq, b.ns, b.utid + :utid, b.api, b.address, b.result,
@@ -282,6 +319,11 @@ class MergedTrace {
     const std::map<std::string, std::int64_t> shifts = id_shifts();
     for (const CopyStep& copy : kCopyBeforeCallsites) run(copy, shifts, std::nullopt);
     copy_callsites(shifts);
+    if (input_has("allocation_compact")) {
+      for (const CopyStep& copy : kCopyCompactAllocations) run(copy, shifts, std::nullopt);
+    } else {
+      run(kCopyTableAllocations, shifts, std::nullopt);
+    }
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
     if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
     execute("COMMIT", "committing");

@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
@@ -158,9 +159,13 @@ struct TraceReader::Impl {
           name + ": not a vramtrace trace (no schema version); " + std::string(kRecordHint)};
     }
     std::set<std::string, std::less<>> tables;
-    Statement list = prepare("SELECT name FROM sqlite_master WHERE type = 'table'");
+    Statement list = prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
     each_row(list, [&](const Statement& row) { tables.insert(row.text(0)); });
-    for (const std::string_view table : required_tables()) {
+    std::vector<std::string_view> required(required_tables().begin(), required_tables().end());
+    if (allocation_storage_of_version(schema_version) == AllocationStorage::kCompact)
+      required.insert(required.end(), compact_allocation_tables().begin(),
+                      compact_allocation_tables().end());
+    for (const std::string_view table : required) {
       if (!tables.contains(table)) {
         return OpenFailure{Reason::kNotATrace, name + ": not a vramtrace trace (no '" +
                                                    std::string(table) + "' table); " +

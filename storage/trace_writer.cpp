@@ -7,8 +7,11 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <optional>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41,8 +44,9 @@ constexpr std::size_t kPendingAllocationsMax = 8192;
 
 struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
-      add_mapping, add_frame, add_callsite, add_pending_allocations, set_free, clear_free,
-      add_bad_free, fail_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
+      add_mapping, add_frame, add_callsite, add_site, add_free_site, add_pending_allocations,
+      add_pending_details, set_free, set_free_detail, clear_free, clear_free_detail, add_bad_free,
+      fail_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
 };
 
 struct StatementSql {
@@ -50,7 +54,7 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 17> kStatementSql{{
+constexpr std::array<StatementSql, 21> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
@@ -72,12 +76,24 @@ constexpr std::array<StatementSql, 17> kStatementSql{{
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"},
     {&Statements::add_callsite,
      "INSERT INTO callsite(id, parent_id, frame_id, depth) VALUES(?1, ?2, ?3, ?4)"},
+    {&Statements::add_site,
+     "INSERT INTO allocation_site(id, kind, api, device, stream, flags, pool, result, utid, "
+     "callsite_id) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+    {&Statements::add_free_site,
+     "INSERT INTO free_site(id, utid, callsite_id, api) VALUES(?1, ?2, ?3, ?4)"},
     {&Statements::set_free,
-     "UPDATE allocation SET free_seq = ?2, free_ns = ?3, free_utid = ?4, free_callsite_id = ?5, "
-     "free_api = ?6, free_allocator_allocated = ?7, free_allocator_reserved = ?8 WHERE id = ?1"},
+     "UPDATE allocation_compact SET free_site_id = ?2, free_seq_delta = ?3 - alloc_seq, "
+     "free_ns_delta = ?4 - alloc_ns WHERE id = ?1"},
+    {&Statements::set_free_detail,
+     "INSERT INTO allocation_detail(id, free_allocator_allocated, free_allocator_reserved) "
+     "VALUES(?1, ?2, ?3) ON CONFLICT(id) DO UPDATE SET "
+     "free_allocator_allocated = excluded.free_allocator_allocated, "
+     "free_allocator_reserved = excluded.free_allocator_reserved"},
     {&Statements::clear_free,
-     "UPDATE allocation SET free_seq = NULL, free_ns = NULL, free_utid = NULL, "
-     "free_callsite_id = NULL, free_api = NULL, free_allocator_allocated = NULL, "
+     "UPDATE allocation_compact SET free_site_id = NULL, free_seq_delta = NULL, "
+     "free_ns_delta = NULL WHERE id = ?1"},
+    {&Statements::clear_free_detail,
+     "UPDATE allocation_detail SET free_allocator_allocated = NULL, "
      "free_allocator_reserved = NULL WHERE id = ?1"},
     {&Statements::add_bad_free,
      "INSERT INTO bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason) "
@@ -101,6 +117,67 @@ constexpr std::array<StatementSql, 17> kStatementSql{{
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"},
 }};
 
+// What an allocation shares with others made by the same call from the same place: the
+// allocation_site row it is filed under (storage/schema.cpp).
+struct SiteKey {
+  std::int64_t utid = 0;
+  std::optional<std::int64_t> callsite_id;
+  int kind = 0, api = 0, device = 0, result = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t flags = 0;
+  std::optional<std::uint64_t> pool;
+
+  explicit SiteKey(const AllocationRow& row)
+      : utid(row.alloc_utid),
+        callsite_id(row.alloc_callsite_id),
+        kind(row.kind),
+        api(row.api),
+        device(row.device),
+        result(row.result),
+        stream(row.stream),
+        flags(row.flags),
+        pool(row.pool) {}
+  bool operator==(const SiteKey&) const = default;
+};
+
+struct FreeSiteKey {
+  std::int64_t utid = 0;
+  std::optional<std::int64_t> callsite_id;
+  int api = 0;
+
+  explicit FreeSiteKey(const FreeRow& row)
+      : utid(row.free_utid), callsite_id(row.free_callsite_id), api(row.free_api) {}
+  bool operator==(const FreeSiteKey&) const = default;
+};
+
+std::size_t mix(std::size_t seed, std::uint64_t value) {
+  // boost::hash_combine's mixing, on 64 bits.
+  return seed ^
+         (std::hash<std::uint64_t>{}(value) + 0x9e3779b97f4a7c15ULL + (seed << 12) + (seed >> 4));
+}
+
+std::uint64_t optional_bits(const std::optional<std::int64_t>& value) {
+  return value ? static_cast<std::uint64_t>(*value) : 0x8000000000000000ULL;
+}
+
+struct SiteKeyHash {
+  std::size_t operator()(const SiteKey& key) const {
+    std::size_t h = mix(0, static_cast<std::uint64_t>(key.utid));
+    h = mix(h, optional_bits(key.callsite_id));
+    h = mix(h, (static_cast<std::uint64_t>(key.kind) << 32) ^ static_cast<std::uint32_t>(key.api));
+    h = mix(
+        h, (static_cast<std::uint64_t>(key.device) << 32) ^ static_cast<std::uint32_t>(key.result));
+    h = mix(h, key.stream);
+    h = mix(h, key.flags);
+    return mix(h, key.pool ? *key.pool : 0x8000000000000000ULL);
+  }
+  std::size_t operator()(const FreeSiteKey& key) const {
+    std::size_t h = mix(0, static_cast<std::uint64_t>(key.utid));
+    h = mix(h, optional_bits(key.callsite_id));
+    return mix(h, static_cast<std::uint64_t>(key.api));
+  }
+};
+
 }  // namespace
 
 struct TraceWriter::Impl {
@@ -113,6 +190,41 @@ struct TraceWriter::Impl {
   std::map<std::string_view, std::int64_t> unknown_row_counts;
   // Ascending ids; written by write_pending_allocations() before any commit.
   std::vector<PendingAllocation> pending_allocations;
+  // The allocation_site and free_site rows written so far, by what they hold.
+  std::unordered_map<SiteKey, std::int64_t, SiteKeyHash> sites;
+  std::unordered_map<FreeSiteKey, std::int64_t, SiteKeyHash> free_sites;
+
+  std::int64_t site_id(const AllocationRow& row) {
+    const auto [it, added] = sites.try_emplace(SiteKey(row), 0);
+    if (!added) return it->second;
+    it->second = static_cast<std::int64_t>(sites.size());
+    Statement& statement = statements.add_site;
+    statement.bind_int64(1, it->second);
+    statement.bind_int64(2, row.kind);
+    statement.bind_int64(3, row.api);
+    statement.bind_int64(4, row.device);
+    statement.bind_uint64(5, row.stream);
+    statement.bind_int64(6, row.flags);
+    statement.bind_optional_uint64(7, row.pool);
+    statement.bind_int64(8, row.result);
+    statement.bind_int64(9, row.alloc_utid);
+    statement.bind_optional_int64(10, row.alloc_callsite_id);
+    run(statement, "adding an allocation site");
+    return it->second;
+  }
+
+  std::int64_t free_site_id(const FreeRow& row) {
+    const auto [it, added] = free_sites.try_emplace(FreeSiteKey(row), 0);
+    if (!added) return it->second;
+    it->second = static_cast<std::int64_t>(free_sites.size());
+    Statement& statement = statements.add_free_site;
+    statement.bind_int64(1, it->second);
+    statement.bind_int64(2, row.free_utid);
+    statement.bind_optional_int64(3, row.free_callsite_id);
+    statement.bind_int64(4, row.free_api);
+    run(statement, "adding a free site");
+    return it->second;
+  }
 
   // True when a write may go ahead; opens the batch transaction if none is open.
   bool begin_write() {
@@ -173,8 +285,12 @@ struct TraceWriter::Impl {
 
   // Rows still live are written without their free, which set_free() then updates.
   void write_pending_allocations() {
-    if (!pending_allocations.empty() && error.empty())
+    if (!pending_allocations.empty() && error.empty()) {
       run(statements.add_pending_allocations, "adding an allocation");
+      if (std::any_of(pending_allocations.begin(), pending_allocations.end(),
+                      [](const PendingAllocation& pending) { return has_detail(pending); }))
+        run(statements.add_pending_details, "adding an allocation's details");
+    }
     pending_allocations.clear();
   }
 
@@ -256,12 +372,17 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
       return give_up(sqlite3_errmsg(raw_db));
     }
   }
-  const std::string columns(kPendingAllocationColumns);
+  const std::string compact(kPendingCompactColumns), detail(kPendingDetailColumns),
+      pending_table(kPendingAllocationTable);
   if (register_pending_allocation_table(raw_db, &impl->pending_allocations) != SQLITE_OK ||
       Statement::prepare(raw_db,
-                         "INSERT INTO allocation(" + columns + ") SELECT " + columns + " FROM " +
-                             std::string(kPendingAllocationTable),
-                         &impl->statements.add_pending_allocations) != SQLITE_OK) {
+                         "INSERT INTO allocation_compact(" + compact + ") SELECT " + compact +
+                             " FROM " + pending_table,
+                         &impl->statements.add_pending_allocations) != SQLITE_OK ||
+      Statement::prepare(raw_db,
+                         "INSERT INTO allocation_detail(id, " + detail + ") SELECT id, " + detail +
+                             " FROM " + pending_table + " WHERE has_detail",
+                         &impl->statements.add_pending_details) != SQLITE_OK) {
     return give_up(sqlite3_errmsg(raw_db));
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
@@ -385,30 +506,39 @@ void TraceWriter::add_allocation(const AllocationRow& row) {
   if (!pending.empty() && row.id <= pending.back().row.id) {
     // Not the collector's ascending order: write it now, so that a duplicate fails here.
     impl_->write_pending_allocations();
-    pending.push_back({row, std::nullopt});
+    pending.push_back({row, impl_->site_id(row), std::nullopt, 0});
     impl_->write_pending_allocations();
     return;
   }
-  pending.push_back({row, std::nullopt});
+  pending.push_back({row, impl_->site_id(row), std::nullopt, 0});
   if (pending.size() >= kPendingAllocationsMax) impl_->write_pending_allocations();
 }
 
 void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
   if (!impl_->begin_write()) return;
+  const std::int64_t free_site_id = impl_->free_site_id(row);
   if (PendingAllocation* pending = impl_->find_pending_allocation(allocation_id)) {
     pending->free = row;
+    pending->free_site_id = free_site_id;
     return;
   }
   Statement& statement = impl_->statements.set_free;
   statement.bind_int64(1, allocation_id);
-  statement.bind_uint64(2, row.free_seq);
-  statement.bind_int64(3, row.free_ns);
-  statement.bind_int64(4, row.free_utid);
-  statement.bind_optional_int64(5, row.free_callsite_id);
-  statement.bind_int64(6, row.free_api);
-  statement.bind_optional_uint64(7, row.allocator_allocated);
-  statement.bind_optional_uint64(8, row.allocator_reserved);
-  impl_->run_update(statement, "recording a free", kStatFreeOfUnknownAllocation);
+  statement.bind_int64(2, free_site_id);
+  statement.bind_uint64(3, row.free_seq);
+  statement.bind_int64(4, row.free_ns);
+  const int changed = impl_->run(statement, "recording a free");
+  if (changed == 0) {
+    if (impl_->error.empty()) ++impl_->unknown_row_counts[kStatFreeOfUnknownAllocation];
+    return;
+  }
+  if (row.allocator_allocated || row.allocator_reserved) {
+    Statement& detail = impl_->statements.set_free_detail;
+    detail.bind_int64(1, allocation_id);
+    detail.bind_optional_uint64(2, row.allocator_allocated);
+    detail.bind_optional_uint64(3, row.allocator_reserved);
+    impl_->run(detail, "recording a free's allocator totals");
+  }
 }
 
 void TraceWriter::clear_free(std::int64_t allocation_id) {
@@ -420,6 +550,9 @@ void TraceWriter::clear_free(std::int64_t allocation_id) {
   Statement& statement = impl_->statements.clear_free;
   statement.bind_int64(1, allocation_id);
   impl_->run_update(statement, "undoing a failed free", kStatFreeOfUnknownAllocation);
+  Statement& detail = impl_->statements.clear_free_detail;
+  detail.bind_int64(1, allocation_id);
+  impl_->run(detail, "undoing a failed free's allocator totals");
 }
 
 void TraceWriter::add_bad_free(const BadFreeRow& row) {

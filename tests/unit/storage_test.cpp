@@ -123,7 +123,7 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   EXPECT_FALSE(std::filesystem::exists(path.string() + "-wal"));
   EXPECT_EQ(query_one(path, "PRAGMA journal_mode"), "delete");
   EXPECT_EQ(query_one(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(query_one(path, "PRAGMA user_version"), "1");
+  EXPECT_EQ(query_one(path, "PRAGMA user_version"), "2");
   EXPECT_EQ(query_one(path,
                       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = "
                       "'allocation_by_free_seq'"),
@@ -145,7 +145,7 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   const auto reader = open_or_fail(path);
   ASSERT_NE(reader, nullptr);
   EXPECT_TRUE(reader->complete());
-  EXPECT_EQ(reader->schema_version(), 1);
+  EXPECT_EQ(reader->schema_version(), 2);
   EXPECT_EQ(reader->meta_value("host"), "host-a");
   EXPECT_EQ(reader->meta_value("complete"), "1");
   EXPECT_EQ(reader->meta_value("vramtrace_version"), VRAMTRACE_VERSION);

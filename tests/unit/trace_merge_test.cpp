@@ -10,6 +10,7 @@
 
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
+#include "schema_1_trace.h"
 #include "sql_query.h"
 #include "storage/trace_merge.h"
 #include "storage/trace_reader.h"
@@ -211,8 +212,9 @@ TEST_F(TraceMergeTest, CuptisColumnsAndActivityRecordsAreKept) {
             table_count(b_, "allocation"));
 }
 
-// A trace from before the CUPTI backend has none of it: it merges as the shim's.
+// A trace from before the CUPTI backend (schema 1, without its columns) merges as the shim's.
 TEST_F(TraceMergeTest, ATraceWithoutCuptisColumnsMergesAsTheShims) {
+  ASSERT_EQ(testing::rewrite_as_schema_1(b_), "");
   ASSERT_EQ(execute_sql(b_,
                         "ALTER TABLE process DROP COLUMN backend; "
                         "ALTER TABLE allocation DROP COLUMN correlation_id; "
@@ -403,7 +405,7 @@ TEST_F(TraceMergeTest, AnInputDamagedPastWhatOpeningReadsIsBlamedByName) {
   // and meta only), and the merge meets the damage while copying.
   const int page = std::stoi(query_one(b_,
                                        "SELECT rootpage FROM sqlite_master WHERE name = "
-                                       "'allocation'"));
+                                       "'allocation_compact'"));
   const int page_size = std::stoi(query_one(b_, "PRAGMA page_size"));
   {
     std::fstream file(b_, std::ios::in | std::ios::out | std::ios::binary);

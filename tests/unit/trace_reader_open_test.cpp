@@ -81,10 +81,25 @@ TEST(TraceReaderOpenTest, ATraceWithATableMissing) {
   TempDir dir;
   const auto path = dir / "damaged.db";
   ASSERT_EQ(testing::write_synthetic_trace(path), "");
-  run_sql(path, "DROP VIEW allocation_view; DROP TABLE allocation;");
+  run_sql(path, "DROP VIEW allocation_view; DROP VIEW allocation;");
   const OpenFailure failure = open_failure(path);
   EXPECT_EQ(failure.reason, Reason::kNotATrace);
   EXPECT_NE(failure.message.find("'allocation'"), std::string::npos) << failure.message;
+}
+
+// Schema 2 stores allocations in four tables under the view; each is required.
+TEST(TraceReaderOpenTest, ATraceWithATableUnderTheAllocationViewMissing) {
+  for (const char* table :
+       {"allocation_compact", "allocation_site", "free_site", "allocation_detail"}) {
+    TempDir dir;
+    const auto path = dir / "damaged.db";
+    ASSERT_EQ(testing::write_synthetic_trace(path), "");
+    run_sql(path, (std::string("DROP TABLE ") + table + ";").c_str());
+    const OpenFailure failure = open_failure(path);
+    EXPECT_EQ(failure.reason, Reason::kNotATrace) << table;
+    EXPECT_NE(failure.message.find(std::string("'") + table + "'"), std::string::npos)
+        << failure.message;
+  }
 }
 
 TEST(TraceReaderOpenTest, ATraceFromANewerVramtrace) {
