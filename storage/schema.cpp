@@ -128,7 +128,7 @@ CREATE TABLE api(
 -- allocations (the call's thread, callsite, kind, API, device, stream...) in allocation_site and
 -- free_site, and the columns few rows have in allocation_detail; the view `allocation` below
 -- joins them back into the row users query. Why: a row of 29 columns took 67 bytes (a byte of
--- record header for each column, NULL or not), the compact row about 37.
+-- record header for each column, NULL or not), the compact row about 38.
 CREATE TABLE allocation_site(
   id INTEGER PRIMARY KEY,
   kind INTEGER NOT NULL REFERENCES allocation_kind(id),
