@@ -155,11 +155,10 @@ struct TimeIndex::Impl {
 
   // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
   // step: present, or not for this trace (the index aside has no way to add them).
+  // As the reader tells it: by the trace's schema version.
   AllocationStorage allocation_storage() const {
-    return single_int("SELECT count(*) FROM $T.sqlite_master WHERE name = 'allocation_compact'")
-                       .value_or(0) != 0
-               ? AllocationStorage::kCompact
-               : AllocationStorage::kTable;
+    return allocation_storage_of_version(
+        static_cast<int>(single_int("PRAGMA $T.user_version").value_or(0)));
   }
 
   bool allocation_indexes_present() const {

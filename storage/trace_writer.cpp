@@ -255,8 +255,11 @@ struct TraceWriter::Impl {
   }
 
   // For UPDATEs by id: a missing row is counted, not fatal.
-  void run_update(Statement& statement, std::string_view doing, std::string_view unknown_stat) {
-    if (run(statement, doing) == 0 && error.empty()) ++unknown_row_counts[unknown_stat];
+  // Returns the number of rows it changed.
+  int run_update(Statement& statement, std::string_view doing, std::string_view unknown_stat) {
+    const int changed = run(statement, doing);
+    if (changed == 0 && error.empty()) ++unknown_row_counts[unknown_stat];
+    return changed;
   }
 
   void write_stat(std::string_view name, Severity severity, std::int64_t value,
@@ -527,11 +530,7 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
   statement.bind_int64(2, free_site_id);
   statement.bind_uint64(3, row.free_seq);
   statement.bind_int64(4, row.free_ns);
-  const int changed = impl_->run(statement, "recording a free");
-  if (changed == 0) {
-    if (impl_->error.empty()) ++impl_->unknown_row_counts[kStatFreeOfUnknownAllocation];
-    return;
-  }
+  if (impl_->run_update(statement, "recording a free", kStatFreeOfUnknownAllocation) == 0) return;
   if (row.allocator_allocated || row.allocator_reserved) {
     Statement& detail = impl_->statements.set_free_detail;
     detail.bind_int64(1, allocation_id);
