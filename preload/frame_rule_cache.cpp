@@ -18,6 +18,7 @@ Slot g_slots[kSets * kWays];
 std::atomic<bool> g_writing{false};
 std::atomic<uint32_t> g_next_victim{0};
 std::atomic<uint64_t> g_generation{0};
+std::atomic<uint64_t> g_rules_read{0};
 
 Slot* set_of(uintptr_t pc) {
   const uint64_t set = (uint64_t(pc) * 0x9e3779b97f4a7c15ull) >> (64 - kSetBits);
@@ -57,6 +58,9 @@ FrameRule cached_frame_rule(uintptr_t pc) {
   FrameRule rule;
   if (lookup(set, pc, &rule)) return rule;
   rule = find_frame_rule(pc);
+  // Counted after the read: a thread that sees the count move also sees, in the loader, the
+  // object the rule came from.
+  g_rules_read.fetch_add(1, std::memory_order_release);
   insert(set, pc, rule);
   return rule;
 }
@@ -73,6 +77,10 @@ void forget_frame_rules() {
 void forget_frame_rules_after_unloads(uint64_t unloads) {
   static std::atomic<uint64_t> unloads_seen{0};
   if (unloads_seen.exchange(unloads, std::memory_order_relaxed) != unloads) forget_frame_rules();
+}
+
+uint64_t frame_rules_read() {
+  return g_rules_read.load(std::memory_order_acquire);
 }
 
 uint64_t frame_rules_generation() {

@@ -29,4 +29,9 @@ void forget_frame_rules_after_unloads(uint64_t unloads);
 // Moves each time the rules are forgotten: what was derived from the old ones is stale.
 uint64_t frame_rules_generation();
 
+// How many rules were read from call frame information rather than found in the cache, so far:
+// a stack whose walk read none points only into objects the walks had met before. The module
+// scan (recorder.cpp) looks at the loader only when this moved.
+uint64_t frame_rules_read();
+
 }  // namespace vramtrace::preload

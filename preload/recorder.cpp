@@ -126,19 +126,53 @@ bool read_live_reply(uint64_t query_id, int timeout_ms, wire::LiveReplyHeader* h
 
 namespace {
 
-// Sends the modules loaded since the last scan. Before an event's record, so that the
-// collector knows every object the event's stack points into.
+// What the walks had done when the loader was last asked for new objects: the count of frame
+// rules read (frame_rules_read()) and of stacks libunwind walked. kNotAsked: ask at the next
+// event.
+constexpr uint64_t kNotAsked = ~0ull;
+std::atomic<uint64_t> g_rules_read_when_asked{kNotAsked};
+std::atomic<uint64_t> g_declined_when_asked{kNotAsked};
+
+// Whether the stack just captured may point into an object loaded since the loader was last
+// asked. A walk by frame rules meets a frame of an object it has not met before only by reading
+// that frame's rule: when no thread read a rule (and libunwind walked nothing) since then, every
+// frame's object was loaded, and so sent, before. Asking the loader (dl_iterate_phdr, under
+// its lock) at every event cost more than a tenth of the shim's time per allocation.
+bool stack_may_point_into_new_objects(uint64_t rules_read, uint64_t declined) {
+  if (!g_unwinder.walks_by_frame_rules()) return true;
+  return rules_read != g_rules_read_when_asked.load(std::memory_order_acquire) ||
+         declined != g_declined_when_asked.load(std::memory_order_acquire);
+}
+
+// Sends the modules loaded since the last scan. After the event's stack was captured and before
+// its record, so that the collector knows every object the stack points into.
 void send_new_modules() {
-  if (!g_modules.changed()) return;
-  pthread_mutex_lock(&g_modules_mutex);
-  g_loader_generation.fetch_add(1, std::memory_order_relaxed);
-  // Also catches an unload the dlclose hook did not see (the loader's own, or libc's).
-  forget_frame_rules_after_unloads(loader_unload_count());
-  g_modules.scan([](const ModuleInfo& m) {
-    uint8_t buf[kMaxEventBytes + 256];
-    return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;
-  });
-  pthread_mutex_unlock(&g_modules_mutex);
+  // Read before the loader is asked: a rule read after this is asked about at the next event.
+  const uint64_t rules_read = frame_rules_read();
+  const uint64_t declined = g_unwinder.declined_walks();
+  if (!stack_may_point_into_new_objects(rules_read, declined)) return;
+  if (g_modules.changed()) {
+    pthread_mutex_lock(&g_modules_mutex);
+    g_loader_generation.fetch_add(1, std::memory_order_relaxed);
+    // Also catches an unload the dlclose hook did not see (the loader's own, or libc's).
+    forget_frame_rules_after_unloads(loader_unload_count());
+    g_modules.scan([](const ModuleInfo& m) {
+      uint8_t buf[kMaxEventBytes + 256];
+      return write_record(buf, encode_module(m, buf, sizeof buf)) != 0;
+    });
+    pthread_mutex_unlock(&g_modules_mutex);
+  }
+  // Stored once the modules are on the ring: a thread that skips the scan on the strength of
+  // these finds what it needs ahead of its own record. A store racing with another thread's
+  // may leave older counts, which only makes the next event ask again.
+  g_rules_read_when_asked.store(rules_read, std::memory_order_release);
+  g_declined_when_asked.store(declined, std::memory_order_release);
+}
+
+// A forked child asks the loader afresh: its module map starts empty.
+void ask_loader_at_next_event() {
+  g_rules_read_when_asked.store(kNotAsked, std::memory_order_relaxed);
+  g_declined_when_asked.store(kNotAsked, std::memory_order_relaxed);
 }
 
 uint64_t parse_ring_bytes(const char* text) {
@@ -249,6 +283,7 @@ void after_fork_in_child() {
   const bool was_recording = is_recording();
   g_link.abandon_after_fork();
   g_modules.reset();
+  ask_loader_at_next_event();
   forget_sent_python_code();
   g_unwinder.forget_declined_walks();
   forget_stack_names_after_fork();

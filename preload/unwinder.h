@@ -34,6 +34,9 @@ class Unwinder {
   // "frame-rules+libunwind", "frame-rules+backtrace", "libunwind", "backtrace" or "none".
   const char* name() const { return name_; }
 
+  // Whether stacks are walked by frame rules first (the walk libunwind takes over from).
+  bool walks_by_frame_rules() const { return frame_rules_; }
+
   // Stacks the walk by frame rules declined and libunwind (or backtrace()) walked, so far.
   uint64_t declined_walks() const { return declined_walks_.load(std::memory_order_relaxed); }
   // A forked child counts its own.

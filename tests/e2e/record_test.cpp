@@ -309,6 +309,43 @@ TEST_F(RecordTest, StacksSentByNameAreTheStacksOfTheirEvents) {
   std::filesystem::remove(unnamed);
 }
 
+// The shim asks the loader for newly loaded objects only when a stack may point into one (a
+// frame rule read for the first time, or a stack libunwind walked). A library loaded after the
+// program's first allocations, and a forked child, must still have every frame of every stack
+// in an object the collector knows: each allocation's innermost frame is named, in its module.
+TEST_F(RecordTest, ObjectsLoadedAfterTheFirstAllocationsAreKnownToTheirStacks) {
+  const std::string program = fs::path(LATE_LOADER_BIN).filename();
+  const std::string library = fs::path(LATE_LOADED_LIB).filename();
+  const std::string in_program = "(anonymous namespace)::alloc_from_program";
+  // By size: the parent's three from its own code, then one from its code and one through the
+  // library; then the child's two, made from the same call sites.
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {in_program, program},          {in_program, program},           {in_program, program},
+      {in_program, program},          {"late_library_alloc", library}, {in_program, program},
+      {"late_library_alloc", library}};
+  // libunwind reads no frame rules: with it, the loader is asked at every event.
+  for (const std::string unwinder : {"", "libunwind"}) {
+    SCOPED_TRACE("VRAMTRACE_UNWINDER=" + unwinder);
+    fs::remove(trace());
+    ProcessResult run =
+        record(trace(), {LATE_LOADER_BIN, LATE_LOADED_LIB}, {"VRAMTRACE_UNWINDER=" + unwinder});
+    ASSERT_EQ(run.exit_code(), 0) << run.err << run.out;
+    TraceQuery q(trace());
+    ASSERT_EQ(q.integer("SELECT count(*) FROM process"), 2);
+    const auto innermost = q.rows(
+        "SELECT a.size, coalesce(f.function, '?'), coalesce(m.path, '?') FROM allocation a"
+        " JOIN callsite c ON c.id = a.alloc_callsite_id JOIN frame f ON f.id = c.frame_id"
+        " LEFT JOIN module m ON m.id = f.module_id ORDER BY a.size, a.id");
+    ASSERT_EQ(innermost.size(), expected.size()) << run.out;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      SCOPED_TRACE("allocation of " + innermost[i][0] + " bytes");
+      // The function's name without its parameters, which the symbolizer spells its own way.
+      EXPECT_EQ(innermost[i][1].substr(0, innermost[i][1].find('(', 1)), expected[i].first);
+      EXPECT_EQ(fs::path(innermost[i][2]).filename(), expected[i].second);
+    }
+  }
+}
+
 // Stacks through a signal frame: the walk by frame rules declines them, libunwind walks them
 // whole, and the trace counts them (stats shim_native_stack_by_libunwind: the first when it
 // happened, two more at exit); the ordinary allocation after them is the walk's own. With
