@@ -54,6 +54,9 @@ int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
 // do: it doubles the unwinding (and the Python walk) of a program's allocations for a column
 // few questions need; a free that fails still gets its stack (record_free_failed).
 bool g_free_stacks = false;
+// Records stamped by the time-stamp counter (record_clock.h): where the kernel keeps time by it,
+// unless VRAMTRACE_CLOCK=monotonic asks for clock_gettime at every record.
+bool g_tsc_clock = false;
 
 }  // namespace
 
@@ -233,7 +236,7 @@ void connect_process() {
     shim_log("cannot reach the collector (", why, "); the program runs untraced");
     return;
   }
-  g_ring.init(g_link.ring(), g_link.capacity(), static_cast<uint32_t>(getpid()));
+  g_ring.init(g_link.ring(), g_link.capacity(), static_cast<uint32_t>(getpid()), g_tsc_clock);
   g_shim_state.store(static_cast<int>(ShimState::kRecording));
   send_process_start();
 }
@@ -312,6 +315,9 @@ void shim_start() {
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
   const char* stack_names = getenv("VRAMTRACE_STACK_NAMES");
   set_stack_names_enabled(stack_names == nullptr || std::strcmp(stack_names, "0") != 0);
+  const char* clock = getenv("VRAMTRACE_CLOCK");
+  g_tsc_clock = (clock == nullptr || std::strcmp(clock, "monotonic") != 0) &&
+                ring::tsc_is_the_kernels_clock();
   const char* unwinder = getenv("VRAMTRACE_UNWINDER");
   g_unwinder.init(unwinder == nullptr || std::strcmp(unwinder, "libunwind") != 0);
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
@@ -329,7 +335,9 @@ void set_backend(int backend) {
 
 bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
   g_unwinder.init();
-  if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()))) return false;
+  if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()),
+                   ring::tsc_is_the_kernels_clock()))
+    return false;
   g_started.store(true);
   g_shim_state.store(static_cast<int>(ShimState::kRecording));
   return true;

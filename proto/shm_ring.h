@@ -36,6 +36,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "record_clock.h"
+
 namespace vramtrace::ring {
 
 inline constexpr uint64_t kMagic = 0x31474e4952545256ull;  // "VRTRING1", little-endian
@@ -50,7 +52,7 @@ struct RecordHeader {
   uint32_t payload_bytes;  // kPaddingMarker: skip to the start of the buffer
   uint32_t reserved;
   uint64_t seq;     // per-process sequence number, dense from 1
-  int64_t time_ns;  // CLOCK_MONOTONIC
+  int64_t time_ns;  // CLOCK_MONOTONIC (record_clock.h)
 };
 static_assert(sizeof(RecordHeader) == 24);
 
@@ -85,12 +87,6 @@ static_assert(sizeof(SharedHeader) <= kHeaderBytes);
 static_assert(std::atomic<uint64_t>::is_always_lock_free);
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
-inline int64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 namespace detail {
 inline void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, bool shared,
                        const timespec* timeout) {
@@ -108,10 +104,12 @@ class RingProducer {
  public:
   enum class WriteResult { kOk, kTooLarge, kGaveUp };
 
-  // Takes over a zero-filled mapping of kHeaderBytes + capacity bytes.
-  bool init(void* mapping, uint64_t capacity, uint32_t pid) {
+  // Takes over a zero-filled mapping of kHeaderBytes + capacity bytes. `tsc_clock`: records are
+  // stamped by the time-stamp counter (record_clock.h; only where tsc_is_the_kernels_clock()).
+  bool init(void* mapping, uint64_t capacity, uint32_t pid, bool tsc_clock = false) {
     if (capacity < kMinCapacity || capacity > kMaxCapacity || (capacity & (capacity - 1)) != 0)
       return false;
+    clock_.init(tsc_clock);
     header_ = static_cast<SharedHeader*>(mapping);
     data_ = static_cast<unsigned char*>(mapping) + kHeaderBytes;
     capacity_ = capacity;
@@ -168,7 +166,7 @@ class RingProducer {
       pos += skip;
       offset = 0;
     }
-    RecordHeader rec{payload_bytes, 0, header_->next_seq++, monotonic_ns()};
+    RecordHeader rec{payload_bytes, 0, header_->next_seq++, clock_.now()};
     std::memcpy(data_ + offset, &rec, sizeof rec);
     std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
     header_->write_pos.store(pos + needed, std::memory_order_release);
@@ -248,6 +246,7 @@ class RingProducer {
   unsigned char* data_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t cached_read_pos_ = 0;  // the reader's position when last read; guarded by `lock`
+  RecordClock clock_;             // guarded by `lock`
 };
 
 // The reading side, in the collector.

@@ -199,5 +199,38 @@ TEST(Ring, AttachRejectsForeignOrMismatchedHeaders) {
   EXPECT_FALSE(producer.init(m.base(), kMinCapacity + 8, 1));  // not a power of two
 }
 
+// Records stamped by the time-stamp counter (record_clock.h), as the shim stamps them where the
+// kernel keeps time by it: CLOCK_MONOTONIC nanoseconds, in ring order, each between the clock's
+// readings around its write (to within the extrapolation's microsecond).
+TEST(Ring, RecordsStampedByTheCounterCarryTheKernelsTime) {
+  if (!tsc_is_the_kernels_clock()) GTEST_SKIP() << "the kernel's clocksource is not the TSC";
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1, /*tsc_clock=*/true));
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
+  std::vector<int64_t> before, after, stamped;
+  const int64_t end = monotonic_ns() + 20'000'000;
+  while (monotonic_ns() < end) {
+    uint64_t seq = 0;
+    before.push_back(monotonic_ns());
+    ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+    after.push_back(monotonic_ns());
+    size_t delivered = 0;
+    consumer.drain(
+        [&](const RecordHeader& h, const unsigned char*) { stamped.push_back(h.time_ns); }, 1000,
+        &delivered);
+  }
+  ASSERT_EQ(stamped.size(), before.size());
+  int outside = 0;
+  for (size_t i = 0; i < stamped.size(); ++i) {
+    if (i > 0) ASSERT_GE(stamped[i], stamped[i - 1]) << "record " << i;
+    if (stamped[i] < before[i] - 1'000 || stamped[i] > after[i] + 1'000) ++outside;
+  }
+  // A preemption between the reads can widen single brackets' error, never many.
+  EXPECT_LE(outside, static_cast<int>(stamped.size() / 100)) << "of " << stamped.size();
+}
+
 }  // namespace
 }  // namespace vramtrace::ring
