@@ -77,6 +77,7 @@ class CollectorServer {
   std::vector<std::unique_ptr<Connection>> connections_;
   uint64_t records_ = 0;
   bool rings_backed_up_ = false;  // a ring still held records at the end of the last turn
+  bool rings_behind_ = false;     // a ring had more than a turn's worth in the last turn
   uint64_t refused_ = 0;
 };
 
