@@ -68,7 +68,9 @@ struct StepRecord {
 
 struct LastWalk {
   uint64_t rules_generation;
-  int count;  // 0: nothing remembered
+  uint64_t id;                 // WalkedStack::walk_id of the frames remembered
+  uint64_t next_id, id_limit;  // the ids this thread may give next: [next_id, id_limit)
+  int count;                   // 0: nothing remembered
   bool reached_end;
   bool busy;  // a walk on this thread is using it (a signal handler's walk leaves it alone)
   StepRecord frames[kMaxRemembered];  // outermost first: frame f is frames[count - 1 - f]
@@ -117,6 +119,19 @@ LastWalk* last_walk() {
   g_live_last_walks.fetch_add(1, std::memory_order_relaxed);
   t_last_walk = static_cast<LastWalk*>(memory);  // mapped zeroed: count 0, not busy
   return t_last_walk;
+}
+
+// Walk ids are given to threads in blocks, so that each is unique in the process without an
+// atomic operation per walk; block 0 is never given, so no id is 0.
+constexpr uint64_t kWalkIdBlock = uint64_t(1) << 20;
+std::atomic<uint64_t> g_next_walk_id_block{1};
+
+uint64_t new_walk_id(LastWalk* memo) {
+  if (memo->next_id == memo->id_limit) {
+    memo->next_id = g_next_walk_id_block.fetch_add(1, std::memory_order_relaxed) * kWalkIdBlock;
+    memo->id_limit = memo->next_id + kWalkIdBlock;
+  }
+  return memo->next_id++;
 }
 
 // Holds the thread's LastWalk for one walk, or nothing where it is missing or in use.
@@ -243,10 +258,13 @@ class LastWalkMatch {
     // This walk's own frames take the places of the last walk's inner frames.
     for (int g = 0; g < f; ++g) memo_->frames[total - 1 - g] = memo_->scratch[g];
     link_outwards(memo_, count - cursor_, total);
+    // The last walk whole, from its first frame: the same frames, under the same id.
+    if (f != 0 || total != count) memo_->id = new_walk_id(memo_);
     memo_->count = total;
     walked->count = total;
     walked->reached_end = memo_->reached_end;
     walked->frames_stepped = f;
+    walked->walk_id = memo_->id;
     return true;
   }
 
@@ -258,14 +276,16 @@ class LastWalkMatch {
   int changed_through_ = -1;
 };
 
-// Remembers a walk that went to its end without the last one's help.
-void remember_walk(LastWalk* memo, int count, bool reached_end, uint64_t generation) {
-  if (memo == nullptr) return;
+// Remembers a walk that went to its end without the last one's help; returns its id.
+uint64_t remember_walk(LastWalk* memo, int count, bool reached_end, uint64_t generation) {
+  if (memo == nullptr) return 0;
   for (int g = 0; g < count; ++g) memo->frames[count - 1 - g] = memo->scratch[g];
   link_outwards(memo, 0, count);
   memo->count = count;
   memo->reached_end = reached_end;
   memo->rules_generation = generation;
+  memo->id = new_walk_id(memo);
+  return memo->id;
 }
 
 }  // namespace
@@ -300,7 +320,7 @@ __attribute__((noinline)) bool walk_stack_by_frame_rules(uintptr_t* ips, int max
     StepRecord step{ips[f], sp, bp, 0, 0, 0, 0, 0, uint8_t(bp_known ? kBpKnown : 0)};
     auto finish = [&](bool reached_end) {
       if (memo != nullptr) memo->scratch[f] = step;
-      remember_walk(memo, count, reached_end, generation);
+      walked->walk_id = remember_walk(memo, count, reached_end, generation);
       walked->count = count;
       walked->reached_end = reached_end;
       walked->frames_stepped = count;

@@ -24,6 +24,11 @@ struct WalkedStack {
   int count = 0;
   bool reached_end = false;  // the outermost frame was reached: nothing left out at the bottom
   int frames_stepped = 0;    // frames stepped with rules; the rest were the last walk's
+  // Non-zero: names this walk's frames. A later walk on the thread with the same id found the
+  // same frames (the whole last walk, checked unchanged); a walk with other frames never gets
+  // an id given before, on any thread. 0: the walk went without the last one (a signal
+  // handler's, a deep one).
+  uint64_t walk_id = 0;
 };
 
 // Fills `ips` with at most `max` return addresses, innermost first, starting inside this

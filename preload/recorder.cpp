@@ -357,10 +357,11 @@ struct CapturedStack {
   uintptr_t ips[kMaxStackDepth];
   bool truncated = false;
   int depth = 0;
+  uint64_t walk_id = 0;
   PythonFrames python;
 
   void capture() {
-    depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated);
+    depth = g_unwinder.capture(ips, kMaxStackDepth, &truncated, &walk_id);
     say_declined_walks(false);
     capture_python_stack(&python, g_loader_generation.load(std::memory_order_relaxed),
                          &write_python_message);
@@ -369,7 +370,8 @@ struct CapturedStack {
   // frames point into must reach the collector before a definition of its name.
   Stack named_stack() const {
     Stack s{ips, depth, truncated, &python};
-    const StackName n = name_stack(ips, depth, &python);  // capture() gave at most the wire's limit
+    // capture() gave at most the wire's limit
+    const StackName n = name_stack(ips, depth, &python, walk_id);
     s.name = n.name;
     s.same_as = n.same_as;
     return s;

@@ -29,6 +29,11 @@ struct Table {
   uint32_t number;  // names of this table's entries start at number * kEntries + 1
   uint32_t flip;    // which way of a full set the next new stack takes
   Table* next_free;
+  // The stack named last, where its walk had an id (name_stack's walk_id) and no Python frames:
+  // the id, its entry and what the entry held then. 0: none.
+  uint64_t last_walk_id;
+  uint32_t last_entry;
+  Entry last;
   Entry entries[kEntries];
 };
 
@@ -144,24 +149,41 @@ Hash hash_stack(const uintptr_t* ips, int depth, const PythonFrames* python) {
 
 }  // namespace
 
-StackName name_stack(const uintptr_t* ips, int depth, const PythonFrames* python) {
+StackName name_stack(const uintptr_t* ips, int depth, const PythonFrames* python,
+                     uint64_t walk_id) {
   if (!g_enabled.load(std::memory_order_relaxed)) return {};
   if (depth <= 0 && (python == nullptr || python->depth <= 0)) return {};  // nothing to name
   Table* table = thread_table();
   if (table == nullptr) return {};
-  const Hash h = hash_stack(ips, depth, python);
   const uint64_t epoch = current_epoch();
+  const uint32_t first_name = table->number * kEntries + 1;
+  // Python frames are not the walk's: only a stack without them is known by its walk id.
+  const bool by_walk = walk_id != 0 && (python == nullptr || python->depth <= 0);
+  if (by_walk && table->last_walk_id == walk_id) {
+    const Entry& e = table->entries[table->last_entry];
+    // Unless the entry was given to another stack since, or made stale.
+    if (e.epoch == epoch && e.lo == table->last.lo && e.hi == table->last.hi)
+      return {0, first_name + table->last_entry};
+  }
+  const Hash h = hash_stack(ips, depth, python);
   const uint32_t set = static_cast<uint32_t>(h.lo) & (kSets - 1);
   Entry* ways = &table->entries[2 * set];
-  const uint32_t first_name = table->number * kEntries + 1;
-  for (uint32_t way = 0; way < 2; ++way) {
-    const Entry& e = ways[way];
-    if (e.epoch == epoch && e.lo == h.lo && e.hi == h.hi) return {0, first_name + 2 * set + way};
+  StackName named;
+  uint32_t way = 0;
+  while (way < 2 && !(ways[way].epoch == epoch && ways[way].lo == h.lo && ways[way].hi == h.hi))
+    ++way;
+  if (way < 2) {
+    named = {0, first_name + 2 * set + way};
+  } else {
+    // A new stack: it takes an empty or stale way, else the one not taken last.
+    way = ways[0].epoch != epoch ? 0 : ways[1].epoch != epoch ? 1 : (table->flip ^= 1);
+    ways[way] = {h.lo, h.hi, epoch};
+    named = {first_name + 2 * set + way, 0};
   }
-  // A new stack: it takes an empty or stale way, else the one not taken last.
-  uint32_t way = ways[0].epoch != epoch ? 0 : ways[1].epoch != epoch ? 1 : (table->flip ^= 1);
-  ways[way] = {h.lo, h.hi, epoch};
-  return {first_name + 2 * set + way, 0};
+  table->last_walk_id = by_walk ? walk_id : 0;
+  table->last_entry = 2 * set + way;
+  table->last = ways[way];
+  return named;
 }
 
 void set_stack_names_enabled(bool enabled) {

@@ -36,7 +36,11 @@ struct StackName {
 // Names the calling thread's stack: `ips` (depth entries, already cut to the wire's limit) and
 // its Python frames, if any. Call inside an outermost ReentryGuard, after the modules the stack
 // points into were sent (a definition must be resolvable when the collector reads it).
-StackName name_stack(const uintptr_t* ips, int depth, const PythonFrames* python);
+// `walk_id`: Unwinder::capture's, or 0. A stack without Python frames whose walk id is the one
+// the thread named last is that stack again: its name is found without hashing its frames
+// (where its table entry still holds it).
+StackName name_stack(const uintptr_t* ips, int depth, const PythonFrames* python,
+                     uint64_t walk_id = 0);
 
 // Turns naming off or on for the process (VRAMTRACE_STACK_NAMES=0 turns it off).
 void set_stack_names_enabled(bool enabled);

@@ -83,8 +83,9 @@ bool Unwinder::innermost_to_skip(uintptr_t ip) const {
   return false;
 }
 
-int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
+int Unwinder::capture(uintptr_t* ips, int max, bool* truncated, uint64_t* walk_id) const {
   *truncated = false;
+  if (walk_id != nullptr) *walk_id = 0;
   if (backtrace_ == nullptr && !frame_rules_) return 0;
   // The shim's own frames come first (about ten where the compiler inlines little); spare slots
   // keep them from costing the program's frames depth.
@@ -98,6 +99,8 @@ int Unwinder::capture(uintptr_t* ips, int max, bool* truncated) const {
   if (frame_rules_ && walk_stack_by_frame_rules(raw, want, &walked)) {
     got = walked.count;
     reached_end = walked.reached_end;
+    // The frames given below follow from the walk's and `max` alone.
+    if (walk_id != nullptr) *walk_id = walked.walk_id;
   } else if (backtrace_ != nullptr) {
     if (frame_rules_) declined_walks_.fetch_add(1, std::memory_order_relaxed);
     got = backtrace_(reinterpret_cast<void**>(raw), want);

@@ -28,8 +28,10 @@ class Unwinder {
   bool skip_innermost_object(const void* address);
 
   // Fills `ips` with return addresses, innermost first, leaving out the shim's own frames.
-  // Returns the count; *truncated is set when the stack was deeper than `max`.
-  int capture(uintptr_t* ips, int max, bool* truncated) const;
+  // Returns the count; *truncated is set when the stack was deeper than `max`. *walk_id, where
+  // given, is the walk's WalkedStack::walk_id (frame_rule_walk.h), 0 when libunwind walked:
+  // two captures with the same non-zero id and `max` gave the same frames.
+  int capture(uintptr_t* ips, int max, bool* truncated, uint64_t* walk_id = nullptr) const;
 
   // "frame-rules+libunwind", "frame-rules+backtrace", "libunwind", "backtrace" or "none".
   const char* name() const { return name_; }

@@ -118,6 +118,37 @@ TEST_F(StackNames, AnEmptyStackIsNotNamedAndNamingCanBeTurnedOff) {
   EXPECT_NE(name_stack(ips, 1, nullptr).same_as, 0u);
 }
 
+// A stack whose walk has the id of the stack named last is that stack (stack_names.h): its name
+// comes without a look at its frames, so frames given under the same id name as the first
+// ones did. Not after the names' epoch moved, and never for a stack with Python frames, which
+// the walk did not see.
+TEST_F(StackNames, AStackKnownByItsWalkIdIsNamedWithoutItsFrames) {
+  const uintptr_t a[] = {0x401000, 0x402000, 0x403000};
+  const uintptr_t b[] = {0x501000, 0x502000, 0x503000};
+  const StackName first = name_stack(a, 3, nullptr, 7);
+  ASSERT_NE(first.name, 0u);
+  EXPECT_EQ(name_stack(a, 3, nullptr, 7).same_as, first.name);
+  // Shown with frames that are not the walk's: the id alone names them.
+  EXPECT_EQ(name_stack(b, 3, nullptr, 7).same_as, first.name);
+  // Another id: the frames are hashed, and b is a stack of its own.
+  const StackName other = name_stack(b, 3, nullptr, 8);
+  EXPECT_NE(other.name, 0u);
+  EXPECT_NE(other.name, first.name);
+  // Python frames make another stack, whatever the walk's id.
+  EXPECT_EQ(name_stack(a, 3, nullptr, 9).same_as, first.name);
+  PythonFrames python;
+  python.depth = 1;
+  python.code[0] = 0x7f0000000040;
+  python.line[0] = 10;
+  const StackName with_python = name_stack(a, 3, &python, 9);
+  EXPECT_NE(with_python.name, 0u);
+  EXPECT_NE(with_python.name, first.name);
+  // Unloads make every name new: the id no longer names anything.
+  EXPECT_EQ(name_stack(a, 3, nullptr, 10).same_as, first.name);
+  forget_frame_rules();
+  EXPECT_NE(name_stack(a, 3, nullptr, 10).name, 0u);
+}
+
 // After objects are unloaded another may take their addresses, and a forked child's trace is
 // another process's: either way a known stack is defined again before its name is used.
 TEST_F(StackNames, UnloadsAndForksMakeEveryStackNewAgain) {

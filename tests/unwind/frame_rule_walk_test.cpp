@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -319,6 +320,52 @@ TEST(FrameRuleWalk, TheSameStackAgainIsCheckedNotWalked) {
   // walk's own frame and capture_both's are stepped.
   EXPECT_LE(second.walked_info.frames_stepped, 2);
   EXPECT_GT(second.walked_info.count, 12);
+}
+
+// Walks from one call site, or another: the frames and the walk's id.
+struct IdentifiedWalk {
+  std::vector<uintptr_t> ips;
+  uint64_t id = 0;
+};
+__attribute__((noinline)) IdentifiedWalk walk_identified() {
+  IdentifiedWalk out;
+  out.ips.resize(64);
+  WalkedStack walked;
+  if (walk_stack_by_frame_rules(out.ips.data(), 64, &walked)) {
+    out.ips.resize(size_t(walked.count));
+    out.id = walked.walk_id;
+  }
+  g_sink = g_sink + 1;
+  return out;
+}
+__attribute__((noinline)) IdentifiedWalk walk_identified_elsewhere() {
+  IdentifiedWalk out = walk_identified();
+  g_sink = g_sink + 2;
+  return out;
+}
+
+// The shim names a stack by its walk's id without hashing its frames (stack_names.h): a walk
+// that finds the last one's frames whole keeps its id; one with other frames never has an id
+// seen before.
+TEST(FrameRuleWalk, AWalkKeepsItsIdOnlyForTheSameFrames) {
+  std::vector<IdentifiedWalk> walks;
+  volatile int rounds = 3;  // one call site for every round
+  for (int i = 0; i < rounds; ++i) walks.push_back(walk_identified());
+  walks.push_back(walk_identified_elsewhere());
+  for (int i = 0; i < rounds; ++i) walks.push_back(walk_identified());
+  std::map<uint64_t, std::vector<uintptr_t>> frames_of;
+  for (size_t i = 0; i < walks.size(); ++i) {
+    SCOPED_TRACE("walk " + std::to_string(i));
+    ASSERT_NE(walks[i].id, 0u);
+    ASSERT_GT(walks[i].ips.size(), 3u);
+    const auto [known, added] = frames_of.try_emplace(walks[i].id, walks[i].ips);
+    EXPECT_TRUE(added || known->second == walks[i].ips) << "one id, two stacks";
+  }
+  // The same frames again keep their id (apart from the walk's own first frame, which is the
+  // same instruction at the same depth in every round).
+  EXPECT_EQ(walks[2].id, walks[1].id);
+  EXPECT_NE(walks[3].id, walks[2].id);
+  EXPECT_EQ(walks[6].id, walks[5].id);
 }
 
 TEST(FrameRuleWalk, StacksThatShareFramesWithTheLastOneAreLibunwinds) {
