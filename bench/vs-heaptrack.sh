@@ -11,7 +11,8 @@
 # unless --free-stacks; stacks walked by frame rules, libunwind for those the walk declines;
 # each thread sends a stack whole once, then by name).
 # Each is timed, wall clock,
-# best of RUNS (default 3), the tools' start-up and finishing included.
+# best of RUNS (default 5: fewer varied by a tenth of the ratio on the shared 2-core machine),
+# the tools' start-up and finishing included.
 #
 # An event is one allocation with its free, as each tool counts them: heaptrack's "calls to
 # allocation functions", vramtrace's allocation rows. Each command also runs with BASE
@@ -35,7 +36,7 @@ cd "$(dirname "$0")/.."
 build="${1:-build/release}"
 n="${2:-200000}"
 d="${3:-16}"
-runs="${RUNS:-3}"
+runs="${RUNS:-5}"
 base="${BASE:-1}"
 workload="$build/bin/vramtrace_alloc_workload"
 vramtrace="$build/bin/vramtrace"
