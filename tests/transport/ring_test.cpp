@@ -225,7 +225,9 @@ TEST(Ring, RecordsStampedByTheCounterCarryTheKernelsTime) {
   ASSERT_EQ(stamped.size(), before.size());
   int outside = 0;
   for (size_t i = 0; i < stamped.size(); ++i) {
-    if (i > 0) ASSERT_GE(stamped[i], stamped[i - 1]) << "record " << i;
+    if (i > 0) {
+      ASSERT_GE(stamped[i], stamped[i - 1]) << "record " << i;
+    }
     if (stamped[i] < before[i] - 1'000 || stamped[i] > after[i] + 1'000) ++outside;
   }
   // A preemption between the reads can widen single brackets' error, never many.
