@@ -66,8 +66,8 @@ class RecordClock {
     uint64_t (*ticks)();
     int64_t (*ns)();
   };
-  // The longest a reading is extrapolated from its anchor; also the shortest span a rate is
-  // measured over.
+  // The longest a reading is extrapolated from its anchor; also the shortest span the first
+  // rate is measured over (later ones, over at least half of it: anchor()).
   static constexpr int64_t kReanchorNs = 1'000'000;
   // Spans longer than this (a thread idle for a long time) re-anchor without measuring a rate,
   // so that the rate's arithmetic stays within 64 bits.
