@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,10 +36,6 @@ constexpr uint64_t kDefaultRingBytes = 8ull << 20;
 
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
-
 // Process-wide state. Plain globals with constant initialisation: they must be usable from
 // hooks that run before or during other libraries' constructors.
 Unwinder g_unwinder;
@@ -55,8 +50,6 @@ std::atomic<uint64_t> g_loader_generation{0};
 char g_socket_path[256];
 uint64_t g_ring_bytes = kDefaultRingBytes;
 int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
-// Whether this process's ring was faulted in (populate_ring()).
-std::atomic<bool> g_ring_populated{false};
 // VRAMTRACE_FREE_STACKS=1: a stack for every free too. Off by default, as heaptrack and memray
 // do: it doubles the unwinding (and the Python walk) of a program's allocations for a column
 // few questions need; a free that fails still gets its stack (record_free_failed).
@@ -64,6 +57,11 @@ bool g_free_stacks = false;
 // Records stamped by the time-stamp counter (record_clock.h): where the kernel keeps time by it,
 // unless VRAMTRACE_CLOCK=monotonic asks for clock_gettime at every record.
 bool g_tsc_clock = false;
+bool tsc_clock_wanted() {
+  const char* clock = getenv("VRAMTRACE_CLOCK");
+  return (clock == nullptr || std::strcmp(clock, "monotonic") != 0) &&
+         ring::tsc_is_the_kernels_clock();
+}
 
 }  // namespace
 
@@ -73,19 +71,6 @@ uint32_t current_tid() {
 }
 
 namespace {
-
-// Faults the whole ring in, at the process's first event: otherwise the program's first lap
-// of records (8 MiB by default) takes a page fault every 4 KiB in its hooked calls, 2,048 of
-// them, which cost 35 ns an allocation over a run of 200,000 (docs/performance.md). One
-// system call instead, once; the memory is the ring's own, which the first lap commits anyway.
-// Only a process that records pays it: most processes of a job (shells, data-loader workers)
-// never allocate GPU memory. Where the kernel lacks MADV_POPULATE_WRITE (before 5.14) the
-// pages fault as they come, as before.
-void populate_ring() {
-  if (g_ring_populated.exchange(true, std::memory_order_relaxed)) return;
-  if (g_link.ring() == nullptr) return;  // a ring the tests attached
-  madvise(g_link.ring(), ring::kHeaderBytes + g_link.capacity(), MADV_POPULATE_WRITE);
-}
 
 // Ends recording for good (in this process); says why once.
 void stop_recording(const char* why) {
@@ -307,7 +292,6 @@ void after_fork_in_child() {
   g_link.abandon_after_fork();
   g_modules.reset();
   ask_loader_at_next_event();
-  g_ring_populated.store(false, std::memory_order_relaxed);  // the child's ring is its own
   forget_sent_python_code();
   g_unwinder.forget_declined_walks();
   forget_stack_names_after_fork();
@@ -336,9 +320,7 @@ void shim_start() {
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
   const char* stack_names = getenv("VRAMTRACE_STACK_NAMES");
   set_stack_names_enabled(stack_names == nullptr || std::strcmp(stack_names, "0") != 0);
-  const char* clock = getenv("VRAMTRACE_CLOCK");
-  g_tsc_clock = (clock == nullptr || std::strcmp(clock, "monotonic") != 0) &&
-                ring::tsc_is_the_kernels_clock();
+  g_tsc_clock = tsc_clock_wanted();
   const char* unwinder = getenv("VRAMTRACE_UNWINDER");
   g_unwinder.init(unwinder == nullptr || std::strcmp(unwinder, "libunwind") != 0);
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
@@ -356,9 +338,8 @@ void set_backend(int backend) {
 
 bool attach_ring_for_testing(void* mapping, uint64_t capacity) {
   g_unwinder.init();
-  if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()),
-                   ring::tsc_is_the_kernels_clock()))
-    return false;
+  g_tsc_clock = tsc_clock_wanted();
+  if (!g_ring.init(mapping, capacity, static_cast<uint32_t>(getpid()), g_tsc_clock)) return false;
   g_started.store(true);
   g_shim_state.store(static_cast<int>(ShimState::kRecording));
   return true;
@@ -412,7 +393,6 @@ uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint
 }  // namespace
 
 void prepare_to_record() {
-  if (!g_ring_populated.load(std::memory_order_relaxed)) populate_ring();
   g_ring.prepare_to_write();
 }
 

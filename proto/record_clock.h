@@ -80,8 +80,6 @@ class RecordClock {
     sources_ = sources;
   }
 
-  bool ticks_usable() const { return ticks_usable_; }
-
   int64_t now() {
     int64_t ns;
     if (!ticks_usable_) {

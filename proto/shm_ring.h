@@ -27,6 +27,7 @@
 #pragma once
 
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,10 @@
 #include <cstring>
 
 #include "record_clock.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
 
 namespace vramtrace::ring {
 
@@ -110,6 +115,7 @@ class RingProducer {
     if (capacity < kMinCapacity || capacity > kMaxCapacity || (capacity & (capacity - 1)) != 0)
       return false;
     clock_.init(tsc_clock);
+    faulted_in_.store(false, std::memory_order_relaxed);
     header_ = static_cast<SharedHeader*>(mapping);
     data_ = static_cast<unsigned char*>(mapping) + kHeaderBytes;
     capacity_ = capacity;
@@ -132,7 +138,9 @@ class RingProducer {
   // the stores wait for them at unlock(), whose locked instruction drains the store buffer.
   // Called on the way into an event, before the stack walk, so that the transfer overlaps
   // it. A hint only: the position is read without the lock, and another thread may take it.
-  void prepare_to_write() const {
+  // The first call also faults the whole ring in (fault_in_once()).
+  void prepare_to_write() {
+    if (!faulted_in_.load(std::memory_order_relaxed)) fault_in_once();
     const uint64_t pos = header_->write_pos.load(std::memory_order_relaxed);
     const unsigned char* next = data_ + (pos & (capacity_ - 1));
     const unsigned char* end = data_ + capacity_;
@@ -186,6 +194,17 @@ class RingProducer {
   // Lines prepare_to_write() asks for: a record with a 16-frame native stack is about 200
   // bytes, and the first line is often the previous record's last.
   static constexpr int kPreparedLines = 4;
+
+  // Faults the whole mapping in, at its writer's first event: otherwise the program's first
+  // lap of records (8 MiB by default) takes a page fault every 4 KiB inside its hooked calls,
+  // 2,048 of them, which cost 35 ns an allocation over a run of 200,000 (docs/performance.md).
+  // One system call instead, once; the memory is the ring's own, which the first lap commits
+  // anyway. A process that never writes (shells, data-loader workers) never pays it. Where
+  // the kernel lacks MADV_POPULATE_WRITE (before 5.14) the pages fault as they come.
+  void fault_in_once() {
+    if (faulted_in_.exchange(true, std::memory_order_relaxed)) return;
+    madvise(header_, kHeaderBytes + capacity_, MADV_POPULATE_WRITE);
+  }
 
   static void prefetch_for_write(const void* p) {
 #if defined(__x86_64__)
@@ -247,6 +266,7 @@ class RingProducer {
   uint64_t capacity_ = 0;
   uint64_t cached_read_pos_ = 0;  // the reader's position when last read; guarded by `lock`
   RecordClock clock_;             // guarded by `lock`
+  std::atomic<bool> faulted_in_{false};
 };
 
 // The reading side, in the collector.
