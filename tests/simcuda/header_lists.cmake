@@ -7,16 +7,31 @@ set(_simcuda_types_header ${CMAKE_CURRENT_LIST_DIR}/include/driver_types.h)
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
              ${_simcuda_api_header} ${_simcuda_types_header})
 
-# Names of the functions declared in cuda_runtime_api.h, sorted.
-function(simcuda_declared_functions out_var)
-  file(READ ${_simcuda_api_header} text)
-  string(REGEX MATCHALL "CUDARTAPI[ \t\n]+cuda[A-Za-z0-9_]+\\(" matches "${text}")
+# Names of the functions a runtime header declares ("CUDARTAPI <prefix>name("), sorted.
+function(_simcuda_functions_in header prefix out_var)
+  file(READ ${header} text)
+  string(REGEX MATCHALL "CUDARTAPI[ \t\n]+${prefix}[A-Za-z0-9_]+\\(" matches "${text}")
   set(names "")
   foreach(match IN LISTS matches)
-    string(REGEX REPLACE "^CUDARTAPI[ \t\n]+(cuda[A-Za-z0-9_]+)\\($" "\\1" name "${match}")
+    string(REGEX REPLACE "^CUDARTAPI[ \t\n]+(${prefix}[A-Za-z0-9_]+)\\($" "\\1" name "${match}")
     list(APPEND names ${name})
   endforeach()
   list(SORT names)
+  set(${out_var} ${names} PARENT_SCOPE)
+endfunction()
+
+# Names of the functions declared in cuda_runtime_api.h, sorted.
+function(simcuda_declared_functions out_var)
+  _simcuda_functions_in(${_simcuda_api_header} cuda names)
+  set(${out_var} ${names} PARENT_SCOPE)
+endfunction()
+
+# Names of the registration and launch functions of cuda_kernel_registration.h, which nvcc's
+# generated code calls (the toolkit declares them outside cuda_runtime_api.h), sorted.
+set(_simcuda_registration_header ${CMAKE_CURRENT_LIST_DIR}/include/cuda_kernel_registration.h)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_simcuda_registration_header})
+function(simcuda_registration_functions out_var)
+  _simcuda_functions_in(${_simcuda_registration_header} __cuda names)
   set(${out_var} ${names} PARENT_SCOPE)
 endfunction()
 

@@ -54,6 +54,14 @@ SIMCUDA_SAME_TYPE(CUmemGenericAllocationHandle_v1)
 SIMCUDA_SAME_TYPE(CUcontext)
 SIMCUDA_SAME_TYPE(CUstream)
 SIMCUDA_SAME_TYPE(CUmemoryPool)
+SIMCUDA_SAME_TYPE(CUevent)
+SIMCUDA_SAME_TYPE(CUmodule)
+SIMCUDA_SAME_TYPE(CUfunction)
+SIMCUDA_SAME_TYPE(CUkernel)
+SIMCUDA_SAME_TYPE(CUlinkState)
+// Callbacks: the same function pointer types. (CUstreamCallback takes a CUresult, which is
+// another enumeration in this namespace; cuStreamAddCallback's declaration checks it.)
+SIMCUDA_SAME_TYPE(CUhostFn)
 #undef SIMCUDA_SAME_TYPE
 
 // Enumeration types and structs.
@@ -92,6 +100,29 @@ SIMCUDA_SAME_FIELD(CUmemPoolProps, win32SecurityAttributes)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, maxSize)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, usage)
 SIMCUDA_SAME_FIELD(CUmemPoolProps, reserved)
+SIMCUDA_SAME_SIZE(CUevent_flags)
+SIMCUDA_SAME_SIZE(CUevent_record_flags)
+SIMCUDA_SAME_SIZE(CUevent_wait_flags)
+SIMCUDA_SAME_SIZE(CUstreamWriteValue_flags)
+SIMCUDA_SAME_SIZE(CUctx_flags)
+SIMCUDA_SAME_SIZE(CUdevice_attribute)
+SIMCUDA_SAME_SIZE(CUpointer_attribute)
+SIMCUDA_SAME_SIZE(CUmemorytype)
+SIMCUDA_SAME_SIZE(CUmemPool_attribute)
+SIMCUDA_SAME_SIZE(CUfunction_attribute)
+SIMCUDA_SAME_SIZE(CUfunc_cache)
+SIMCUDA_SAME_SIZE(CUjitInputType)
+SIMCUDA_SAME_SIZE(CUjit_option)
+SIMCUDA_SAME_SIZE(CUtensorMapDataType)
+SIMCUDA_SAME_SIZE(CUtensorMapInterleave)
+SIMCUDA_SAME_SIZE(CUtensorMapSwizzle)
+SIMCUDA_SAME_SIZE(CUtensorMapL2promotion)
+SIMCUDA_SAME_SIZE(CUtensorMapFloatOOBfill)
+SIMCUDA_SAME_SIZE(CUtensorMap)
+SIMCUDA_SAME_FIELD(CUtensorMap, opaque)
+// CUuuid is defined once per program under CU_UUID_HAS_BEEN_DEFINED, which the toolkit's header
+// already defined here, so ours is the toolkit's; its layout is checked where the runtime's
+// header is (abi_check.cpp).
 
 // Every function we declare exists in the real header, under the symbol its macros map the API
 // name to (cuMemAlloc is cuMemAlloc_v2 in both)...

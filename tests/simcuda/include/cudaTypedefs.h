@@ -120,6 +120,201 @@ typedef CUresult(CUDAAPI* PFN_cuMemAllocAsync_v11020)(CUdeviceptr_v2* dptr, size
 typedef CUresult(CUDAAPI* PFN_cuMemAllocFromPoolAsync_v11020)(CUdeviceptr_v2* dptr, size_t bytesize,
                                                               CUmemoryPool pool, CUstream hStream);
 
+typedef CUresult(CUDAAPI* PFN_cuDeviceGetAttribute_v2000)(int* pi, CUdevice_attribute attrib,
+                                                          CUdevice_v1 dev);
+typedef CUresult(CUDAAPI* PFN_cuDeviceGetPCIBusId_v4010)(char* pciBusId, int len, CUdevice_v1 dev);
+typedef CUresult(CUDAAPI* PFN_cuDeviceGetByPCIBusId_v4010)(CUdevice_v1* dev, const char* pciBusId);
+typedef CUresult(CUDAAPI* PFN_cuDeviceGetUuid_v9020)(CUuuid* uuid, CUdevice_v1 dev);
+typedef CUresult(CUDAAPI* PFN_cuDeviceGetUuid_v11040)(CUuuid* uuid, CUdevice_v1 dev);
+typedef CUresult(CUDAAPI* PFN_cuDeviceCanAccessPeer_v4000)(int* canAccessPeer, CUdevice_v1 dev,
+                                                           CUdevice_v1 peerDev);
+typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxGetState_v7000)(CUdevice_v1 dev,
+                                                                unsigned int* flags, int* active);
+typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxSetFlags_v11000)(CUdevice_v1 dev,
+                                                                 unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuCtxPushCurrent_v4000)(CUcontext ctx);
+typedef CUresult(CUDAAPI* PFN_cuCtxPopCurrent_v4000)(CUcontext* pctx);
+typedef CUresult(CUDAAPI* PFN_cuCtxGetApiVersion_v3020)(CUcontext ctx, unsigned int* version);
+typedef CUresult(CUDAAPI* PFN_cuCtxGetFlags_v7000)(unsigned int* flags);
+typedef CUresult(CUDAAPI* PFN_cuCtxGetStreamPriorityRange_v5050)(int* leastPriority,
+                                                                 int* greatestPriority);
+typedef CUresult(CUDAAPI* PFN_cuCtxEnablePeerAccess_v4000)(CUcontext peerContext,
+                                                           unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuCtxDisablePeerAccess_v4000)(CUcontext peerContext);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD32_v3020)(CUdeviceptr_v2 dstDevice, unsigned int ui,
+                                                 size_t N);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD32_v7000_ptds)(CUdeviceptr_v2 dstDevice, unsigned int ui,
+                                                      size_t N);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyAsync_v4000)(CUdeviceptr_v2 dst, CUdeviceptr_v2 src,
+                                                   size_t ByteCount, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyAsync_v7000_ptsz)(CUdeviceptr_v2 dst, CUdeviceptr_v2 src,
+                                                        size_t ByteCount, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyHtoDAsync_v3020)(CUdeviceptr_v2 dstDevice,
+                                                       const void* srcHost, size_t ByteCount,
+                                                       CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyHtoDAsync_v7000_ptsz)(CUdeviceptr_v2 dstDevice,
+                                                            const void* srcHost, size_t ByteCount,
+                                                            CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyDtoHAsync_v3020)(void* dstHost, CUdeviceptr_v2 srcDevice,
+                                                       size_t ByteCount, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyDtoHAsync_v7000_ptsz)(void* dstHost, CUdeviceptr_v2 srcDevice,
+                                                            size_t ByteCount, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyDtoDAsync_v3020)(CUdeviceptr_v2 dstDevice,
+                                                       CUdeviceptr_v2 srcDevice, size_t ByteCount,
+                                                       CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyDtoDAsync_v7000_ptsz)(CUdeviceptr_v2 dstDevice,
+                                                            CUdeviceptr_v2 srcDevice,
+                                                            size_t ByteCount, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyPeerAsync_v4000)(CUdeviceptr_v2 dstDevice,
+                                                       CUcontext dstContext,
+                                                       CUdeviceptr_v2 srcDevice,
+                                                       CUcontext srcContext, size_t ByteCount,
+                                                       CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemcpyPeerAsync_v7000_ptsz)(CUdeviceptr_v2 dstDevice,
+                                                            CUcontext dstContext,
+                                                            CUdeviceptr_v2 srcDevice,
+                                                            CUcontext srcContext, size_t ByteCount,
+                                                            CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD8Async_v3020)(CUdeviceptr_v2 dstDevice, unsigned char uc,
+                                                     size_t N, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD8Async_v7000_ptsz)(CUdeviceptr_v2 dstDevice,
+                                                          unsigned char uc, size_t N,
+                                                          CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD32Async_v3020)(CUdeviceptr_v2 dstDevice, unsigned int ui,
+                                                      size_t N, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemsetD32Async_v7000_ptsz)(CUdeviceptr_v2 dstDevice,
+                                                           unsigned int ui, size_t N,
+                                                           CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuMemHostRegister_v6050)(void* p, size_t bytesize,
+                                                       unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuMemHostUnregister_v4000)(void* p);
+typedef CUresult(CUDAAPI* PFN_cuMemHostGetDevicePointer_v3020)(CUdeviceptr_v2* pdptr, void* p,
+                                                               unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuMemGetAddressRange_v3020)(CUdeviceptr_v2* pbase, size_t* psize,
+                                                          CUdeviceptr_v2 dptr);
+typedef CUresult(CUDAAPI* PFN_cuPointerGetAttribute_v4000)(void* data,
+                                                           CUpointer_attribute attribute,
+                                                           CUdeviceptr_v2 ptr);
+typedef CUresult(CUDAAPI* PFN_cuPointerGetAttributes_v7000)(unsigned int numAttributes,
+                                                            CUpointer_attribute* attributes,
+                                                            void** data, CUdeviceptr_v2 ptr);
+typedef CUresult(CUDAAPI* PFN_cuMemRetainAllocationHandle_v11000)(
+    CUmemGenericAllocationHandle_v1* handle, void* addr);
+typedef CUresult(CUDAAPI* PFN_cuMemExportToShareableHandle_v10020)(
+    void* shareableHandle, CUmemGenericAllocationHandle_v1 handle,
+    CUmemAllocationHandleType handleType, unsigned long long flags);
+typedef CUresult(CUDAAPI* PFN_cuMemImportFromShareableHandle_v10020)(
+    CUmemGenericAllocationHandle_v1* handle, void* osHandle,
+    CUmemAllocationHandleType shHandleType);
+typedef CUresult(CUDAAPI* PFN_cuMemPoolSetAttribute_v11020)(CUmemoryPool pool,
+                                                            CUmemPool_attribute attr, void* value);
+typedef CUresult(CUDAAPI* PFN_cuMemPoolGetAttribute_v11020)(CUmemoryPool pool,
+                                                            CUmemPool_attribute attr, void* value);
+typedef CUresult(CUDAAPI* PFN_cuMemPoolSetAccess_v11020)(CUmemoryPool pool,
+                                                         const CUmemAccessDesc_v1* map,
+                                                         size_t count);
+typedef CUresult(CUDAAPI* PFN_cuMemPoolGetAccess_v11020)(CUmemAccess_flags* flags,
+                                                         CUmemoryPool memPool,
+                                                         CUmemLocation_v1* location);
+typedef CUresult(CUDAAPI* PFN_cuStreamCreateWithPriority_v5050)(CUstream* phStream,
+                                                                unsigned int flags, int priority);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetPriority_v5050)(CUstream hStream, int* priority);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetPriority_v7000_ptsz)(CUstream hStream, int* priority);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetFlags_v5050)(CUstream hStream, unsigned int* flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetFlags_v7000_ptsz)(CUstream hStream, unsigned int* flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetCtx_v9020)(CUstream hStream, CUcontext* pctx);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetCtx_v9020_ptsz)(CUstream hStream, CUcontext* pctx);
+typedef CUresult(CUDAAPI* PFN_cuStreamWaitEvent_v3020)(CUstream hStream, CUevent hEvent,
+                                                       unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamWaitEvent_v7000_ptsz)(CUstream hStream, CUevent hEvent,
+                                                            unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamAddCallback_v5000)(CUstream hStream,
+                                                         CUstreamCallback callback, void* userData,
+                                                         unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamAddCallback_v7000_ptsz)(CUstream hStream,
+                                                              CUstreamCallback callback,
+                                                              void* userData, unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamQuery_v2000)(CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuStreamQuery_v7000_ptsz)(CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v8000)(CUstream stream, CUdeviceptr_v2 addr,
+                                                          cuuint32_t value, unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v8000_ptsz)(CUstream stream, CUdeviceptr_v2 addr,
+                                                               cuuint32_t value,
+                                                               unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v11070)(CUstream stream, CUdeviceptr_v2 addr,
+                                                           cuuint32_t value, unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v11070_ptsz)(CUstream stream,
+                                                                CUdeviceptr_v2 addr,
+                                                                cuuint32_t value,
+                                                                unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuLaunchHostFunc_v10000)(CUstream hStream, CUhostFn fn,
+                                                       void* userData);
+typedef CUresult(CUDAAPI* PFN_cuLaunchHostFunc_v10000_ptsz)(CUstream hStream, CUhostFn fn,
+                                                            void* userData);
+typedef CUresult(CUDAAPI* PFN_cuEventCreate_v2000)(CUevent* phEvent, unsigned int Flags);
+typedef CUresult(CUDAAPI* PFN_cuEventRecord_v2000)(CUevent hEvent, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuEventRecord_v7000_ptsz)(CUevent hEvent, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuEventRecordWithFlags_v11010)(CUevent hEvent, CUstream hStream,
+                                                             unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuEventRecordWithFlags_v11010_ptsz)(CUevent hEvent, CUstream hStream,
+                                                                  unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuEventQuery_v2000)(CUevent hEvent);
+typedef CUresult(CUDAAPI* PFN_cuEventSynchronize_v2000)(CUevent hEvent);
+typedef CUresult(CUDAAPI* PFN_cuEventDestroy_v4000)(CUevent hEvent);
+typedef CUresult(CUDAAPI* PFN_cuEventElapsedTime_v2000)(float* pMilliseconds, CUevent hStart,
+                                                        CUevent hEnd);
+typedef CUresult(CUDAAPI* PFN_cuEventElapsedTime_v12080)(float* pMilliseconds, CUevent hStart,
+                                                         CUevent hEnd);
+typedef CUresult(CUDAAPI* PFN_cuModuleLoad_v2000)(CUmodule* module, const char* fname);
+typedef CUresult(CUDAAPI* PFN_cuModuleLoadData_v2000)(CUmodule* module, const void* image);
+typedef CUresult(CUDAAPI* PFN_cuModuleLoadDataEx_v2010)(CUmodule* module, const void* image,
+                                                        unsigned int numOptions,
+                                                        CUjit_option* options, void** optionValues);
+typedef CUresult(CUDAAPI* PFN_cuModuleUnload_v2000)(CUmodule hmod);
+typedef CUresult(CUDAAPI* PFN_cuModuleGetFunction_v2000)(CUfunction* hfunc, CUmodule hmod,
+                                                         const char* name);
+typedef CUresult(CUDAAPI* PFN_cuFuncGetAttribute_v2020)(int* pi, CUfunction_attribute attrib,
+                                                        CUfunction hfunc);
+typedef CUresult(CUDAAPI* PFN_cuFuncSetAttribute_v9000)(CUfunction hfunc,
+                                                        CUfunction_attribute attrib, int value);
+typedef CUresult(CUDAAPI* PFN_cuFuncSetCacheConfig_v3000)(CUfunction hfunc, CUfunc_cache config);
+typedef CUresult(CUDAAPI* PFN_cuKernelGetAttribute_v12000)(int* pi, CUfunction_attribute attrib,
+                                                           CUkernel kernel, CUdevice dev);
+typedef CUresult(CUDAAPI* PFN_cuLaunchKernel_v4000)(CUfunction f, unsigned int gridDimX,
+                                                    unsigned int gridDimY, unsigned int gridDimZ,
+                                                    unsigned int blockDimX, unsigned int blockDimY,
+                                                    unsigned int blockDimZ,
+                                                    unsigned int sharedMemBytes, CUstream hStream,
+                                                    void** kernelParams, void** extra);
+typedef CUresult(CUDAAPI* PFN_cuLaunchKernel_v7000_ptsz)(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+typedef CUresult(CUDAAPI* PFN_cuLaunchCooperativeKernel_v9000)(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams);
+typedef CUresult(CUDAAPI* PFN_cuLaunchCooperativeKernel_v9000_ptsz)(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams);
+typedef CUresult(CUDAAPI* PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050)(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize);
+typedef CUresult(CUDAAPI* PFN_cuLinkCreate_v6050)(unsigned int numOptions, CUjit_option* options,
+                                                  void** optionValues, CUlinkState* stateOut);
+typedef CUresult(CUDAAPI* PFN_cuLinkAddData_v6050)(CUlinkState state, CUjitInputType type,
+                                                   void* data, size_t size, const char* name,
+                                                   unsigned int numOptions, CUjit_option* options,
+                                                   void** optionValues);
+typedef CUresult(CUDAAPI* PFN_cuLinkComplete_v5050)(CUlinkState state, void** cubinOut,
+                                                    size_t* sizeOut);
+typedef CUresult(CUDAAPI* PFN_cuTensorMapEncodeTiled_v12000)(
+    CUtensorMap* tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+    void* globalAddress, const cuuint64_t* globalDim, const cuuint64_t* globalStrides,
+    const cuuint32_t* boxDim, const cuuint32_t* elementStrides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+    CUtensorMapFloatOOBfill oobFill);
+
 /* The legacy ABIs, with the 32-bit types that only the driver's own build declares. */
 #if defined(__CUDA_API_VERSION_INTERNAL)
 typedef CUresult(CUDAAPI* PFN_cuDeviceTotalMem_v2000)(unsigned int* bytes, CUdevice_v1 dev);
@@ -141,6 +336,13 @@ typedef CUresult(CUDAAPI* PFN_cuMemsetD8_v2000)(CUdeviceptr_v1 dstDevice, unsign
 typedef CUresult(CUDAAPI* PFN_cuStreamDestroy_v2000)(CUstream hStream);
 typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxRelease_v7000)(CUdevice_v1 dev);
 typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxReset_v7000)(CUdevice_v1 dev);
+typedef CUresult(CUDAAPI* PFN_cuCtxPushCurrent_v2000)(CUcontext ctx);
+typedef CUresult(CUDAAPI* PFN_cuCtxPopCurrent_v2000)(CUcontext* pctx);
+typedef CUresult(CUDAAPI* PFN_cuDevicePrimaryCtxSetFlags_v7000)(CUdevice_v1 dev,
+                                                                unsigned int flags);
+typedef CUresult(CUDAAPI* PFN_cuEventDestroy_v2000)(CUevent hEvent);
+typedef CUresult(CUDAAPI* PFN_cuMemHostRegister_v4000)(void* p, size_t bytesize,
+                                                       unsigned int Flags);
 #endif
 
 #ifdef __cplusplus

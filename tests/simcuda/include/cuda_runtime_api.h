@@ -106,6 +106,182 @@ extern cudaError_t CUDARTAPI cudaGetDriverEntryPointByVersion(
     const char* symbol, void** funcPtr, unsigned int cudaVersion, unsigned long long flags,
     enum cudaDriverEntryPointQueryResult* driverStatus SIMCUDA_DEFAULT_ARG(NULL));
 
+/* Device properties and attributes (the driver's cuDeviceGetAttribute), peers, priorities. */
+extern cudaError_t CUDARTAPI cudaGetDeviceProperties(struct cudaDeviceProp* prop, int device);
+extern cudaError_t CUDARTAPI cudaDeviceGetAttribute(int* value, enum cudaDeviceAttr attr,
+                                                    int device);
+extern cudaError_t CUDARTAPI cudaDeviceGetPCIBusId(char* pciBusId, int len, int device);
+extern cudaError_t CUDARTAPI cudaDeviceCanAccessPeer(int* canAccessPeer, int device,
+                                                     int peerDevice);
+extern cudaError_t CUDARTAPI cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
+extern cudaError_t CUDARTAPI cudaDeviceGetStreamPriorityRange(int* leastPriority,
+                                                              int* greatestPriority);
+extern cudaError_t CUDARTAPI cudaDeviceGetGraphMemAttribute(int device,
+                                                            enum cudaGraphMemAttributeType attr,
+                                                            void* value);
+extern cudaError_t CUDARTAPI cudaDeviceSetGraphMemAttribute(int device,
+                                                            enum cudaGraphMemAttributeType attr,
+                                                            void* value);
+
+/* Events. */
+extern cudaError_t CUDARTAPI cudaEventCreate(cudaEvent_t* event);
+extern cudaError_t CUDARTAPI cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int flags);
+extern cudaError_t CUDARTAPI cudaEventDestroy(cudaEvent_t event);
+extern cudaError_t CUDARTAPI cudaEventRecord(cudaEvent_t event,
+                                             cudaStream_t stream SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaEventRecordWithFlags(cudaEvent_t event,
+                                                      cudaStream_t stream SIMCUDA_DEFAULT_ARG(0),
+                                                      unsigned int flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaEventQuery(cudaEvent_t event);
+extern cudaError_t CUDARTAPI cudaEventSynchronize(cudaEvent_t event);
+extern cudaError_t CUDARTAPI cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
+
+/* More of streams: priorities, queries, waits, host functions; capture (never active here). */
+extern cudaError_t CUDARTAPI cudaStreamCreateWithPriority(cudaStream_t* pStream, unsigned int flags,
+                                                          int priority);
+extern cudaError_t CUDARTAPI cudaStreamGetPriority(cudaStream_t hStream, int* priority);
+extern cudaError_t CUDARTAPI cudaStreamQuery(cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                                 unsigned int flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaStreamAddCallback(cudaStream_t stream,
+                                                   cudaStreamCallback_t callback, void* userData,
+                                                   unsigned int flags);
+extern cudaError_t CUDARTAPI cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn,
+                                                void* userData);
+extern cudaError_t CUDARTAPI cudaStreamIsCapturing(cudaStream_t stream,
+                                                   enum cudaStreamCaptureStatus* pCaptureStatus);
+extern cudaError_t CUDARTAPI
+cudaStreamGetCaptureInfo(cudaStream_t stream, enum cudaStreamCaptureStatus* captureStatus_out,
+                         unsigned long long* id_out SIMCUDA_DEFAULT_ARG(0),
+                         cudaGraph_t* graph_out SIMCUDA_DEFAULT_ARG(0),
+                         const cudaGraphNode_t** dependencies_out SIMCUDA_DEFAULT_ARG(0),
+                         const cudaGraphEdgeData** edgeData_out SIMCUDA_DEFAULT_ARG(0),
+                         size_t* numDependencies_out SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode);
+extern cudaError_t CUDARTAPI cudaStreamBeginCapture(cudaStream_t stream,
+                                                    enum cudaStreamCaptureMode mode);
+extern cudaError_t CUDARTAPI cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
+                                                           const cudaGraphNode_t* dependencies,
+                                                           const cudaGraphEdgeData* dependencyData,
+                                                           size_t numDependencies,
+                                                           enum cudaStreamCaptureMode mode);
+extern cudaError_t CUDARTAPI cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph);
+extern cudaError_t CUDARTAPI cudaStreamUpdateCaptureDependencies(
+    cudaStream_t stream, cudaGraphNode_t* dependencies, const cudaGraphEdgeData* dependencyData,
+    size_t numDependencies, unsigned int flags SIMCUDA_DEFAULT_ARG(0));
+
+/* Asynchronous copies and memsets, host memory registration, pointers, pools' attributes. */
+extern cudaError_t CUDARTAPI cudaMemcpyAsync(void* dst, const void* src, size_t count,
+                                             enum cudaMemcpyKind kind,
+                                             cudaStream_t stream SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src,
+                                               size_t spitch, size_t width, size_t height,
+                                               enum cudaMemcpyKind kind,
+                                               cudaStream_t stream SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaMemcpyPeerAsync(void* dst, int dstDevice, const void* src,
+                                                 int srcDevice, size_t count,
+                                                 cudaStream_t stream SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaMemsetAsync(void* devPtr, int value, size_t count,
+                                             cudaStream_t stream SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaHostRegister(void* ptr, size_t size, unsigned int flags);
+extern cudaError_t CUDARTAPI cudaHostUnregister(void* ptr);
+extern cudaError_t CUDARTAPI cudaPointerGetAttributes(struct cudaPointerAttributes* attributes,
+                                                      const void* ptr);
+extern cudaError_t CUDARTAPI cudaMemPoolGetAttribute(cudaMemPool_t memPool,
+                                                     enum cudaMemPoolAttr attr, void* value);
+extern cudaError_t CUDARTAPI cudaMemPoolSetAttribute(cudaMemPool_t memPool,
+                                                     enum cudaMemPoolAttr attr, void* value);
+extern cudaError_t CUDARTAPI cudaMemPoolSetAccess(cudaMemPool_t memPool,
+                                                  const struct cudaMemAccessDesc* descList,
+                                                  size_t count);
+
+/* Kernels: launches are accepted and not run; module variables are host memory. */
+extern cudaError_t CUDARTAPI cudaLaunchKernel(const void* func, dim3 gridDim, dim3 blockDim,
+                                              void** args, size_t sharedMem, cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
+                                                 void** args);
+extern cudaError_t CUDARTAPI cudaLaunchCooperativeKernel(const void* func, dim3 gridDim,
+                                                         dim3 blockDim, void** args,
+                                                         size_t sharedMem, cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaFuncGetAttributes(struct cudaFuncAttributes* attr,
+                                                   const void* func);
+extern cudaError_t CUDARTAPI cudaFuncSetAttribute(const void* func, enum cudaFuncAttribute attr,
+                                                  int value);
+extern cudaError_t CUDARTAPI cudaKernelSetAttributeForDevice(cudaKernel_t kernel,
+                                                             enum cudaFuncAttribute attr, int value,
+                                                             int device);
+extern cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks,
+                                                                           const void* func,
+                                                                           int blockSize,
+                                                                           size_t dynamicSMemSize);
+extern cudaError_t CUDARTAPI cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int* numBlocks, const void* func, int blockSize, size_t dynamicSMemSize, unsigned int flags);
+extern cudaError_t CUDARTAPI cudaGetSymbolAddress(void** devPtr, const void* symbol);
+extern cudaError_t CUDARTAPI cudaMemcpyToSymbol(
+    const void* symbol, const void* src, size_t count, size_t offset SIMCUDA_DEFAULT_ARG(0),
+    enum cudaMemcpyKind kind SIMCUDA_DEFAULT_ARG(cudaMemcpyHostToDevice));
+extern cudaError_t CUDARTAPI cudaProfilerStart(void);
+extern cudaError_t CUDARTAPI cudaProfilerStop(void);
+
+/* Not supported (cudaErrorNotSupported): graphs, user objects, libraries loaded at run time, IPC.
+ */
+extern cudaError_t CUDARTAPI cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                              const cudaGraphNode_t* pDependencies,
+                                              const cudaGraphEdgeData* dependencyData,
+                                              size_t numDependencies,
+                                              struct cudaGraphNodeParams* nodeParams);
+extern cudaError_t CUDARTAPI
+cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out, cudaGraph_t graph,
+                                 unsigned int defaultLaunchValue SIMCUDA_DEFAULT_ARG(0),
+                                 unsigned int flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaGraphDestroy(cudaGraph_t graph);
+extern cudaError_t CUDARTAPI cudaGraphExecDestroy(cudaGraphExec_t graphExec);
+extern cudaError_t CUDARTAPI cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes,
+                                               size_t* numNodes);
+extern cudaError_t CUDARTAPI cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                                                  unsigned long long flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI
+cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
+                              unsigned long long flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+extern cudaError_t CUDARTAPI cudaGraphNodeGetDependencies(cudaGraphNode_t node,
+                                                          cudaGraphNode_t* pDependencies,
+                                                          cudaGraphEdgeData* edgeData,
+                                                          size_t* pNumDependencies);
+extern cudaError_t CUDARTAPI cudaGraphRetainUserObject(cudaGraph_t graph, cudaUserObject_t object,
+                                                       unsigned int count SIMCUDA_DEFAULT_ARG(1),
+                                                       unsigned int flags SIMCUDA_DEFAULT_ARG(0));
+extern cudaError_t CUDARTAPI cudaUserObjectCreate(cudaUserObject_t* object_out, void* ptr,
+                                                  cudaHostFn_t destroy,
+                                                  unsigned int initialRefcount, unsigned int flags);
+extern cudaError_t CUDARTAPI cudaUserObjectRelease(cudaUserObject_t object,
+                                                   unsigned int count SIMCUDA_DEFAULT_ARG(1));
+extern cudaError_t CUDARTAPI cudaLibraryLoadData(
+    cudaLibrary_t* library, const void* code, enum cudaJitOption* jitOptions,
+    void** jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption* libraryOptions,
+    void** libraryOptionValues, unsigned int numLibraryOptions);
+extern cudaError_t CUDARTAPI cudaLibraryLoadFromFile(
+    cudaLibrary_t* library, const char* fileName, enum cudaJitOption* jitOptions,
+    void** jitOptionsValues, unsigned int numJitOptions, enum cudaLibraryOption* libraryOptions,
+    void** libraryOptionValues, unsigned int numLibraryOptions);
+extern cudaError_t CUDARTAPI cudaLibraryUnload(cudaLibrary_t library);
+extern cudaError_t CUDARTAPI cudaLibraryGetKernel(cudaKernel_t* pKernel, cudaLibrary_t library,
+                                                  const char* name);
+extern cudaError_t CUDARTAPI cudaLibraryGetKernelCount(unsigned int* count, cudaLibrary_t lib);
+extern cudaError_t CUDARTAPI cudaLibraryGetGlobal(void** dptr, size_t* bytes, cudaLibrary_t library,
+                                                  const char* name);
+extern cudaError_t CUDARTAPI cudaLibraryGetManaged(void** dptr, size_t* bytes,
+                                                   cudaLibrary_t library, const char* name);
+extern cudaError_t CUDARTAPI cudaLibraryGetUnifiedFunction(void** fptr, cudaLibrary_t library,
+                                                           const char* symbol);
+extern cudaError_t CUDARTAPI cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* devPtr);
+extern cudaError_t CUDARTAPI cudaIpcOpenMemHandle(void** devPtr, cudaIpcMemHandle_t handle,
+                                                  unsigned int flags);
+extern cudaError_t CUDARTAPI cudaIpcCloseMemHandle(void* devPtr);
+extern cudaError_t CUDARTAPI cudaIpcGetEventHandle(cudaIpcEventHandle_t* handle, cudaEvent_t event);
+extern cudaError_t CUDARTAPI cudaIpcOpenEventHandle(cudaEvent_t* event,
+                                                    cudaIpcEventHandle_t handle);
+
 /*
  * The per-thread-default-stream entry points, exported by the real library next to the plain
  * ones. The real header declares them only under CUDA_API_PER_THREAD_DEFAULT_STREAM (nvcc

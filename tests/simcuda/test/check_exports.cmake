@@ -1,6 +1,8 @@
-# Checks a simcuda libcudart: its SONAME, and that its dynamic symbol table defines exactly the
-# functions in EXPECTED, without symbol versions.
-# Usage: cmake -DLIBRARY=... -DSONAME=... -DNM=... -DREADELF=... -DEXPECTED=... -P check_exports.cmake
+# Checks a simcuda library: its SONAME, and that its dynamic symbol table defines exactly the
+# functions in EXPECTED: each at the version VERSION_NODE (the runtimes, as NVIDIA's), or
+# without a version when VERSION_NODE is not given (the driver, as NVIDIA's).
+# Usage: cmake -DLIBRARY=... -DSONAME=... [-DVERSION_NODE=...] -DNM=... -DREADELF=...
+#              -DEXPECTED=... -P check_exports.cmake
 
 execute_process(COMMAND ${READELF} -d ${LIBRARY} OUTPUT_VARIABLE dynamic RESULT_VARIABLE failed)
 if(failed)
@@ -23,7 +25,16 @@ foreach(line IN LISTS lines)
     message(FATAL_ERROR "unexpected nm output: ${line}")
   endif()
   set(name "${CMAKE_MATCH_2}")  # the next MATCHES resets CMAKE_MATCH_*
-  if(name MATCHES "@")
+  if(DEFINED VERSION_NODE)
+    # The node itself is an absolute symbol of its own name.
+    if(name STREQUAL "${VERSION_NODE}" OR name STREQUAL "${VERSION_NODE}@@${VERSION_NODE}")
+      continue()
+    endif()
+    if(NOT name MATCHES "^(.+)@@(.+)$" OR NOT CMAKE_MATCH_2 STREQUAL VERSION_NODE)
+      message(FATAL_ERROR "${LIBRARY}: ${name} is not defined at version ${VERSION_NODE}")
+    endif()
+    set(name "${CMAKE_MATCH_1}")
+  elseif(name MATCHES "@")
     message(FATAL_ERROR "${LIBRARY}: ${name} carries a symbol version")
   endif()
   list(APPEND exported "${name}")

@@ -7,6 +7,7 @@
 #include <cudaTypedefs.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "driver_test_support.h"
 #include "machine_main.h"
 
 namespace {
@@ -26,24 +28,11 @@ constexpr int kDevices = 2;
 // A value no call returns, to see whether a failing call wrote its output.
 constexpr CUdeviceptr kUntouched = 0xdeadbe00;
 
-void* host_pointer(CUdeviceptr address) {
-  return reinterpret_cast<void*>(address);
-}
+using simcuda_test::host_pointer;
 
-CUdeviceptr device_address(const void* ptr) {
-  return reinterpret_cast<CUdeviceptr>(ptr);
-}
+using simcuda_test::device_address;
 
-// The per-thread-default-stream variant of an API, as a program built without
-// CUDA_API_PER_THREAD_DEFAULT_STREAM reaches it (the header declares the _ptsz names only with).
-template <class Function>
-Function per_thread(const char* api, int version) {
-  void* function = nullptr;
-  EXPECT_EQ(cuGetProcAddress(api, &function, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
-                             nullptr),
-            CUDA_SUCCESS);
-  return reinterpret_cast<Function>(function);
-}
+using simcuda_test::per_thread;
 
 // What the driver answered before cuInit, asked by main() before any test runs (tests call
 // cuInit, and it cannot be undone).
@@ -528,6 +517,520 @@ TEST_F(Driver, NamesAndDescribesResults) {
   EXPECT_EQ(cuGetErrorString(bogus, &text), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(text, nullptr);
   EXPECT_EQ(cuGetErrorName(CUDA_SUCCESS, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
+// The documented simulated device (device_properties.cpp): a sample of its attributes.
+TEST_F(Driver, DevicesHaveTheAttributesOfTheSimulatedGpu) {
+  struct Expected {
+    CUdevice_attribute attribute;
+    int value;
+  };
+  for (int device = 0; device < kDevices; ++device) {
+    for (const Expected e :
+         {Expected{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+          Expected{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+          Expected{CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132},
+          Expected{CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+          Expected{CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+          Expected{CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024},
+          Expected{CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024},
+          Expected{CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536},
+          Expected{CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 5120},
+          Expected{CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 50 * 1024 * 1024},
+          Expected{CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED, 0},
+          Expected{CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, 1},
+          Expected{CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, 0},
+          Expected{CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, device + 1},
+          Expected{CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, 0}}) {
+      int value = -12345;
+      EXPECT_EQ(cuDeviceGetAttribute(&value, e.attribute, device), CUDA_SUCCESS) << e.attribute;
+      EXPECT_EQ(value, e.value) << "attribute " << e.attribute << " of device " << device;
+    }
+  }
+  // Every attribute of the enumeration has a value; anything else is an error that writes
+  // nothing.
+  for (int attribute = 1; attribute < CU_DEVICE_ATTRIBUTE_MAX; ++attribute) {
+    int value = 0;
+    EXPECT_EQ(cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(attribute), 0),
+              CUDA_SUCCESS)
+        << attribute;
+  }
+  int value = -12345;
+  EXPECT_EQ(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(0), 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuDeviceGetAttribute(&value, static_cast<CUdevice_attribute>(100000), 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(value, -12345);
+  EXPECT_EQ(cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_WARP_SIZE, kDevices),
+            CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetAttribute(nullptr, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 0),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Driver, PciIdsAndUuidsNameEachDevice) {
+  char id[32] = {};
+  ASSERT_EQ(cuDeviceGetPCIBusId(id, sizeof id, 1), CUDA_SUCCESS);
+  EXPECT_STREQ(id, "0000:02:00.0");
+  for (int device = 0; device < kDevices; ++device) {
+    ASSERT_EQ(cuDeviceGetPCIBusId(id, sizeof id, device), CUDA_SUCCESS);
+    CUdevice found = -1;
+    EXPECT_EQ(cuDeviceGetByPCIBusId(&found, id), CUDA_SUCCESS) << id;
+    EXPECT_EQ(found, device) << id;
+  }
+  CUdevice found = -1;
+  EXPECT_EQ(cuDeviceGetByPCIBusId(&found, "0000:01:00"), CUDA_SUCCESS);
+  EXPECT_EQ(found, 0);
+  EXPECT_EQ(cuDeviceGetByPCIBusId(&found, "02:00.0"), CUDA_SUCCESS);
+  EXPECT_EQ(found, 1);
+  found = -1;
+  EXPECT_EQ(cuDeviceGetByPCIBusId(&found, "0000:09:00.0"), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetByPCIBusId(&found, "no bus"), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(found, -1);
+  char short_id[5] = {};
+  EXPECT_EQ(cuDeviceGetPCIBusId(short_id, sizeof short_id, 0), CUDA_SUCCESS);
+  EXPECT_STREQ(short_id, "0000") << "truncated and terminated";
+  EXPECT_EQ(cuDeviceGetPCIBusId(id, sizeof id, kDevices), CUDA_ERROR_INVALID_DEVICE);
+
+  CUuuid first = {};
+  CUuuid again = {};
+  CUuuid second = {};
+  ASSERT_EQ(cuDeviceGetUuid(&first, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDeviceGetUuid(&again, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDeviceGetUuid(&second, 1), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(first.bytes, again.bytes, sizeof first.bytes), 0) << "stable";
+  EXPECT_NE(std::memcmp(first.bytes, second.bytes, sizeof first.bytes), 0) << "per device";
+  void* legacy = nullptr;
+  ASSERT_EQ(cuGetProcAddress("cuDeviceGetUuid", &legacy, 9020, 0, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(reinterpret_cast<PFN_cuDeviceGetUuid_v9020>(legacy)(&again, 1), CUDA_SUCCESS);
+  EXPECT_EQ(std::memcmp(second.bytes, again.bytes, sizeof second.bytes), 0);
+  EXPECT_EQ(cuDeviceGetUuid(&first, kDevices), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDeviceGetUuid(nullptr, 0), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Driver, PeerAccessIsKeptPerContextPair) {
+  int can = -1;
+  ASSERT_EQ(cuDeviceCanAccessPeer(&can, 0, 1), CUDA_SUCCESS);
+  EXPECT_EQ(can, 1);
+  ASSERT_EQ(cuDeviceCanAccessPeer(&can, 1, 1), CUDA_SUCCESS);
+  EXPECT_EQ(can, 0) << "a device is no peer of itself";
+  EXPECT_EQ(cuDeviceCanAccessPeer(&can, 0, kDevices), CUDA_ERROR_INVALID_DEVICE);
+
+  EXPECT_EQ(cuCtxDisablePeerAccess(contexts_[1]), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  EXPECT_EQ(cuCtxEnablePeerAccess(contexts_[1], 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxEnablePeerAccess(contexts_[1], 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+  EXPECT_EQ(cuCtxEnablePeerAccess(contexts_[0], 0), CUDA_ERROR_INVALID_DEVICE) << "itself";
+  EXPECT_EQ(cuCtxEnablePeerAccess(contexts_[1], 1), CUDA_ERROR_INVALID_VALUE) << "flags";
+  // Each direction is its own.
+  ASSERT_EQ(cuCtxSetCurrent(contexts_[1]), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDisablePeerAccess(contexts_[0]), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  ASSERT_EQ(cuCtxSetCurrent(contexts_[0]), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDisablePeerAccess(contexts_[1]), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxDisablePeerAccess(contexts_[1]), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  // A reset of either context ends it.
+  ASSERT_EQ(cuCtxEnablePeerAccess(contexts_[1], 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxReset(1), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxEnablePeerAccess(contexts_[1], 0), CUDA_SUCCESS);
+  const auto made_up = reinterpret_cast<CUcontext>(std::uintptr_t{0x1234});
+  EXPECT_EQ(cuCtxEnablePeerAccess(made_up, 0), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+TEST_F(Driver, ContextsStackPerThread) {
+  CUcontext current = nullptr;
+  ASSERT_EQ(cuCtxPushCurrent(contexts_[1]), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, contexts_[1]);
+  CUdevice device = -1;
+  ASSERT_EQ(cuCtxGetDevice(&device), CUDA_SUCCESS);
+  EXPECT_EQ(device, 1);
+  CUcontext popped = nullptr;
+  ASSERT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, contexts_[1]);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, contexts_[0]) << "the one below";
+
+  // cuCtxSetCurrent replaces the top; null pops it.
+  ASSERT_EQ(cuCtxPushCurrent(contexts_[1]), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(contexts_[0]), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxPopCurrent(&popped), CUDA_SUCCESS);
+  EXPECT_EQ(popped, contexts_[0]);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, contexts_[0]);
+  ASSERT_EQ(cuCtxPopCurrent(nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxGetCurrent(&current), CUDA_SUCCESS);
+  EXPECT_EQ(current, nullptr) << "empty";
+  EXPECT_EQ(cuCtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(cuCtxPushCurrent(reinterpret_cast<CUcontext>(std::uintptr_t{0x1234})),
+            CUDA_ERROR_INVALID_CONTEXT);
+
+  // Another thread has a stack of its own.
+  ASSERT_EQ(cuCtxPushCurrent(contexts_[0]), CUDA_SUCCESS);
+  std::thread([&] {
+    CUcontext theirs = contexts_[0];
+    EXPECT_EQ(cuCtxGetCurrent(&theirs), CUDA_SUCCESS);
+    EXPECT_EQ(theirs, nullptr);
+    EXPECT_EQ(cuCtxPopCurrent(&theirs), CUDA_ERROR_INVALID_CONTEXT);
+  }).join();
+  unsigned int version = 0;
+  EXPECT_EQ(cuCtxGetApiVersion(nullptr, &version), CUDA_SUCCESS);
+  EXPECT_EQ(version, 3020u);
+}
+
+TEST_F(Driver, PrimaryContextsReportTheirStateAndFlags) {
+  unsigned int flags = 99;
+  int active = -1;
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(1, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(flags, 0u);
+  EXPECT_EQ(active, 1);
+  ASSERT_EQ(cuDevicePrimaryCtxRelease(1), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(1, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 0) << "released by all who retained it";
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&contexts_[1], 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(1, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(active, 1);
+
+  ASSERT_EQ(cuDevicePrimaryCtxSetFlags(0, CU_CTX_SCHED_BLOCKING_SYNC), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxGetState(0, &flags, &active), CUDA_SUCCESS);
+  EXPECT_EQ(flags, unsigned{CU_CTX_SCHED_BLOCKING_SYNC});
+  unsigned int context_flags = 99;
+  ASSERT_EQ(cuCtxGetFlags(&context_flags), CUDA_SUCCESS);
+  EXPECT_EQ(context_flags, unsigned{CU_CTX_SCHED_BLOCKING_SYNC});
+  EXPECT_EQ(cuDevicePrimaryCtxSetFlags(0, CU_CTX_SCHED_SPIN | CU_CTX_SCHED_YIELD),
+            CUDA_ERROR_INVALID_VALUE)
+      << "one scheduling mode";
+  EXPECT_EQ(cuDevicePrimaryCtxSetFlags(0, 0x1000), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuDevicePrimaryCtxSetFlags(0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuDevicePrimaryCtxGetState(kDevices, &flags, &active), CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(cuDevicePrimaryCtxGetState(0, nullptr, &active), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Driver, HostMemoryCanBeRegisteredOnce) {
+  std::vector<char> buffer(3 * 4096);
+  void* const p = buffer.data();
+  ASSERT_EQ(cuMemHostRegister(p, 8192, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostRegister(buffer.data() + 4096, 4096, 0),
+            CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED)
+      << "overlaps";
+  EXPECT_EQ(cuMemHostRegister(buffer.data() + 8192, 4096, CU_MEMHOSTREGISTER_READ_ONLY),
+            CUDA_SUCCESS)
+      << "beside it";
+  CUdeviceptr device_pointer = 0;
+  ASSERT_EQ(cuMemHostGetDevicePointer(&device_pointer, buffer.data() + 100, 0), CUDA_SUCCESS);
+  EXPECT_EQ(device_pointer, device_address(buffer.data() + 100)) << "unified addressing";
+  EXPECT_EQ(cuMemHostGetDevicePointer(&device_pointer, buffer.data() + 100, 1),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemHostUnregister(buffer.data() + 8192), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostUnregister(buffer.data() + 4096), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED)
+      << "not its start";
+  EXPECT_EQ(cuMemHostUnregister(p), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostUnregister(p), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(cuMemHostGetDevicePointer(&device_pointer, p, 0), CUDA_ERROR_INVALID_VALUE);
+
+  void* pinned = nullptr;
+  ASSERT_EQ(cuMemHostAlloc(&pinned, 4096, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostRegister(pinned, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  ASSERT_EQ(cuMemHostGetDevicePointer(&device_pointer, pinned, 0), CUDA_SUCCESS);
+  EXPECT_EQ(device_pointer, device_address(pinned));
+  EXPECT_EQ(cuMemFreeHost(pinned), CUDA_SUCCESS);
+  CUdeviceptr device = 0;
+  ASSERT_EQ(cuMemAlloc(&device, 4096), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostRegister(host_pointer(device), 4096, 0), CUDA_ERROR_INVALID_VALUE)
+      << "device memory";
+  EXPECT_EQ(cuMemHostRegister(p, 4096, 0x10), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemHostRegister(p, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemHostRegister(nullptr, 4096, 0), CUDA_ERROR_INVALID_VALUE);
+  // Registrations go with their context.
+  ASSERT_EQ(cuMemHostRegister(p, 4096, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemHostUnregister(p), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+}
+
+struct Attributes {
+  unsigned int memory_type = 99;
+  CUdeviceptr device_pointer = 1;
+  void* host_pointer = reinterpret_cast<void*>(1);
+  CUcontext context = reinterpret_cast<CUcontext>(1);
+  int ordinal = 99;
+  unsigned int managed = 99;
+  CUdeviceptr start = 1;
+  std::size_t size = 1;
+  unsigned int mapped = 99;
+  unsigned long long buffer_id = 0;
+  unsigned int handle_types = 99;
+  CUmemoryPool pool = reinterpret_cast<CUmemoryPool>(1);
+};
+
+// Everything cuPointerGetAttributes says about an address, in one call.
+CUresult describe(CUdeviceptr ptr, Attributes* out) {
+  CUpointer_attribute names[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+                                 CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                 CU_POINTER_ATTRIBUTE_CONTEXT,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                 CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+                                 CU_POINTER_ATTRIBUTE_MAPPED,
+                                 CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                 CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+                                 CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE};
+  void* data[] = {&out->memory_type, &out->device_pointer, &out->host_pointer, &out->context,
+                  &out->ordinal,     &out->managed,        &out->start,        &out->size,
+                  &out->mapped,      &out->buffer_id,      &out->handle_types, &out->pool};
+  return cuPointerGetAttributes(12, names, data, ptr);
+}
+
+TEST_F(Driver, PointerAttributesDescribeEachKindOfMemory) {
+  CUdeviceptr device = 0;
+  CUdeviceptr managed = 0;
+  CUdeviceptr async = 0;
+  void* pinned = nullptr;
+  std::vector<char> registered(8192);
+  ASSERT_EQ(cuCtxSetCurrent(contexts_[1]), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&device, 1000), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocManaged(&managed, 2000, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&async, 3000, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemHostAlloc(&pinned, 4000, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemHostRegister(registered.data(), registered.size(), 0), CUDA_SUCCESS);
+
+  struct Case {
+    const char* kind;
+    CUdeviceptr start;
+    std::size_t size;
+    unsigned int memory_type;
+    bool managed;
+    bool has_host_pointer;
+  };
+  std::vector<unsigned long long> ids;
+  for (const Case& c :
+       {Case{"device", device, 1000, CU_MEMORYTYPE_DEVICE, false, false},
+        Case{"managed", managed, 2000, CU_MEMORYTYPE_DEVICE, true, true},
+        Case{"async", async, 3000, CU_MEMORYTYPE_DEVICE, false, false},
+        Case{"pinned", device_address(pinned), 4000, CU_MEMORYTYPE_HOST, false, true},
+        Case{"registered", device_address(registered.data()), registered.size(), CU_MEMORYTYPE_HOST,
+             false, true}}) {
+    const CUdeviceptr inside = c.start + c.size - 1;
+    Attributes a;
+    ASSERT_EQ(describe(inside, &a), CUDA_SUCCESS) << c.kind;
+    EXPECT_EQ(a.memory_type, c.memory_type) << c.kind;
+    EXPECT_EQ(a.device_pointer, inside) << c.kind;
+    EXPECT_EQ(a.host_pointer, c.has_host_pointer ? host_pointer(inside) : nullptr) << c.kind;
+    EXPECT_EQ(a.context, contexts_[1]) << c.kind;
+    EXPECT_EQ(a.ordinal, 1) << c.kind;
+    EXPECT_EQ(a.managed, c.managed ? 1u : 0u) << c.kind;
+    EXPECT_EQ(a.start, c.start) << c.kind;
+    EXPECT_EQ(a.size, c.size) << c.kind;
+    EXPECT_EQ(a.mapped, 1u) << c.kind;
+    EXPECT_NE(a.buffer_id, 0u) << c.kind;
+    ids.push_back(a.buffer_id);
+    EXPECT_EQ(a.handle_types, 0u) << c.kind;
+
+    // One at a time, the same; and the range.
+    unsigned int memory_type = 0;
+    EXPECT_EQ(cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, inside),
+              CUDA_SUCCESS);
+    EXPECT_EQ(memory_type, c.memory_type) << c.kind;
+    void* host = nullptr;
+    EXPECT_EQ(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, inside),
+              c.has_host_pointer ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE)
+        << c.kind;
+    CUdeviceptr base = 0;
+    std::size_t size = 0;
+    EXPECT_EQ(cuMemGetAddressRange(&base, &size, inside), CUDA_SUCCESS) << c.kind;
+    EXPECT_EQ(base, c.start) << c.kind;
+    EXPECT_EQ(size, c.size) << c.kind;
+  }
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << "buffer ids are unique";
+  Attributes a;
+  ASSERT_EQ(describe(async, &a), CUDA_SUCCESS);
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&pool, 1), CUDA_SUCCESS);
+  EXPECT_EQ(a.pool, pool);
+
+  // Unknown memory: an error one at a time, zeros all together.
+  int stack_variable = 0;
+  const CUdeviceptr unknown = device_address(&stack_variable);
+  unsigned int memory_type = 99;
+  EXPECT_EQ(cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, unknown),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(describe(unknown, &a), CUDA_SUCCESS);
+  EXPECT_EQ(a.memory_type, 0u);
+  EXPECT_EQ(a.device_pointer, 0u);
+  EXPECT_EQ(a.host_pointer, nullptr);
+  EXPECT_EQ(a.context, nullptr);
+  EXPECT_EQ(a.managed, 0u);
+  EXPECT_EQ(a.mapped, 0u);
+  EXPECT_EQ(a.buffer_id, 0u);
+  CUdeviceptr base = 1;
+  EXPECT_EQ(cuMemGetAddressRange(&base, nullptr, unknown), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(cuMemGetAddressRange(&base, nullptr, device + 1000), CUDA_ERROR_NOT_FOUND)
+      << "past the requested size";
+  EXPECT_EQ(base, 1u);
+  EXPECT_EQ(cuPointerGetAttribute(&memory_type, static_cast<CUpointer_attribute>(999), device),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuPointerGetAttribute(nullptr, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuMemFree(device), CUDA_SUCCESS);
+  EXPECT_EQ(cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, device),
+            CUDA_ERROR_INVALID_VALUE)
+      << "freed";
+}
+
+TEST_F(Driver, PoolAttributesCountLiveAllocations) {
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+  const auto get = [pool](CUmemPool_attribute attribute) {
+    cuuint64_t value = 12345;
+    EXPECT_EQ(cuMemPoolGetAttribute(pool, attribute, &value), CUDA_SUCCESS) << attribute;
+    return value;
+  };
+  cuuint64_t threshold = 0;
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 0u);
+  threshold = UINT64_MAX;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), UINT64_MAX);
+  int reuse = -1;
+  ASSERT_EQ(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+  EXPECT_EQ(reuse, 1) << "the default";
+  reuse = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+  reuse = -1;
+  ASSERT_EQ(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+  EXPECT_EQ(reuse, 0);
+
+  CUdeviceptr a = 0;
+  CUdeviceptr b = 0;
+  ASSERT_EQ(cuMemAllocAsync(&a, kMiB, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&b, 1000, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), kMiB + 1024) << "in 512-byte units";
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), kMiB + 1024);
+  ASSERT_EQ(cuMemFreeAsync(a, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1024u);
+  EXPECT_GE(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), kMiB + 1024);
+  EXPECT_GE(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), kMiB + 1024);
+  cuuint64_t zero = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), 1024u) << "reset to the current amount";
+  EXPECT_GE(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), kMiB + 1024) << "reset separately";
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 1024u);
+  cuuint64_t one = 1;
+  EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &one),
+            CUDA_ERROR_INVALID_VALUE)
+      << "only 0 resets";
+  EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero),
+            CUDA_ERROR_INVALID_VALUE)
+      << "read-only";
+  EXPECT_EQ(cuMemPoolGetAttribute(pool, static_cast<CUmemPool_attribute>(99), &one),
+            CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuMemFreeAsync(b, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  threshold = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
+  reuse = 1;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse),
+            CUDA_SUCCESS);
+
+  // A created pool counts its own allocations only.
+  const CUmemPoolProps props = device_pool(0);
+  CUmemoryPool created = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&created, &props), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocFromPoolAsync(&a, 4096, created, nullptr), CUDA_SUCCESS);
+  cuuint64_t used_bytes = 0;
+  ASSERT_EQ(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used_bytes),
+            CUDA_SUCCESS);
+  EXPECT_EQ(used_bytes, 4096u);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0u);
+  ASSERT_EQ(cuMemFreeAsync(a, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolDestroy(created), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used_bytes),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Driver, PoolAccessIsKeptPerDevice) {
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+  const auto access_of = [pool](int device) {
+    CUmemLocation location = {CU_MEM_LOCATION_TYPE_DEVICE, device};
+    CUmemAccess_flags flags = static_cast<CUmemAccess_flags>(99);
+    EXPECT_EQ(cuMemPoolGetAccess(&flags, pool, &location), CUDA_SUCCESS);
+    return flags;
+  };
+  EXPECT_EQ(access_of(0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE) << "its own device";
+  EXPECT_EQ(access_of(1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  CUmemAccessDesc desc = {{CU_MEM_LOCATION_TYPE_DEVICE, 1}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  ASSERT_EQ(cuMemPoolSetAccess(pool, &desc, 1), CUDA_SUCCESS);
+  EXPECT_EQ(access_of(1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  desc.flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  ASSERT_EQ(cuMemPoolSetAccess(pool, &desc, 1), CUDA_SUCCESS);
+  EXPECT_EQ(access_of(1), CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  desc.location.id = 0;
+  EXPECT_EQ(cuMemPoolSetAccess(pool, &desc, 1), CUDA_ERROR_INVALID_DEVICE)
+      << "its own device keeps read-write access";
+  desc.location.id = kDevices;
+  EXPECT_EQ(cuMemPoolSetAccess(pool, &desc, 1), CUDA_ERROR_INVALID_DEVICE);
+  CUmemLocation location = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  CUmemAccess_flags flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  EXPECT_EQ(cuMemPoolGetAccess(&flags, pool, &location), CUDA_ERROR_INVALID_VALUE);
+}
+
+// The entry points that exist only so that libraries importing them load.
+TEST_F(Driver, KernelsModulesAndTheLinkerAreNotSupported) {
+  CUmodule module = reinterpret_cast<CUmodule>(std::uintptr_t{1});
+  CUfunction function = reinterpret_cast<CUfunction>(std::uintptr_t{1});
+  CUlinkState link = reinterpret_cast<CUlinkState>(std::uintptr_t{1});
+  int value = 12345;
+  EXPECT_EQ(cuModuleLoad(&module, "kernels.cubin"), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuModuleLoadData(&module, "image"), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuModuleLoadDataEx(&module, "image", 0, nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(module, reinterpret_cast<CUmodule>(std::uintptr_t{1})) << "no output written";
+  EXPECT_EQ(cuModuleGetFunction(&function, module, "kernel"), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(function, reinterpret_cast<CUfunction>(std::uintptr_t{1}));
+  EXPECT_EQ(cuModuleUnload(module), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuFuncSetCacheConfig(function, CU_FUNC_CACHE_PREFER_L1), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuKernelGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS,
+                                 reinterpret_cast<CUkernel>(function), 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuLaunchCooperativeKernel(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&value, function, 128, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(value, 12345);
+  EXPECT_EQ(cuLinkCreate(0, nullptr, nullptr, &link), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(link, reinterpret_cast<CUlinkState>(std::uintptr_t{1}));
+  EXPECT_EQ(cuLinkAddData(link, CU_JIT_INPUT_PTX, nullptr, 0, "x", 0, nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
+  void* cubin = nullptr;
+  std::size_t size = 0;
+  EXPECT_EQ(cuLinkComplete(link, &cubin, &size), CUDA_ERROR_NOT_SUPPORTED);
+  CUtensorMap map;
+  EXPECT_EQ(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, nullptr, nullptr,
+                                   nullptr, nullptr, nullptr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            CUDA_ERROR_NOT_SUPPORTED);
+  // The per-thread launches too.
+  const auto launch_ptsz = per_thread<PFN_cuLaunchKernel_v7000_ptsz>("cuLaunchKernel", 7000);
+  EXPECT_EQ(launch_ptsz(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
+            CUDA_ERROR_NOT_SUPPORTED);
 }
 
 }  // namespace

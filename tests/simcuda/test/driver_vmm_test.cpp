@@ -4,6 +4,7 @@
 
 #include <cuda.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -465,6 +466,178 @@ TEST_F(Vmm, NeedsNoCurrentContext) {
     ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
     ASSERT_EQ(cuMemAddressFree(ptr, kGranule), CUDA_SUCCESS);
   }).join();
+}
+
+// PyTorch's expandable segments ask for fabric handles first and fall back to file descriptors
+// on any error but running out of memory.
+TEST_F(Vmm, FabricHandlesAreRefusedAndFileDescriptorsGranted) {
+  CUmemAllocationProp prop = device_memory(0);
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_FABRIC;
+  CUmemGenericAllocationHandle handle = kUntouchedHandle;
+  EXPECT_EQ(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(handle, kUntouchedHandle);
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  ASSERT_EQ(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_SUCCESS);
+  CUmemAllocationProp granted;
+  ASSERT_EQ(cuMemGetAllocationPropertiesFromHandle(&granted, handle), CUDA_SUCCESS);
+  EXPECT_EQ(granted.requestedHandleTypes, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  int fd = -1;
+  EXPECT_EQ(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_FABRIC, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(fd, -1);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+}
+
+// The exported descriptor is the device's memory file: mapping it shows the handle's bytes.
+TEST_F(Vmm, AnExportedDescriptorMapsTheSameBytes) {
+  CUmemAllocationProp prop = device_memory(0);
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuMemCreate(&handle, kGranule, &prop, 0), CUDA_SUCCESS);
+  const CUdeviceptr ptr = reserve(kGranule);
+  ASSERT_EQ(cuMemMap(ptr, kGranule, 0, handle, 0), CUDA_SUCCESS);
+  grant(ptr, kGranule, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  const char marker[] = "simcuda exported handle marker";
+  std::memcpy(bytes(ptr), marker, sizeof marker);
+
+  int fd = -1;
+  ASSERT_EQ(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_SUCCESS);
+  ASSERT_GE(fd, 0);
+  void* const file = mmap(nullptr, kCapacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ASSERT_NE(file, MAP_FAILED);
+  // The handle's chunk is one of the file's; writing through the file shows in the mapping.
+  unsigned char* chunk = nullptr;
+  for (std::size_t offset = 0; offset < kCapacity; offset += kGranule) {
+    auto* const candidate = static_cast<unsigned char*>(file) + offset;
+    if (std::memcmp(candidate, marker, sizeof marker) == 0) chunk = candidate;
+  }
+  ASSERT_NE(chunk, nullptr) << "the handle's bytes are in the file";
+  chunk[kGranule - 1] = 0x5a;
+  EXPECT_EQ(bytes(ptr)[kGranule - 1], 0x5a);
+  munmap(file, kCapacity);
+  close(fd);
+
+  int other = -1;
+  EXPECT_EQ(cuMemExportToShareableHandle(&other, handle, CU_MEM_HANDLE_TYPE_WIN32, 0),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(
+      cuMemExportToShareableHandle(&other, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 1),
+      CUDA_ERROR_INVALID_VALUE)
+      << "flags";
+  EXPECT_EQ(other, -1);
+  // Importing is not supported, whatever the descriptor.
+  CUmemGenericAllocationHandle imported = kUntouchedHandle;
+  EXPECT_EQ(cuMemImportFromShareableHandle(&imported, reinterpret_cast<void*>(std::intptr_t{0}),
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+            CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(imported, kUntouchedHandle);
+
+  ASSERT_EQ(cuMemUnmap(ptr, kGranule), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  EXPECT_EQ(
+      cuMemExportToShareableHandle(&other, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+      CUDA_ERROR_INVALID_VALUE)
+      << "released";
+  ASSERT_EQ(cuMemAddressFree(ptr, kGranule), CUDA_SUCCESS);
+}
+
+TEST_F(Vmm, OnlyRequestedHandleTypesExport) {
+  const CUmemGenericAllocationHandle handle = create(kGranule);
+  int fd = -1;
+  EXPECT_EQ(cuMemExportToShareableHandle(&fd, handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(fd, -1);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+}
+
+TEST_F(Vmm, RetainingTheHandleOfAMappingTakesAReference) {
+  const CUdeviceptr ptr = reserve(2 * kGranule);
+  const CUmemGenericAllocationHandle handle = create(2 * kGranule);
+  ASSERT_EQ(cuMemMap(ptr, 2 * kGranule, 0, handle, 0), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle retained = 0;
+  ASSERT_EQ(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(ptr + kGranule + 5)),
+            CUDA_SUCCESS);
+  EXPECT_EQ(retained, handle);
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  CUmemAllocationProp prop;
+  EXPECT_EQ(cuMemGetAllocationPropertiesFromHandle(&prop, handle), CUDA_SUCCESS)
+      << "the retained reference keeps it usable";
+  ASSERT_EQ(cuMemRelease(retained), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemGetAllocationPropertiesFromHandle(&prop, handle), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMemRelease(handle), CUDA_ERROR_INVALID_VALUE) << "no reference left";
+  ASSERT_EQ(cuMemUnmap(ptr, 2 * kGranule), CUDA_SUCCESS);
+  retained = kUntouchedHandle;
+  EXPECT_EQ(cuMemRetainAllocationHandle(&retained, reinterpret_cast<void*>(ptr)),
+            CUDA_ERROR_INVALID_VALUE)
+      << "unmapped";
+  EXPECT_EQ(retained, kUntouchedHandle);
+  ASSERT_EQ(cuMemAddressFree(ptr, 2 * kGranule), CUDA_SUCCESS);
+}
+
+TEST_F(Vmm, PointerAttributesAndRangesOfMappings) {
+  const CUdeviceptr ptr = reserve(4 * kGranule);
+  CUmemAllocationProp prop = device_memory(1);
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemGenericAllocationHandle handle = 0;
+  ASSERT_EQ(cuMemCreate(&handle, 2 * kGranule, &prop, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemMap(ptr + kGranule, 2 * kGranule, 0, handle, 0), CUDA_SUCCESS);
+
+  const CUdeviceptr inside = ptr + 2 * kGranule + 100;
+  unsigned int memory_type = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, inside),
+            CUDA_SUCCESS);
+  EXPECT_EQ(memory_type, unsigned{CU_MEMORYTYPE_DEVICE});
+  int ordinal = -1;
+  ASSERT_EQ(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, inside),
+            CUDA_SUCCESS);
+  EXPECT_EQ(ordinal, 1);
+  CUdeviceptr start = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, inside),
+            CUDA_SUCCESS);
+  EXPECT_EQ(start, ptr + kGranule);
+  std::size_t size = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, inside), CUDA_SUCCESS);
+  EXPECT_EQ(size, 2 * kGranule);
+  unsigned int mapped = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&mapped, CU_POINTER_ATTRIBUTE_MAPPED, inside), CUDA_SUCCESS);
+  EXPECT_EQ(mapped, 1u);
+  unsigned int handle_types = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, inside),
+            CUDA_SUCCESS);
+  EXPECT_EQ(handle_types, unsigned{CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR});
+  CUcontext context = reinterpret_cast<CUcontext>(std::uintptr_t{1});
+  ASSERT_EQ(cuPointerGetAttribute(&context, CU_POINTER_ATTRIBUTE_CONTEXT, inside), CUDA_SUCCESS);
+  EXPECT_EQ(context, nullptr) << "mapped memory belongs to no context";
+  unsigned long long buffer_id = 0;
+  ASSERT_EQ(cuPointerGetAttribute(&buffer_id, CU_POINTER_ATTRIBUTE_BUFFER_ID, inside),
+            CUDA_SUCCESS);
+  EXPECT_NE(buffer_id, 0u);
+  void* host = nullptr;
+  EXPECT_EQ(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, inside),
+            CUDA_ERROR_INVALID_VALUE)
+      << "device memory has no host pointer";
+
+  CUdeviceptr base = 0;
+  ASSERT_EQ(cuMemGetAddressRange(&base, &size, inside), CUDA_SUCCESS);
+  EXPECT_EQ(base, ptr + kGranule);
+  EXPECT_EQ(size, 2 * kGranule);
+  // Reserved but unmapped: unknown.
+  EXPECT_EQ(cuMemGetAddressRange(&base, &size, ptr), CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr),
+            CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute names[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_MAPPED};
+  memory_type = 99;
+  mapped = 99;
+  void* data[] = {&memory_type, &mapped};
+  ASSERT_EQ(cuPointerGetAttributes(2, names, data, ptr), CUDA_SUCCESS);
+  EXPECT_EQ(memory_type, 0u);
+  EXPECT_EQ(mapped, 0u);
+
+  ASSERT_EQ(cuMemUnmap(ptr + kGranule, 2 * kGranule), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemGetAddressRange(&base, &size, inside), CUDA_ERROR_NOT_FOUND) << "unmapped";
+  ASSERT_EQ(cuMemRelease(handle), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAddressFree(ptr, 4 * kGranule), CUDA_SUCCESS);
 }
 
 }  // namespace

@@ -93,6 +93,24 @@ TEST(ProcAddress, TheHeadersApiNamesAndTheDriverAgree) {
   SIMCUDA_SAME_FUNCTION(cuMemCreate)
   SIMCUDA_SAME_FUNCTION(cuMemMap)
   SIMCUDA_SAME_FUNCTION(cuInit)
+  SIMCUDA_SAME_FUNCTION(cuMemGetAddressRange)
+  SIMCUDA_SAME_FUNCTION(cuMemHostGetDevicePointer)
+  SIMCUDA_SAME_FUNCTION(cuMemHostRegister)
+  SIMCUDA_SAME_FUNCTION(cuMemcpyHtoDAsync)
+  SIMCUDA_SAME_FUNCTION(cuMemcpyDtoHAsync)
+  SIMCUDA_SAME_FUNCTION(cuMemcpyDtoDAsync)
+  SIMCUDA_SAME_FUNCTION(cuMemsetD32)
+  SIMCUDA_SAME_FUNCTION(cuCtxPushCurrent)
+  SIMCUDA_SAME_FUNCTION(cuCtxPopCurrent)
+  SIMCUDA_SAME_FUNCTION(cuEventDestroy)
+  SIMCUDA_SAME_FUNCTION(cuEventElapsedTime)
+  SIMCUDA_SAME_FUNCTION(cuDevicePrimaryCtxSetFlags)
+  SIMCUDA_SAME_FUNCTION(cuDeviceGetUuid)
+  SIMCUDA_SAME_FUNCTION(cuStreamWriteValue32)
+  SIMCUDA_SAME_FUNCTION(cuLinkCreate)
+  SIMCUDA_SAME_FUNCTION(cuLinkAddData)
+  SIMCUDA_SAME_FUNCTION(cuEventRecord)
+  SIMCUDA_SAME_FUNCTION(cuMemcpyAsync)
 #undef SIMCUDA_SAME_FUNCTION
 }
 
@@ -121,6 +139,23 @@ TEST(ProcAddress, TheVersionSelectsTheAbi) {
   // And cuGetProcAddress itself gained the status in 12.0.
   EXPECT_EQ(resolve("cuGetProcAddress", 11080), driver_symbol("cuGetProcAddress"));
   EXPECT_EQ(resolve("cuGetProcAddress", 12000), driver_symbol("cuGetProcAddress_v2"));
+}
+
+// ABIs that changed after CUDA 11, for the stream and event calls PyTorch resolves.
+TEST(ProcAddress, TheVersionSelectsTheEventAndStreamMemoryAbis) {
+  EXPECT_EQ(resolve("cuEventElapsedTime", 12070), driver_symbol("cuEventElapsedTime"));
+  EXPECT_EQ(resolve("cuEventElapsedTime", 12080), driver_symbol("cuEventElapsedTime_v2"));
+  EXPECT_EQ(resolve("cuStreamWriteValue32", 11060), driver_symbol("cuStreamWriteValue32"));
+  EXPECT_EQ(resolve("cuStreamWriteValue32", 11070), driver_symbol("cuStreamWriteValue32_v2"));
+  EXPECT_EQ(resolve("cuStreamWriteValue32", 11060, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            driver_symbol("cuStreamWriteValue32_ptsz"));
+  EXPECT_EQ(resolve("cuStreamWriteValue32", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            driver_symbol("cuStreamWriteValue32_v2_ptsz"));
+  EXPECT_EQ(resolve("cuMemsetD32Async", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+            driver_symbol("cuMemsetD32Async_ptsz"));
+  EXPECT_EQ(resolve("cuDeviceGetUuid", 11030), driver_symbol("cuDeviceGetUuid"));
+  EXPECT_EQ(resolve("cuDeviceGetUuid", 11040), driver_symbol("cuDeviceGetUuid_v2"));
+  EXPECT_EQ(resolve("cuEventRecordWithFlags", 11000), nullptr) << "newer than 11.0";
 }
 
 TEST(ProcAddress, PerThreadVariantsOnlyWhenAskedFor) {

@@ -1,12 +1,20 @@
-// Driver API: primary contexts and the calling thread's current context.
+// Driver API: primary contexts, the calling thread's context stack, and peer access.
 //
 // The simulated driver has one context per device, its primary context; the legacy entry
-// points (cuDevicePrimaryCtxRelease, ...Reset without _v2) behave as the current ones, since
-// the difference (contexts retained by a CUDA 4.0 runtime) cannot arise.
+// points (cuDevicePrimaryCtxRelease, ...Reset, ...SetFlags, cuCtxPushCurrent, cuCtxPopCurrent
+// without _v2) behave as the current ones, since the differences (contexts retained by a CUDA
+// 4.0 runtime, flags of an active context) cannot arise or do not matter here.
+//
+// Each thread has a stack of contexts whose top is its current context: cuCtxPushCurrent and
+// cuCtxPopCurrent push and pop, cuCtxSetCurrent replaces the top (null pops it). Flags of a
+// primary context are kept and reported, and change nothing: nothing waits. Peer access is
+// bookkeeping, since every device can already read every other's memory (it is host memory);
+// it ends when either context is reset or released for the last time.
 
 #include "api_support.h"
 
 using simcuda::driver::Driver;
+using simcuda::driver::in_context;
 using simcuda::driver::initialized;
 
 namespace {
@@ -31,6 +39,43 @@ CUresult context_device(CUdevice* device, CUcontext ctx) {
   return initialized([&](Driver& driver) {
     if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return driver.context_device(ctx, device);
+  });
+}
+
+// Every flag cuDevicePrimaryCtxSetFlags may set: one scheduling mode and the others.
+constexpr unsigned int kContextFlags = CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST |
+                                       CU_CTX_LMEM_RESIZE_TO_MAX | CU_CTX_COREDUMP_ENABLE |
+                                       CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS;
+
+CUresult set_primary_flags(CUdevice dev, unsigned int flags) {
+  return initialized([&](Driver& driver) {
+    if (!driver.valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    const unsigned int schedule = flags & CU_CTX_SCHED_MASK;
+    if ((flags & ~kContextFlags) != 0 ||
+        (schedule != CU_CTX_SCHED_AUTO && schedule != CU_CTX_SCHED_SPIN &&
+         schedule != CU_CTX_SCHED_YIELD && schedule != CU_CTX_SCHED_BLOCKING_SYNC)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    driver.set_primary_flags(dev, flags);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult push_current(CUcontext ctx) {
+  return initialized([&](Driver& driver) {
+    CUctx_st* const context = driver.find_context(ctx);
+    if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    Driver::push_current_context(context);
+    return CUDA_SUCCESS;
+  });
+}
+
+CUresult pop_current(CUcontext* pctx) {
+  return initialized([&](Driver&) {
+    CUctx_st* const popped = Driver::pop_current_context();
+    if (popped == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    if (pctx != nullptr) *pctx = popped;
+    return CUDA_SUCCESS;
   });
 }
 
@@ -102,4 +147,83 @@ SIMCUDA_DRIVER_EXPORT CUresult cuCtxSynchronize(void) {
 
 SIMCUDA_DRIVER_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   return synchronize(ctx);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags,
+                                                          int* active) {
+  return initialized([&](Driver& driver) {
+    if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (!driver.valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    driver.primary_state(dev, flags, active);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  return set_primary_flags(dev, flags);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return set_primary_flags(dev, flags);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  return push_current(ctx);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx) {
+  return push_current(ctx);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext* pctx) {
+  return pop_current(pctx);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxPopCurrent(CUcontext* pctx) {
+  return pop_current(pctx);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  return initialized([&](Driver& driver) {
+    if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    int device = 0;
+    if (const CUresult result = driver.context_device(ctx, &device); result != CUDA_SUCCESS) {
+      return result;
+    }
+    // The context API has not changed since CUDA 3.2, and real drivers report 3020 for the
+    // contexts of every later release.
+    *version = 3020;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
+  return in_context([&](Driver& driver, int device) {
+    if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    *flags = driver.context_flags(device);
+    return CUDA_SUCCESS;
+  });
+}
+
+// The range of real GPUs: 0 is the least priority and the default, -5 the greatest.
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxGetStreamPriorityRange(int* leastPriority,
+                                                           int* greatestPriority) {
+  return in_context([&](Driver&, int) {
+    // Either output may be null, as documented.
+    if (leastPriority != nullptr) *leastPriority = simcuda::driver::kLeastStreamPriority;
+    if (greatestPriority != nullptr) *greatestPriority = simcuda::driver::kGreatestStreamPriority;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  return in_context([&](Driver& driver, int device) {
+    if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    return driver.enable_peer_access(device, peerContext);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
+  return in_context(
+      [&](Driver& driver, int device) { return driver.disable_peer_access(device, peerContext); });
 }

@@ -1,6 +1,9 @@
-// Driver API: copies and memset. Synchronous, as everything in the simulation; the _ptds
-// variants (per-thread default stream) behave as the plain ones. The legacy entry points take
-// 32-bit device addresses, which never name simulated device memory (see api_memory.cpp).
+// Driver API: copies and memsets. Synchronous, as everything in the simulation: the *Async
+// ones check their stream, then copy or fill before returning, with the pointer checks of the
+// synchronous ones. The _ptds and _ptsz variants (per-thread default stream) behave as the plain
+// ones. The legacy entry points take 32-bit device addresses, which never name simulated device
+// memory (see api_memory.cpp). cuMemcpyPeerAsync checks both contexts; peer access need not be
+// enabled for it, as for the real one.
 
 #include "api_support.h"
 
@@ -34,6 +37,48 @@ CUresult device_to_device(CUdeviceptr dst, CUdeviceptr src, std::size_t count) {
 
 CUresult fill(CUdeviceptr dst, unsigned char value, std::size_t count) {
   return in_context([&](Driver& driver, int) { return driver.fill(dst, value, count); });
+}
+
+CUresult fill32(CUdeviceptr dst, unsigned int value, std::size_t count) {
+  return in_context([&](Driver& driver, int) { return driver.fill32(dst, value, count); });
+}
+
+// Runs `body` once the stream is checked.
+template <class Body>
+CUresult on_stream(CUstream stream, Body&& body) {
+  return in_context([&](Driver& driver, int) {
+    if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) return result;
+    return body(driver);
+  });
+}
+
+CUresult copy_async(std::uintptr_t dst, Side dst_side, std::uintptr_t src, Side src_side,
+                    std::size_t count, CUstream stream) {
+  return on_stream(
+      stream, [&](Driver& driver) { return driver.copy(dst, dst_side, src, src_side, count); });
+}
+
+CUresult copy_peer_async(CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src,
+                         CUcontext src_context, std::size_t count, CUstream stream) {
+  return on_stream(stream, [&](Driver& driver) {
+    int device = 0;
+    for (const CUcontext context : {dst_context, src_context}) {
+      // Named contexts: a null one is none, not the current one.
+      if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+      if (const CUresult result = driver.context_device(context, &device); result != CUDA_SUCCESS) {
+        return result;
+      }
+    }
+    return driver.copy(dst, Side::Device, src, Side::Device, count);
+  });
+}
+
+CUresult fill_async(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream stream) {
+  return on_stream(stream, [&](Driver& driver) { return driver.fill(dst, value, count); });
+}
+
+CUresult fill32_async(CUdeviceptr dst, unsigned int value, std::size_t count, CUstream stream) {
+  return on_stream(stream, [&](Driver& driver) { return driver.fill32(dst, value, count); });
 }
 
 }  // namespace
@@ -104,4 +149,86 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigne
 SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc,
                                           unsigned int N) {
   return fill(dstDevice, uc, N);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  return fill32(dstDevice, ui, N);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui,
+                                                   size_t N) {
+  return fill32(dstDevice, ui, N);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                             CUstream hStream) {
+  return copy_async(dst, Side::Any, src, Side::Any, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
+                                                  size_t ByteCount, CUstream hStream) {
+  return copy_async(dst, Side::Any, src, Side::Any, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void* srcHost,
+                                                    size_t ByteCount, CUstream hStream) {
+  return copy_async(dstDevice, Side::Device, host_address(srcHost), Side::Any, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void* srcHost,
+                                                         size_t ByteCount, CUstream hStream) {
+  return copy_async(dstDevice, Side::Device, host_address(srcHost), Side::Any, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dstHost, CUdeviceptr srcDevice,
+                                                    size_t ByteCount, CUstream hStream) {
+  return copy_async(host_address(dstHost), Side::Any, srcDevice, Side::Device, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dstHost, CUdeviceptr srcDevice,
+                                                         size_t ByteCount, CUstream hStream) {
+  return copy_async(host_address(dstHost), Side::Any, srcDevice, Side::Device, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                                    size_t ByteCount, CUstream hStream) {
+  return copy_async(dstDevice, Side::Device, srcDevice, Side::Device, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice,
+                                                         CUdeviceptr srcDevice, size_t ByteCount,
+                                                         CUstream hStream) {
+  return copy_async(dstDevice, Side::Device, srcDevice, Side::Device, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                                 CUdeviceptr srcDevice, CUcontext srcContext,
+                                                 size_t ByteCount, CUstream hStream) {
+  return copy_peer_async(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
+                                                      CUdeviceptr srcDevice, CUcontext srcContext,
+                                                      size_t ByteCount, CUstream hStream) {
+  return copy_peer_async(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                               CUstream hStream) {
+  return fill_async(dstDevice, uc, N, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc,
+                                                    size_t N, CUstream hStream) {
+  return fill_async(dstDevice, uc, N, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                                CUstream hStream) {
+  return fill32_async(dstDevice, ui, N, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui,
+                                                     size_t N, CUstream hStream) {
+  return fill32_async(dstDevice, ui, N, hStream);
 }

@@ -6,6 +6,13 @@
 // live allocations succeeds; the handle becomes invalid at once and the pool goes away with its
 // last allocation, as documented for the real one. The default pool cannot be destroyed. The
 // _ptsz variants (per-thread default stream) behave as the plain ones.
+//
+// Pool attributes: the reuse flags and the release threshold are kept and reported (nothing is
+// cached, so they change nothing); the reserved and used amounts are both the bytes of the
+// pool's live allocations, with high water marks that setting them to 0 resets to the current
+// amount. Access: the pool's own device always reads and writes; others get what
+// cuMemPoolSetAccess gave them (none at first), which is bookkeeping, since every device can
+// read all memory here.
 
 #include "api_support.h"
 
@@ -81,4 +88,47 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBy
   // Pools hand memory back at every free, so there is never anything to trim; what remains is
   // checking the handle.
   return initialized([&](Driver& driver) { return driver.check_pool(pool); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                                     void* value) {
+  return initialized([&](Driver& driver) {
+    if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return driver.set_pool_attribute(pool, attr, value);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                                     void* value) {
+  return initialized([&](Driver& driver) {
+    if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return driver.pool_attribute(pool, attr, value);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map,
+                                                  size_t count) {
+  return initialized([&](Driver& driver) {
+    if (map == nullptr && count != 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; ++i) {
+      if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+      if (!driver.valid_device(map[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
+      const CUmemAccess_flags flags = map[i].flags;
+      if (flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+          flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+    }
+    return driver.set_pool_access(pool, map, count);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool memPool,
+                                                  CUmemLocation* location) {
+  return initialized([&](Driver& driver) {
+    if (flags == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+    if (!driver.valid_device(location->id)) return CUDA_ERROR_INVALID_DEVICE;
+    return driver.pool_access(memPool, location->id, flags);
+  });
 }

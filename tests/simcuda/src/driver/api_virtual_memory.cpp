@@ -6,6 +6,18 @@
 // for compressible memory gets ordinary memory, which cuMemGetAllocationPropertiesFromHandle
 // reports, as the real driver does on devices without compression. These calls need cuInit but
 // no current context.
+//
+// Sharing: a handle created with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR among its requested
+// types exports as a new file descriptor (the caller closes it) of the device's memory file,
+// the memfd whose chunks back every handle of the device (physical_memory.h): mapping it shows
+// the handle's bytes, at the offsets of its chunks. A handle created without that type is
+// CUDA_ERROR_INVALID_VALUE, fabric and Windows handles are CUDA_ERROR_NOT_SUPPORTED (cuMemCreate
+// refuses them already, so a program that asks for fabric memory first, as PyTorch does, falls
+// back to descriptors). Importing is CUDA_ERROR_NOT_SUPPORTED for every type: a descriptor of
+// the whole file does not say which chunks are the handle's. cuMemRetainAllocationHandle gives
+// the handle mapped at an address with one more reference, which needs its own cuMemRelease.
+
+#include <cstdint>
 
 #include "api_support.h"
 
@@ -134,5 +146,55 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(
   return initialized([&](Driver& driver) {
     if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
     return driver.physical_properties(handle, prop);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle,
+                                                           void* addr) {
+  return initialized([&](Driver& driver) {
+    if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return driver.retain_handle(reinterpret_cast<std::uintptr_t>(addr), handle);
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemExportToShareableHandle(void* shareableHandle,
+                                                            CUmemGenericAllocationHandle handle,
+                                                            CUmemAllocationHandleType handleType,
+                                                            unsigned long long flags) {
+  return initialized([&](Driver& driver) {
+    if (shareableHandle == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    switch (handleType) {
+      case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: {
+        int fd = -1;
+        if (const CUresult result = driver.export_descriptor(handle, &fd); result != CUDA_SUCCESS) {
+          return result;
+        }
+        *static_cast<int*>(shareableHandle) = fd;
+        return CUDA_SUCCESS;
+      }
+      case CU_MEM_HANDLE_TYPE_WIN32:
+      case CU_MEM_HANDLE_TYPE_WIN32_KMT:
+      case CU_MEM_HANDLE_TYPE_FABRIC:
+        return CUDA_ERROR_NOT_SUPPORTED;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemImportFromShareableHandle(
+    CUmemGenericAllocationHandle* handle, void* osHandle, CUmemAllocationHandleType shHandleType) {
+  return initialized([&](Driver&) {
+    if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    switch (shHandleType) {
+      case CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR:
+      case CU_MEM_HANDLE_TYPE_WIN32:
+      case CU_MEM_HANDLE_TYPE_WIN32_KMT:
+      case CU_MEM_HANDLE_TYPE_FABRIC:
+        static_cast<void>(osHandle);
+        return CUDA_ERROR_NOT_SUPPORTED;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
   });
 }

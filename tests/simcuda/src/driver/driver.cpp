@@ -1,6 +1,7 @@
 #include "driver.h"
 
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +28,18 @@ bool is_implicit_stream(CUstream stream) {
 }
 
 bool in_heap(AllocationKind kind) {
-  return kind != AllocationKind::PinnedHost;
+  return kind == AllocationKind::Device || kind == AllocationKind::Managed ||
+         kind == AllocationKind::Async;
+}
+
+bool is_host(AllocationKind kind) {
+  return kind == AllocationKind::PinnedHost || kind == AllocationKind::Registered;
+}
+
+std::int64_t monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 
 // The address space that cuMemAddressReserve carves: room for several times the memory of all
@@ -42,8 +54,16 @@ std::size_t virtual_address_space_size(std::size_t total_device_memory) {
   return (wanted + granularity - 1) / granularity * granularity;
 }
 
-// The current context is per host thread.
-thread_local CUctx_st* t_current_context = nullptr;
+// The context stack is per host thread; its top is the current context. A thread_local with a
+// destructor would keep the library loaded until every thread that touched it exits (glibc
+// counts such objects against dlclose), and programs unload and reload the driver; so each
+// thread's stack is allocated on its first use and left to the process, a few words a thread.
+thread_local std::vector<CUctx_st*>* t_context_stack_storage = nullptr;
+
+std::vector<CUctx_st*>& context_stack() {
+  if (t_context_stack_storage == nullptr) t_context_stack_storage = new std::vector<CUctx_st*>;
+  return *t_context_stack_storage;
+}
 
 }  // namespace
 
@@ -136,6 +156,10 @@ void Driver::reset_primary_locked(int device) {
     it = next;
   }
   std::erase_if(streams_, [device](const auto& entry) { return entry.second->device == device; });
+  std::erase_if(events_, [device](const auto& entry) { return entry.second->device == device; });
+  // Peer access is a property of the two contexts, gone with either.
+  devices_[device]->primary.peers.clear();
+  for (const auto& other : devices_) other->primary.peers.erase(device);
   // Created pools of the device go too, even those already destroyed; the default pool stays.
   std::erase_if(pools_, [device](const auto& entry) {
     return entry.second->device == device && !entry.second->is_default;
@@ -150,15 +174,76 @@ CUctx_st* Driver::find_context(CUcontext ctx) {
 }
 
 CUcontext Driver::current_context() {
-  return t_current_context;
+  // Asked before every call that needs a context: no allocation for a thread that has none.
+  if (t_context_stack_storage == nullptr || t_context_stack_storage->empty()) return nullptr;
+  return t_context_stack_storage->back();
 }
 
 void Driver::set_current_context(CUctx_st* ctx) {
-  t_current_context = ctx;
+  std::vector<CUctx_st*>& stack = context_stack();
+  // As documented: replace the top of the stack; null pops it (nothing, on an empty stack).
+  if (ctx == nullptr) {
+    if (!stack.empty()) stack.pop_back();
+  } else if (stack.empty()) {
+    stack.push_back(ctx);
+  } else {
+    stack.back() = ctx;
+  }
+}
+
+void Driver::push_current_context(CUctx_st* ctx) {
+  std::vector<CUctx_st*>& stack = context_stack();
+  stack.push_back(ctx);
+}
+
+CUctx_st* Driver::pop_current_context() {
+  std::vector<CUctx_st*>& stack = context_stack();
+  if (stack.empty()) return nullptr;
+  CUctx_st* const top = stack.back();
+  stack.pop_back();
+  return top;
+}
+
+void Driver::primary_state(int device, unsigned int* flags, int* active) {
+  std::lock_guard lock(mutex_);
+  const CUctx_st& context = devices_[device]->primary;
+  *flags = context.flags;
+  *active = context.retains > 0 ? 1 : 0;
+}
+
+void Driver::set_primary_flags(int device, unsigned int flags) {
+  std::lock_guard lock(mutex_);
+  devices_[device]->primary.flags = flags;
+}
+
+unsigned int Driver::context_flags(int device) {
+  std::lock_guard lock(mutex_);
+  return devices_[device]->primary.flags;
+}
+
+CUresult Driver::enable_peer_access(int device, CUcontext peer) {
+  std::lock_guard lock(mutex_);
+  CUctx_st* const context = find_context(peer);
+  if (context == nullptr || context->retains == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  // A device is no peer of itself (cuDeviceCanAccessPeer answers 0).
+  if (context->device == device) return CUDA_ERROR_INVALID_DEVICE;
+  if (!devices_[device]->primary.peers.insert(context->device).second) {
+    return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::disable_peer_access(int device, CUcontext peer) {
+  std::lock_guard lock(mutex_);
+  CUctx_st* const context = find_context(peer);
+  if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  return devices_[device]->primary.peers.erase(context->device) == 1
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
 }
 
 CUresult Driver::context_device(CUcontext ctx, int* device) {
-  CUctx_st* const context = ctx == nullptr ? t_current_context : find_context(ctx);
+  CUctx_st* const context = ctx == nullptr ? current_context() : find_context(ctx);
   if (context == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   std::lock_guard lock(mutex_);
   if (context->retains == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -195,7 +280,8 @@ CUresult Driver::allocate_host(int device, std::size_t size, void** out) {
                                   .reserved = reserved,
                                   .kind = AllocationKind::PinnedHost,
                                   .device = device,
-                                  .pool = nullptr});
+                                  .pool = nullptr,
+                                  .buffer_id = next_buffer_id_++});
   *out = ptr;
   return CUDA_SUCCESS;
 }
@@ -260,6 +346,97 @@ CUresult Driver::copy(std::uintptr_t dst, Side dst_side, std::uintptr_t src, Sid
   return CUDA_SUCCESS;
 }
 
+CUresult Driver::fill32(std::uintptr_t dst, std::uint32_t value, std::size_t count) {
+  // As documented, the destination of 32-bit values is 4-byte aligned.
+  if (dst % sizeof value != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (count == 0) return CUDA_SUCCESS;
+  if (count > std::numeric_limits<std::size_t>::max() / sizeof value) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard lock(mutex_);
+  if (!usable_locked(dst, count * sizeof value, Side::Device, true))
+    return CUDA_ERROR_INVALID_VALUE;
+  auto* const out = static_cast<std::byte*>(as_pointer(dst));
+  for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * sizeof value, &value, sizeof value);
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::register_host(int device, void* ptr, std::size_t size) {
+  const auto start = reinterpret_cast<std::uintptr_t>(ptr);
+  if (ptr == nullptr || size == 0 || size > std::numeric_limits<std::uintptr_t>::max() - start) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard lock(mutex_);
+  // Device memory is no host memory to register.
+  if (inside_any_heap(start) || virtual_memory_->contains(start)) return CUDA_ERROR_INVALID_VALUE;
+  // Host memory the driver already knows (pinned or registered) cannot be registered again.
+  for (auto it = allocations_.lower_bound(start + size); it != allocations_.begin();) {
+    --it;
+    const auto& [other_start, other] = *it;
+    if (is_host(other.kind) && other_start + other.reserved > start) {
+      return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    }
+    if (other_start <= start) break;
+  }
+  allocations_.emplace(start, Allocation{.size = size,
+                                         .reserved = size,
+                                         .kind = AllocationKind::Registered,
+                                         .device = device,
+                                         .pool = nullptr,
+                                         .buffer_id = next_buffer_id_++});
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::unregister_host(void* ptr) {
+  std::lock_guard lock(mutex_);
+  const auto allocation = allocations_.find(reinterpret_cast<std::uintptr_t>(ptr));
+  if (allocation == allocations_.end() || allocation->second.kind != AllocationKind::Registered) {
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
+  release_locked(allocation);
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::host_device_pointer(void* ptr, CUdeviceptr* out) {
+  const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+  std::lock_guard lock(mutex_);
+  const Allocation* allocation = find_containing_locked(address, 1);
+  if (allocation == nullptr || !is_host(allocation->kind)) return CUDA_ERROR_INVALID_VALUE;
+  // Unified addressing: the device sees host memory at its host address.
+  *out = address;
+  return CUDA_SUCCESS;
+}
+
+std::optional<PointerInfo> Driver::pointer_info(std::uintptr_t ptr) {
+  std::lock_guard lock(mutex_);
+  if (virtual_memory_->contains(ptr)) {
+    const auto mapping = virtual_memory_->mapping_containing(ptr);
+    if (!mapping) return std::nullopt;
+    return PointerInfo{.kind = AllocationKind::Device,
+                       .mapped_by_vmm = true,
+                       .device = mapping->device,
+                       .start = mapping->start,
+                       .size = mapping->size,
+                       .buffer_id = mapping->buffer_id,
+                       .handle_types = mapping->handle_types,
+                       .pool = nullptr,
+                       .context = nullptr};
+  }
+  auto after = allocations_.upper_bound(ptr);
+  if (after == allocations_.begin()) return std::nullopt;
+  const auto& [start, allocation] = *std::prev(after);
+  if (ptr - start >= allocation.size) return std::nullopt;
+  return PointerInfo{.kind = allocation.kind,
+                     .mapped_by_vmm = false,
+                     .device = allocation.device,
+                     .start = start,
+                     .size = allocation.size,
+                     .buffer_id = allocation.buffer_id,
+                     .handle_types = allocation.pool != nullptr ? allocation.pool->handle_types : 0,
+                     .pool = allocation.pool,
+                     .context = &devices_[allocation.device]->primary};
+}
+
 CUresult Driver::fill(std::uintptr_t dst, unsigned char value, std::size_t count) {
   if (count == 0) return CUDA_SUCCESS;
   std::lock_guard lock(mutex_);
@@ -268,9 +445,10 @@ CUresult Driver::fill(std::uintptr_t dst, unsigned char value, std::size_t count
   return CUDA_SUCCESS;
 }
 
-CUresult Driver::create_stream(int device, unsigned int flags, CUstream* out) {
+CUresult Driver::create_stream(int device, unsigned int flags, int priority, CUstream* out) {
   std::lock_guard lock(mutex_);
-  auto stream = std::make_unique<CUstream_st>(CUstream_st{.device = device, .flags = flags});
+  auto stream = std::make_unique<CUstream_st>(
+      CUstream_st{.device = device, .flags = flags, .priority = priority});
   *out = stream.get();
   streams_.emplace(stream.get(), std::move(stream));
   return CUDA_SUCCESS;
@@ -285,6 +463,67 @@ CUresult Driver::destroy_stream(CUstream stream) {
 CUresult Driver::check_stream(CUstream stream) {
   std::lock_guard lock(mutex_);
   return stream_device_locked(stream, 0) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult Driver::stream_properties(CUstream stream, int current_device, unsigned int* flags,
+                                   int* priority, int* device) {
+  std::lock_guard lock(mutex_);
+  if (is_implicit_stream(stream)) {
+    *flags = CU_STREAM_DEFAULT;
+    *priority = 0;
+    *device = current_device;
+    return CUDA_SUCCESS;
+  }
+  const auto found = streams_.find(stream);
+  if (found == streams_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  *flags = found->second->flags;
+  *priority = found->second->priority;
+  *device = found->second->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::create_event(int device, unsigned int flags, CUevent* out) {
+  std::lock_guard lock(mutex_);
+  auto event = std::make_unique<CUevent_st>(CUevent_st{.device = device, .flags = flags});
+  *out = event.get();
+  events_.emplace(event.get(), std::move(event));
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::destroy_event(CUevent event) {
+  std::lock_guard lock(mutex_);
+  return events_.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult Driver::check_event(CUevent event) {
+  std::lock_guard lock(mutex_);
+  return events_.contains(event) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult Driver::record_event(CUevent event, CUstream stream) {
+  std::lock_guard lock(mutex_);
+  const auto found = events_.find(event);
+  if (found == events_.end() || !stream_device_locked(stream, 0)) return CUDA_ERROR_INVALID_HANDLE;
+  // The work before it in the stream is done: the event completes as it is recorded.
+  found->second->recorded = true;
+  found->second->recorded_ns = monotonic_ns();
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::elapsed_time(CUevent start, CUevent end, float* milliseconds) {
+  std::lock_guard lock(mutex_);
+  const auto first = events_.find(start);
+  const auto last = events_.find(end);
+  if (first == events_.end() || last == events_.end()) return CUDA_ERROR_INVALID_HANDLE;
+  // As documented: both must time and both must have been recorded.
+  for (const CUevent_st* event : {first->second.get(), last->second.get()}) {
+    if ((event->flags & CU_EVENT_DISABLE_TIMING) != 0 || !event->recorded) {
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+  }
+  const std::int64_t nanoseconds = last->second->recorded_ns - first->second->recorded_ns;
+  *milliseconds = static_cast<float>(static_cast<double>(nanoseconds) / 1e6);
+  return CUDA_SUCCESS;
 }
 
 CUresult Driver::create_pool(const CUmemPoolProps& props, CUmemoryPool* out) {
@@ -310,8 +549,11 @@ CUresult Driver::create_pool(const CUmemPoolProps& props, CUmemoryPool* out) {
   }
 
   std::lock_guard lock(mutex_);
-  auto pool = std::make_unique<CUmemPoolHandle_st>(CUmemPoolHandle_st{
-      .device = props.location.id, .is_default = false, .max_size = props.maxSize});
+  auto pool = std::make_unique<CUmemPoolHandle_st>(
+      CUmemPoolHandle_st{.device = props.location.id,
+                         .is_default = false,
+                         .max_size = props.maxSize,
+                         .handle_types = static_cast<unsigned int>(props.handleTypes)});
   *out = pool.get();
   pools_.emplace(pool.get(), std::move(pool));
   return CUDA_SUCCESS;
@@ -331,6 +573,119 @@ CUresult Driver::destroy_pool(CUmemoryPool pool) {
 CUresult Driver::check_pool(CUmemoryPool pool) {
   std::lock_guard lock(mutex_);
   return pool_usable_locked(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult Driver::pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
+  std::lock_guard lock(mutex_);
+  if (!pool_usable_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
+  const auto write_int = [value](int v) { std::memcpy(value, &v, sizeof v); };
+  const auto write_u64 = [value](cuuint64_t v) { std::memcpy(value, &v, sizeof v); };
+  switch (attribute) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      write_int(pool->reuse_follow_event_dependencies);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      write_int(pool->reuse_allow_opportunistic);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      write_int(pool->reuse_allow_internal_dependencies);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      write_u64(pool->release_threshold);
+      return CUDA_SUCCESS;
+    // Nothing is cached, so the pool reserves exactly what its live allocations use.
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+      write_u64(pool->live_bytes);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+      write_u64(pool->reserved_high);
+      return CUDA_SUCCESS;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      write_u64(pool->used_high);
+      return CUDA_SUCCESS;
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult Driver::set_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute,
+                                    const void* value) {
+  std::lock_guard lock(mutex_);
+  if (!pool_usable_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
+  int flag = 0;
+  cuuint64_t number = 0;
+  switch (attribute) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      std::memcpy(&flag, value, sizeof flag);
+      break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+      std::memcpy(&number, value, sizeof number);
+      break;
+    default:
+      // The current amounts are read-only.
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  switch (attribute) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+      pool->reuse_follow_event_dependencies = flag != 0 ? 1 : 0;
+      break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+      pool->reuse_allow_opportunistic = flag != 0 ? 1 : 0;
+      break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+      pool->reuse_allow_internal_dependencies = flag != 0 ? 1 : 0;
+      break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+      // Kept and reported; the pool caches nothing, so there is nothing to hold back.
+      pool->release_threshold = number;
+      break;
+    default:
+      // A high water mark can only be reset (to the current amount), by setting it to 0.
+      if (number != 0) return CUDA_ERROR_INVALID_VALUE;
+      if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) {
+        pool->reserved_high = pool->live_bytes;
+      } else {
+        pool->used_high = pool->live_bytes;
+      }
+      break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::set_pool_access(CUmemoryPool pool, const CUmemAccessDesc* desc,
+                                 std::size_t count) {
+  std::lock_guard lock(mutex_);
+  if (!pool_usable_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < count; ++i) {
+    // The pool's own device always has read-write access, as documented.
+    if (desc[i].location.id == pool->device &&
+        desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+      return CUDA_ERROR_INVALID_DEVICE;
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (desc[i].location.id == pool->device) continue;
+    const std::uint64_t bit = std::uint64_t{1} << desc[i].location.id;
+    pool->readers &= ~bit;
+    pool->writers &= ~bit;
+    if ((desc[i].flags & CU_MEM_ACCESS_FLAGS_PROT_READ) != 0) pool->readers |= bit;
+    if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) pool->writers |= bit;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult Driver::pool_access(CUmemoryPool pool, int device, CUmemAccess_flags* out) {
+  std::lock_guard lock(mutex_);
+  if (!pool_usable_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
+  const std::uint64_t bit = std::uint64_t{1} << device;
+  *out = device == pool->device || (pool->writers & bit) != 0 ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+         : (pool->readers & bit) != 0                         ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                                              : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  return CUDA_SUCCESS;
 }
 
 CUresult Driver::reserve(std::size_t size, std::size_t alignment, CUdeviceptr hint,
@@ -367,7 +722,7 @@ CUresult Driver::physical_properties(CUmemGenericAllocationHandle handle,
 CUresult Driver::map(CUdeviceptr ptr, std::size_t size, std::size_t offset,
                      CUmemGenericAllocationHandle handle) {
   std::lock_guard lock(mutex_);
-  return virtual_memory_->map(ptr, size, offset, handle);
+  return virtual_memory_->map(ptr, size, offset, handle, next_buffer_id_++);
 }
 
 CUresult Driver::unmap(CUdeviceptr ptr, std::size_t size) {
@@ -379,6 +734,16 @@ CUresult Driver::set_access(CUdeviceptr ptr, std::size_t size, const CUmemAccess
                             std::size_t count) {
   std::lock_guard lock(mutex_);
   return virtual_memory_->set_access(ptr, size, desc, count);
+}
+
+CUresult Driver::retain_handle(std::uintptr_t address, CUmemGenericAllocationHandle* out) {
+  std::lock_guard lock(mutex_);
+  return virtual_memory_->retain(address, out);
+}
+
+CUresult Driver::export_descriptor(CUmemGenericAllocationHandle handle, int* out) {
+  std::lock_guard lock(mutex_);
+  return virtual_memory_->export_descriptor(handle, out);
 }
 
 CUresult Driver::allocate_locked(int device, std::size_t size, AllocationKind kind,
@@ -395,13 +760,17 @@ CUresult Driver::allocate_locked(int device, std::size_t size, AllocationKind ki
   std::byte* ptr = state.heap->allocate(*reserved);
   if (ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
-  allocations_.emplace(
-      address,
-      Allocation{
-          .size = size, .reserved = *reserved, .kind = kind, .device = device, .pool = pool});
+  allocations_.emplace(address, Allocation{.size = size,
+                                           .reserved = *reserved,
+                                           .kind = kind,
+                                           .device = device,
+                                           .pool = pool,
+                                           .buffer_id = next_buffer_id_++});
   if (pool != nullptr) {
     ++pool->live_count;
     pool->live_bytes += *reserved;
+    pool->reserved_high = std::max(pool->reserved_high, pool->live_bytes);
+    pool->used_high = std::max(pool->used_high, pool->live_bytes);
   }
   *out = address;
   return CUDA_SUCCESS;
@@ -412,6 +781,8 @@ void Driver::release_locked(Allocations::iterator allocation) {
   const Allocation& info = allocation->second;
   if (info.kind == AllocationKind::PinnedHost) {
     munmap(ptr, info.reserved);
+  } else if (info.kind == AllocationKind::Registered) {
+    // The program's own memory: unregistering leaves it as it is.
   } else {
     devices_[info.device]->heap->release(ptr, info.reserved);
   }

@@ -1,5 +1,6 @@
 // The state of the simulated driver: devices with their memory, primary contexts, live
-// allocations, streams, memory pools and the virtual memory API. Every public method takes the
+// allocations (registered host memory included), streams, events, memory pools and the virtual
+// memory API. Every public method takes the
 // one lock, so each driver call is atomic.
 #pragma once
 
@@ -26,14 +27,33 @@ namespace simcuda::driver {
 // What the simulated driver reports from cuDriverGetVersion: it supports the CUDA 13.0 API.
 inline constexpr int kDriverVersion = 13000;
 
-enum class AllocationKind { Device, Managed, Async, PinnedHost };
+// Stream priorities, as on real GPUs: lower numbers are greater priorities.
+inline constexpr int kLeastStreamPriority = 0;
+inline constexpr int kGreatestStreamPriority = -5;
+
+// Registered is host memory of the program's that cuMemHostRegister registered.
+enum class AllocationKind { Device, Managed, Async, PinnedHost, Registered };
 
 struct Allocation {
   std::size_t size;      // as requested; copies and memsets may not go past it
   std::size_t reserved;  // as taken from the heap (or mapped, for host memory)
   AllocationKind kind;
-  int device;                // for pinned host memory: the device of the current context
-  CUmemPoolHandle_st* pool;  // the pool of an Async allocation, else nullptr
+  int device;                   // for host memory: the device of the current context
+  CUmemPoolHandle_st* pool;     // the pool of an Async allocation, else nullptr
+  std::uint64_t buffer_id = 0;  // unique for the life of the process
+};
+
+// What cuPointerGetAttribute(s) and cuMemGetAddressRange answer about a known address.
+struct PointerInfo {
+  AllocationKind kind;  // Device for memory mapped by cuMemMap
+  bool mapped_by_vmm;
+  int device;
+  std::uintptr_t start;  // of the allocation or mapping
+  std::size_t size;
+  std::uint64_t buffer_id;
+  unsigned int handle_types;  // what cuMemExportToShareableHandle could export
+  CUmemoryPool pool;
+  CUcontext context;  // null for cuMemMap's memory, which belongs to no context
 };
 
 // What one side of a copy may be: cuMemcpyHtoD's destination must be device memory, its source
@@ -64,9 +84,19 @@ class Driver {
   void reset_primary(int device);
   // The context `ctx` stands for, or nullptr when it is none of the primary contexts.
   CUctx_st* find_context(CUcontext ctx);
-  // The calling thread's current context (nullptr: none), as cuCtxSetCurrent left it.
+  // The calling thread's current context (nullptr: none): the top of its context stack.
+  // cuCtxSetCurrent replaces the top (null pops it), cuCtxPushCurrent and cuCtxPopCurrent push
+  // and pop.
   static CUcontext current_context();
   static void set_current_context(CUctx_st* ctx);
+  static void push_current_context(CUctx_st* ctx);
+  static CUctx_st* pop_current_context();  // nullptr when the stack is empty
+  CUcontext primary_context(int device) { return &devices_[device]->primary; }
+  void primary_state(int device, unsigned int* flags, int* active);
+  void set_primary_flags(int device, unsigned int flags);
+  unsigned int context_flags(int device);
+  CUresult enable_peer_access(int device, CUcontext peer);
+  CUresult disable_peer_access(int device, CUcontext peer);
 
   // The device of `ctx`, or of the calling thread's current context when `ctx` is null:
   // CUDA_ERROR_INVALID_CONTEXT when there is none or it is no context, and
@@ -90,15 +120,41 @@ class Driver {
   CUresult copy(std::uintptr_t dst, Side dst_side, std::uintptr_t src, Side src_side,
                 std::size_t count);
   CUresult fill(std::uintptr_t dst, unsigned char value, std::size_t count);
+  // `count` 32-bit values (cuMemsetD32; cuStreamWriteValue32 writes one).
+  CUresult fill32(std::uintptr_t dst, std::uint32_t value, std::size_t count);
 
-  CUresult create_stream(int device, unsigned int flags, CUstream* out);
+  // cuMemHostRegister: the range must not overlap pinned or registered memory.
+  CUresult register_host(int device, void* ptr, std::size_t size);
+  CUresult unregister_host(void* ptr);
+  // A pointer into pinned or registered host memory: its device pointer, the same address.
+  CUresult host_device_pointer(void* ptr, CUdeviceptr* out);
+  // Device, managed, stream-ordered, pinned or registered memory, or a cuMemMap mapping, that
+  // holds `ptr`.
+  std::optional<PointerInfo> pointer_info(std::uintptr_t ptr);
+
+  CUresult create_stream(int device, unsigned int flags, int priority, CUstream* out);
   CUresult destroy_stream(CUstream stream);
   CUresult check_stream(CUstream stream);
+  // A created stream's flags, priority and device; for the implicit streams, 0, 0 and
+  // `current_device`.
+  CUresult stream_properties(CUstream stream, int current_device, unsigned int* flags,
+                             int* priority, int* device);
+
+  CUresult create_event(int device, unsigned int flags, CUevent* out);
+  CUresult destroy_event(CUevent event);
+  CUresult check_event(CUevent event);
+  CUresult record_event(CUevent event, CUstream stream);
+  CUresult elapsed_time(CUevent start, CUevent end, float* milliseconds);
 
   CUresult create_pool(const CUmemPoolProps& props, CUmemoryPool* out);
   CUresult destroy_pool(CUmemoryPool pool);
   CUresult check_pool(CUmemoryPool pool);
   CUmemoryPool default_pool(int device) const { return devices_[device]->default_pool; }
+  CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value);
+  CUresult set_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, const void* value);
+  // `desc` holds `count` descriptors of valid devices with valid flags.
+  CUresult set_pool_access(CUmemoryPool pool, const CUmemAccessDesc* desc, std::size_t count);
+  CUresult pool_access(CUmemoryPool pool, int device, CUmemAccess_flags* out);
 
   // The virtual memory API (virtual_memory.h), plus the capacity check of cuMemCreate.
   CUresult reserve(std::size_t size, std::size_t alignment, CUdeviceptr hint, CUdeviceptr* out);
@@ -112,6 +168,8 @@ class Driver {
   CUresult unmap(CUdeviceptr ptr, std::size_t size);
   CUresult set_access(CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc,
                       std::size_t count);
+  CUresult retain_handle(std::uintptr_t address, CUmemGenericAllocationHandle* out);
+  CUresult export_descriptor(CUmemGenericAllocationHandle handle, int* out);
 
  private:
   struct Device {
@@ -153,6 +211,8 @@ class Driver {
   std::unique_ptr<VirtualMemory> virtual_memory_;
   Allocations allocations_;  // by start address; device and host memory alike
   std::unordered_map<CUstream, std::unique_ptr<CUstream_st>> streams_;
+  std::unordered_map<CUevent, std::unique_ptr<CUevent_st>> events_;
+  std::uint64_t next_buffer_id_ = 1;
   std::unordered_map<CUmemoryPool, std::unique_ptr<CUmemPoolHandle_st>> pools_;
 };
 

@@ -63,6 +63,10 @@ bool PhysicalMemory::map(void* address, const std::size_t* chunks, std::size_t c
   return true;
 }
 
+int PhysicalMemory::duplicate_descriptor() const {
+  return fd_ < 0 ? -1 : fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+}
+
 bool PhysicalMemory::open_file() {
   if (fd_ >= 0) return true;
   if (open_failed_) return false;

@@ -38,6 +38,10 @@ class PhysicalMemory {
   // inaccessible until protected otherwise; false if mmap failed (nothing is left mapped).
   bool map(void* address, const std::size_t* chunks, std::size_t count) const;
 
+  // A new descriptor (close-on-exec) of the memory file, for cuMemExportToShareableHandle; -1
+  // if there is no file yet or dup failed. Chunk n lies at offset n * kChunk.
+  int duplicate_descriptor() const;
+
  private:
   bool open_file();
 

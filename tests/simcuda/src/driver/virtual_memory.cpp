@@ -105,8 +105,8 @@ CUresult VirtualMemory::create(int device, std::size_t size, const CUmemAllocati
 
 CUresult VirtualMemory::release(CUmemGenericAllocationHandle handle) {
   const auto found = handles_.find(handle);
-  if (found == handles_.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
-  found->second.released = true;
+  if (found == handles_.end() || found->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
+  --found->second.references;
   free_handle_if_unused(found);
   return CUDA_SUCCESS;
 }
@@ -114,18 +114,18 @@ CUresult VirtualMemory::release(CUmemGenericAllocationHandle handle) {
 CUresult VirtualMemory::properties(CUmemGenericAllocationHandle handle,
                                    CUmemAllocationProp* out) const {
   const auto found = handles_.find(handle);
-  if (found == handles_.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
+  if (found == handles_.end() || found->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
   *out = found->second.prop;
   return CUDA_SUCCESS;
 }
 
 CUresult VirtualMemory::map(CUdeviceptr ptr, std::size_t size, std::size_t offset,
-                            CUmemGenericAllocationHandle handle) {
+                            CUmemGenericAllocationHandle handle, std::uint64_t buffer_id) {
   if (size == 0 || !granule_aligned(ptr) || !granule_aligned(size) || !granule_aligned(offset)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   const auto found = handles_.find(handle);
-  if (found == handles_.end() || found->second.released) return CUDA_ERROR_INVALID_VALUE;
+  if (found == handles_.end() || found->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
   Handle& memory = found->second;
   if (offset > memory.size || size > memory.size - offset) return CUDA_ERROR_INVALID_VALUE;
   if (reservation_containing(ptr, size) == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -144,7 +144,8 @@ CUresult VirtualMemory::map(CUdeviceptr ptr, std::size_t size, std::size_t offse
   mappings_.emplace(ptr, Mapping{.size = size,
                                  .handle = handle,
                                  .offset = offset,
-                                 .access = std::vector<Access>(size / kGranularity)});
+                                 .access = std::vector<Access>(size / kGranularity),
+                                 .buffer_id = buffer_id});
   ++memory.mappings;
   return CUDA_SUCCESS;
 }
@@ -206,6 +207,42 @@ bool VirtualMemory::accessible(std::uintptr_t ptr, std::size_t count, bool write
   return true;
 }
 
+std::optional<VirtualMemory::MappingInfo> VirtualMemory::mapping_containing(
+    std::uintptr_t address) const {
+  const auto mapping = mapping_at(address);
+  if (mapping == mappings_.end()) return std::nullopt;
+  const Handle& memory = handles_.at(mapping->second.handle);
+  return MappingInfo{.start = mapping->first,
+                     .size = mapping->second.size,
+                     .device = memory.device,
+                     .handle_types = static_cast<unsigned int>(memory.prop.requestedHandleTypes),
+                     .buffer_id = mapping->second.buffer_id};
+}
+
+CUresult VirtualMemory::retain(std::uintptr_t address, CUmemGenericAllocationHandle* out) {
+  const auto mapping = mapping_at(address);
+  if (mapping == mappings_.end()) return CUDA_ERROR_INVALID_VALUE;
+  // A handle released while mapped is alive until unmapped; retaining it makes it usable again,
+  // as the real one is (the mapping kept it).
+  ++handles_.at(mapping->second.handle).references;
+  *out = mapping->second.handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult VirtualMemory::export_descriptor(CUmemGenericAllocationHandle handle, int* out) const {
+  const auto found = handles_.find(handle);
+  if (found == handles_.end() || found->second.references == 0) return CUDA_ERROR_INVALID_VALUE;
+  const Handle& memory = found->second;
+  // Only what cuMemCreate was asked to make exportable can be exported.
+  if ((memory.prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const int fd = devices_[static_cast<std::size_t>(memory.device)]->duplicate_descriptor();
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = fd;
+  return CUDA_SUCCESS;
+}
+
 const VirtualMemory::Reservation* VirtualMemory::reservation_containing(std::uintptr_t ptr,
                                                                         std::size_t size) const {
   const auto after = reservations_.upper_bound(ptr);
@@ -240,7 +277,7 @@ bool VirtualMemory::fully_mapped(std::uintptr_t ptr, std::size_t size) const {
 void VirtualMemory::free_handle_if_unused(
     std::map<CUmemGenericAllocationHandle, Handle>::iterator handle) {
   Handle& memory = handle->second;
-  if (!memory.released || memory.mappings > 0) return;
+  if (memory.references > 0 || memory.mappings > 0) return;
   devices_[static_cast<std::size_t>(memory.device)]->release(memory.chunks);
   handles_.erase(handle);
 }

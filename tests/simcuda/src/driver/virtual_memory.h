@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "cuda.h"
@@ -22,8 +23,10 @@ namespace simcuda::driver {
 // gets too: mapped memory the program may use is host-readable, and memory it may not use
 // faults, as it would on a GPU. cuMemUnmap puts the inaccessible placeholder back.
 //
-// Handles are numbers that are never reused, so a stale one is always recognised. A released
-// handle whose memory is still mapped lives on, unusable, until its last mapping goes.
+// Handles are numbers that are never reused, so a stale one is always recognised. A handle counts
+// its references: cuMemCreate's and one per cuMemRetainAllocationHandle, each undone by a
+// cuMemRelease. A handle without references whose memory is still mapped lives on, unusable,
+// until its last mapping goes.
 //
 // Not thread-safe: the driver serialises all calls.
 class VirtualMemory {
@@ -51,8 +54,10 @@ class VirtualMemory {
   CUresult release(CUmemGenericAllocationHandle handle);
   CUresult properties(CUmemGenericAllocationHandle handle, CUmemAllocationProp* out) const;
 
+  // `buffer_id` is what cuPointerGetAttribute reports as the mapping's
+  // CU_POINTER_ATTRIBUTE_BUFFER_ID.
   CUresult map(CUdeviceptr ptr, std::size_t size, std::size_t offset,
-               CUmemGenericAllocationHandle handle);
+               CUmemGenericAllocationHandle handle, std::uint64_t buffer_id);
   CUresult unmap(CUdeviceptr ptr, std::size_t size);
   // `desc` holds `count` (> 0) descriptors with valid device ordinals, below 64.
   CUresult set_access(CUdeviceptr ptr, std::size_t size, const CUmemAccessDesc* desc,
@@ -61,6 +66,21 @@ class VirtualMemory {
   // Whether a device may read (or write) all of [ptr, ptr + count), which lies inside the
   // reserved address space, through current mappings.
   bool accessible(std::uintptr_t ptr, std::size_t count, bool write) const;
+
+  // The mapping that holds an address, for cuPointerGetAttribute and cuMemGetAddressRange.
+  struct MappingInfo {
+    std::uintptr_t start;
+    std::size_t size;
+    int device;
+    unsigned int handle_types;  // the handle's requestedHandleTypes
+    std::uint64_t buffer_id;
+  };
+  std::optional<MappingInfo> mapping_containing(std::uintptr_t address) const;
+  // cuMemRetainAllocationHandle: the handle mapped at `address`, with one more reference.
+  CUresult retain(std::uintptr_t address, CUmemGenericAllocationHandle* out);
+  // cuMemExportToShareableHandle for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR: a new descriptor
+  // of the device's memory file (the whole file: chunk n lies at offset n * kGranularity).
+  CUresult export_descriptor(CUmemGenericAllocationHandle handle, int* out) const;
 
   // For tests and diagnostics.
   std::size_t reservation_count() const { return reservations_.size(); }
@@ -78,7 +98,9 @@ class VirtualMemory {
     std::vector<std::size_t> chunks;  // of the device's PhysicalMemory, kGranularity each
     CUmemAllocationProp prop;
     std::size_t mappings = 0;
-    bool released = false;  // by cuMemRelease; the memory goes with the last mapping
+    // cuMemCreate's reference and cuMemRetainAllocationHandle's; at 0 the handle is unusable and
+    // the memory goes with the last mapping.
+    std::size_t references = 1;
   };
   // Which devices may read and write one granule of a mapping (bit n: device n).
   struct Access {
@@ -90,6 +112,7 @@ class VirtualMemory {
     CUmemGenericAllocationHandle handle;
     std::size_t offset;
     std::vector<Access> access;  // one per granule
+    std::uint64_t buffer_id;
   };
   using Mappings = std::map<std::uintptr_t, Mapping>;  // by start address
 

@@ -58,21 +58,18 @@
 #include <cstdint>
 #include <limits>
 
-#include "cuda.h"
-#include "cuda_runtime_api.h"
-#include "current_device.h"
-#include "driver_link.h"
-#include "error_translation.h"
-#include "errors.h"
-
-// The exported API. Everything else is hidden (-fvisibility=hidden and exports.map).
-#define SIMCUDA_EXPORT extern "C" __attribute__((visibility("default")))
+#include "entry_support.h"
 
 namespace {
 
 using simcuda::record;
+using simcuda::runtime::allocate_device;
+using simcuda::runtime::device_address;
 using simcuda::runtime::Driver;
 using simcuda::runtime::from_driver;
+using simcuda::runtime::host_pointer;
+using simcuda::runtime::in_context;
+using simcuda::runtime::with_driver;
 
 // The runtime's structs that the driver reads as its own.
 static_assert(sizeof(cudaMemPoolProps) == sizeof(CUmemPoolProps) &&
@@ -88,48 +85,6 @@ static_assert(static_cast<int>(cudaEnablePerThreadDefaultStream) ==
 // What cudaMallocPitch and cudaMalloc3D tell cuMemAllocPitch about their accesses: the widest
 // the driver accepts, since the runtime knows nothing of the kernels.
 constexpr unsigned int kPitchElementSize = 16;
-
-CUdeviceptr device_address(const void* ptr) {
-  return reinterpret_cast<CUdeviceptr>(ptr);
-}
-
-void* host_pointer(CUdeviceptr address) {
-  return reinterpret_cast<void*>(address);
-}
-
-// The driver, once loaded and initialised; otherwise the error every device call returns.
-cudaError_t ready(const Driver& driver) {
-  return driver.load_error != cudaSuccess ? driver.load_error : driver.init_error;
-}
-
-// Runs `body(driver)` once the driver is ready, and records the error it returns.
-template <class Body>
-cudaError_t with_driver(Body&& body) {
-  const Driver& driver = simcuda::runtime::driver();
-  if (const cudaError_t error = ready(driver); error != cudaSuccess) return record(error);
-  return record(body(driver));
-}
-
-// As with_driver, in the thread's current context.
-template <class Body>
-cudaError_t in_context(Body&& body) {
-  return with_driver([&](const Driver& driver) {
-    if (const cudaError_t error = simcuda::runtime::activate_context(driver);
-        error != cudaSuccess) {
-      return error;
-    }
-    return body(driver);
-  });
-}
-
-// Runs an allocation that reports a device address, writing *out only on success.
-template <class Allocate>
-cudaError_t allocate_device(void** out, Allocate&& allocate) {
-  CUdeviceptr address = 0;
-  const cudaError_t error = from_driver(allocate(&address));
-  if (error == cudaSuccess) *out = host_pointer(address);
-  return error;
-}
 
 // The shared bodies of entry points that the library exports under two names, so that one
 // export does not call the other through the PLT, where an interposer would see it twice.
@@ -285,7 +240,7 @@ SIMCUDA_EXPORT cudaError_t cudaGetDeviceCount(int* count) {
   if (count == nullptr) return record(cudaErrorInvalidValue);
   const Driver& driver = simcuda::runtime::driver();
   // Without devices (or a driver) the real runtime still writes 0, and callers rely on it.
-  const cudaError_t error = ready(driver);
+  const cudaError_t error = simcuda::runtime::ready(driver);
   *count = error == cudaSuccess ? driver.device_count : 0;
   return record(error);
 }

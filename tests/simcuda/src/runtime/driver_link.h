@@ -70,7 +70,39 @@ using CtxSynchronizeFn = std::conditional_t<(kRuntimeVersion >= 13000), PFN_cuCt
   X(cuMemAllocAsync_ptsz, cuMemAllocAsync, PFN_cuMemAllocAsync_v11020_ptsz, PER_THREAD_DEFAULT_STREAM) \
   X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync, PFN_cuMemAllocFromPoolAsync_v11020_ptsz, PER_THREAD_DEFAULT_STREAM) \
   X(cuMemFreeAsync_ptsz, cuMemFreeAsync, PFN_cuMemFreeAsync_v11020_ptsz, PER_THREAD_DEFAULT_STREAM) \
-  X(cuStreamSynchronize_ptsz, cuStreamSynchronize, PFN_cuStreamSynchronize_v7000_ptsz, PER_THREAD_DEFAULT_STREAM)
+  X(cuStreamSynchronize_ptsz, cuStreamSynchronize, PFN_cuStreamSynchronize_v7000_ptsz, PER_THREAD_DEFAULT_STREAM) \
+  X(cuDeviceGetAttribute, cuDeviceGetAttribute, PFN_cuDeviceGetAttribute_v2000, LEGACY_STREAM) \
+  X(cuDeviceGetName, cuDeviceGetName, PFN_cuDeviceGetName_v2000, LEGACY_STREAM) \
+  X(cuDeviceTotalMem, cuDeviceTotalMem, PFN_cuDeviceTotalMem_v3020, LEGACY_STREAM) \
+  X(cuDeviceGetUuid, cuDeviceGetUuid, PFN_cuDeviceGetUuid_v11040, LEGACY_STREAM) \
+  X(cuDeviceGetPCIBusId, cuDeviceGetPCIBusId, PFN_cuDeviceGetPCIBusId_v4010, LEGACY_STREAM) \
+  X(cuDeviceCanAccessPeer, cuDeviceCanAccessPeer, PFN_cuDeviceCanAccessPeer_v4000, LEGACY_STREAM) \
+  X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, PFN_cuCtxEnablePeerAccess_v4000, LEGACY_STREAM) \
+  X(cuCtxGetStreamPriorityRange, cuCtxGetStreamPriorityRange, PFN_cuCtxGetStreamPriorityRange_v5050, LEGACY_STREAM) \
+  X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, PFN_cuStreamCreateWithPriority_v5050, LEGACY_STREAM) \
+  X(cuStreamGetPriority, cuStreamGetPriority, PFN_cuStreamGetPriority_v5050, LEGACY_STREAM) \
+  X(cuStreamQuery, cuStreamQuery, PFN_cuStreamQuery_v2000, LEGACY_STREAM) \
+  X(cuStreamWaitEvent, cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020, LEGACY_STREAM) \
+  X(cuStreamAddCallback, cuStreamAddCallback, PFN_cuStreamAddCallback_v5000, LEGACY_STREAM) \
+  X(cuLaunchHostFunc, cuLaunchHostFunc, PFN_cuLaunchHostFunc_v10000, LEGACY_STREAM) \
+  X(cuEventCreate, cuEventCreate, PFN_cuEventCreate_v2000, LEGACY_STREAM) \
+  X(cuEventRecord, cuEventRecord, PFN_cuEventRecord_v2000, LEGACY_STREAM) \
+  X(cuEventRecordWithFlags, cuEventRecordWithFlags, PFN_cuEventRecordWithFlags_v11010, LEGACY_STREAM) \
+  X(cuEventQuery, cuEventQuery, PFN_cuEventQuery_v2000, LEGACY_STREAM) \
+  X(cuEventSynchronize, cuEventSynchronize, PFN_cuEventSynchronize_v2000, LEGACY_STREAM) \
+  X(cuEventDestroy, cuEventDestroy, PFN_cuEventDestroy_v4000, LEGACY_STREAM) \
+  X(cuEventElapsedTime, cuEventElapsedTime, PFN_cuEventElapsedTime_v12080, LEGACY_STREAM) \
+  X(cuMemcpyAsync, cuMemcpyAsync, PFN_cuMemcpyAsync_v4000, LEGACY_STREAM) \
+  X(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020, LEGACY_STREAM) \
+  X(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020, LEGACY_STREAM) \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020, LEGACY_STREAM) \
+  X(cuMemsetD8Async, cuMemsetD8Async, PFN_cuMemsetD8Async_v3020, LEGACY_STREAM) \
+  X(cuMemHostRegister, cuMemHostRegister, PFN_cuMemHostRegister_v6050, LEGACY_STREAM) \
+  X(cuMemHostUnregister, cuMemHostUnregister, PFN_cuMemHostUnregister_v4000, LEGACY_STREAM) \
+  X(cuPointerGetAttributes, cuPointerGetAttributes, PFN_cuPointerGetAttributes_v7000, LEGACY_STREAM) \
+  X(cuMemPoolSetAttribute, cuMemPoolSetAttribute, PFN_cuMemPoolSetAttribute_v11020, LEGACY_STREAM) \
+  X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, PFN_cuMemPoolGetAttribute_v11020, LEGACY_STREAM) \
+  X(cuMemPoolSetAccess, cuMemPoolSetAccess, PFN_cuMemPoolSetAccess_v11020, LEGACY_STREAM)
 // clang-format on
 
 struct Driver {
