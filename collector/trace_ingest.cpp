@@ -1,6 +1,7 @@
 #include "collector/trace_ingest.h"
 
 #include "collector/python_splice.h"
+#include "collector/thread_name.h"
 #include "storage/schema.h"
 
 #include <sys/wait.h>
@@ -280,6 +281,9 @@ int64_t TraceIngest::utid_for(Process& p, uint32_t tid) {
   if (inserted) {
     it->second = next_utid_++;
     writer_.add_thread(it->second, p.upid, tid);
+    if (const std::optional<std::string> name = read_thread_name(p.pid, tid)) {
+      writer_.set_thread_name(it->second, *name);
+    }
   }
   p.last_tid = tid;
   p.last_utid = it->second;

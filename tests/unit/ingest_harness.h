@@ -19,9 +19,9 @@ namespace vramtrace::testing_support {
 
 class IngestHarness {
  public:
-  // One process, pid 4242, already started (by the shim, or by the backend given); the trace
-  // file is named after the running test.
-  explicit IngestHarness(wire::Backend backend = wire::BACKEND_PRELOAD) {
+  // One process, pid 4242 unless given, already started (by the shim, or by the backend
+  // given); the trace file is named after the running test.
+  explicit IngestHarness(wire::Backend backend = wire::BACKEND_PRELOAD, uint32_t pid = 4242) {
     path_ = std::filesystem::temp_directory_path() /
             ("vramtrace-ingest-" + std::to_string(getpid()) + "-" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db");
@@ -30,9 +30,9 @@ class IngestHarness {
     writer_ = storage::TraceWriter::create(path_, &error);
     EXPECT_TRUE(writer_) << error;
     ingest_ = std::make_unique<collector::TraceIngest>(*writer_);
-    ring_ = ingest_->open_ring(4242);
+    ring_ = ingest_->open_ring(pid);
     wire::Envelope start;
-    start.mutable_process_start()->set_pid(4242);
+    start.mutable_process_start()->set_pid(pid);
     start.mutable_process_start()->set_backend(backend);
     feed(start);
   }
