@@ -49,7 +49,7 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     if (process == view.processes.end()) return;
     AllocatorTotals& totals = process->second;
     if (a.kind != storage::allocation_kind::kBlock) {
-      if (record.live_at_end()) live_non_blocks.push_back({a.id, a.upid, a.size});
+      if (trace.live_at_program_end(record)) live_non_blocks.push_back({a.id, a.upid, a.size});
       return;
     }
     totals.allocator_events = true;
@@ -66,8 +66,8 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     if (record.free) {
       note_totals(totals, record.free->free_seq, record.free->allocator_allocated,
                   record.free->allocator_reserved);
-      return;
     }
+    if (!trace.live_at_program_end(record)) return;
     totals.live_block_count += 1;
     totals.live_block_bytes += a.size;
     if (a.segment_id) view.live_block_bytes_in[*a.segment_id] += a.size;

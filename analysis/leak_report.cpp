@@ -100,6 +100,19 @@ void add_totals(LeakReport* report, LiveGroups live) {
   }
 }
 
+// The selected processes whose end of the trace is their program's end (the reports' "end").
+std::vector<std::int64_t> ended_at_python_finalizing(const storage::TraceReader& trace,
+                                                     const ProcessSelection& selected,
+                                                     const std::optional<std::int64_t>& only) {
+  std::vector<std::int64_t> ended;
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    const std::int64_t upid = process.start.upid;
+    if (only && upid != *only) continue;
+    if (is_selected(selected, upid) && trace.program_end_seq(upid)) ended.push_back(upid);
+  }
+  return ended;
+}
+
 }  // namespace
 
 LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReportOptions& options) {
@@ -124,6 +137,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
       return;
     live.push_back(record);
   });
+  report.ended_at_python_finalizing = ended_at_python_finalizing(trace, selected, options.upid);
   const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
   add_totals(&report, group_live(live, block_level, allocator.allocator_segments));
   finish_groups(trace, &report.groups);
@@ -143,6 +157,8 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   report.level = level_name(options, report.allocator_events);
 
   report.at = resolve_moment(trace, index, at, selected);
+  if (at.kind == MomentSpec::Kind::kEnd && !since)
+    report.ended_at_python_finalizing = ended_at_python_finalizing(trace, selected, options.upid);
   std::map<std::int64_t, std::uint64_t> since_seq;
   if (since) {
     report.since = resolve_moment(trace, index, *since, selected);

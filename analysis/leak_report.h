@@ -63,6 +63,10 @@ struct LeakReport {
   // does not apply to (no such marker) is left out of the report. Empty: the end of the trace.
   std::vector<ProcessMoment> at;
   std::vector<ProcessMoment> since;  // --between's first moment, per process
+  // Without a moment: the selected processes whose program ended before they did (a Python
+  // interpreter's finalization, TraceReader::program_end_seq), where what was live then counts
+  // as live at the end though the teardown freed it.
+  std::vector<std::int64_t> ended_at_python_finalizing;
 };
 
 struct LeakReportOptions {

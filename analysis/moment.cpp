@@ -86,7 +86,10 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
   };
   switch (moment.kind) {
     case Kind::kEnd:
-      for (const auto& [upid, pid] : pids) at_seq(upid, index.last_seq(upid));
+      // The program's end: a Python process's teardown frees what it still held, and that is
+      // what "at the end" means to its user (TraceReader::program_end_seq).
+      for (const auto& [upid, pid] : pids)
+        at_seq(upid, trace.program_end_seq(upid).value_or(index.last_seq(upid)));
       break;
     case Kind::kPeak: {
       std::map<std::int64_t, std::uint64_t> largest;

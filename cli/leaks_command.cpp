@@ -42,6 +42,7 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
       {"cached", {{"bytes", report.cached.bytes}, {"count", report.cached.count}}},
       {"incomplete", !report.trace_complete},
       {"warnings", report.warnings},
+      {"ended_at_python_finalizing", report.ended_at_python_finalizing},
   };
 }
 
@@ -57,6 +58,12 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
                         count_of(report.cached.count, "segment", "segments"));
   } else if (report.level == "segment" && !report.allocator_events) {
     cache = "no allocator events: reported at the segment level only\n";
+  }
+  if (!report.ended_at_python_finalizing.empty()) {
+    cache += fmt::format(
+        "Python: counted when the interpreter began to finalize ({}): what its teardown "
+        "freed was still held by the program\n",
+        count_of(report.ended_at_python_finalizing.size(), "process", "processes"));
   }
   if (report.groups.empty()) {
     return text +

@@ -692,7 +692,17 @@ void TraceIngest::on_marker(Process& p, const ring::RecordHeader& h, const wire:
     row.upid = p.upid;
     row.utid = utid;
     row.type = std::move(type);
-    row.source = m.source() == wire::Marker::SOURCE_API ? "api" : "nvtx";
+    switch (m.source()) {
+      case wire::Marker::SOURCE_API:
+        row.source = storage::kMarkerFromApi;
+        break;
+      case wire::Marker::SOURCE_SHIM:
+        row.source = storage::kMarkerFromShim;
+        break;
+      default:
+        row.source = storage::kMarkerFromNvtx;
+        break;
+    }
     if (!m.domain().empty()) row.domain = m.domain();
     row.name = m.name();
     row.start_seq = h.seq;

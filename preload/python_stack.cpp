@@ -582,6 +582,11 @@ void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonM
   walk_frames(attached, out, sink);
 }
 
+bool python_is_finalizing() {
+  return g_api_ready.load(std::memory_order_acquire) && g_api.is_finalizing != nullptr &&
+         g_api.is_finalizing() != 0;
+}
+
 void forget_sent_python_code() {
   // Another thread may have held these at fork; the child has only the forking thread.
   g_code_mutex = PTHREAD_MUTEX_INITIALIZER;

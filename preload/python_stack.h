@@ -55,6 +55,11 @@ using PythonMessageSink = bool (*)(const uint8_t* payload, size_t bytes);
 // the first look, the loader is asked again only when `loader_generation` moves.
 void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonMessageSink sink);
 
+// Whether the process's interpreter has begun to finalize (Py_IsFinalizing): from then on its
+// teardown frees what the program still held. False where no interpreter was found yet. Cheap
+// (a load and a call that reads one word), and safe on any thread, with or without the GIL.
+bool python_is_finalizing();
+
 // After fork: the child's collector has been told nothing yet.
 void forget_sent_python_code();
 

@@ -20,6 +20,7 @@
 #include "real_functions.h"
 #include "reentry_guard.h"
 #include "shim_log.h"
+#include "shim_markers.h"
 #include "shm_ring.h"
 #include "stack_names.h"
 #include "unwinder.h"
@@ -54,6 +55,8 @@ int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
 // do: it doubles the unwinding (and the Python walk) of a program's allocations for a column
 // few questions need; a free that fails still gets its stack (record_free_failed).
 bool g_free_stacks = false;
+// Whether this process's "python finalizing" marker is on the ring (say_if_python_finalizing).
+std::atomic<bool> g_finalizing_said{false};
 // Records stamped by the time-stamp counter (record_clock.h): where the kernel keeps time by it,
 // unless VRAMTRACE_CLOCK=monotonic asks for clock_gettime at every record.
 bool g_tsc_clock = false;
@@ -293,6 +296,7 @@ void after_fork_in_child() {
   g_modules.reset();
   ask_loader_at_next_event();
   forget_sent_python_code();
+  g_finalizing_said.store(false, std::memory_order_relaxed);
   g_unwinder.forget_declined_walks();
   forget_stack_names_after_fork();
   g_declined_walks_said.store(0, std::memory_order_relaxed);
@@ -380,12 +384,31 @@ struct CapturedStack {
   }
 };
 
+// Once per process, before the first event after its Python interpreter began to finalize: a
+// marker saying so, so that the reports can tell what the program still held when its own code
+// ended from what it had freed (the teardown frees the rest). Written here, on the record path,
+// because the teardown's first event may be a free, and a free carries no stack to look from.
+
+void say_if_python_finalizing(uint32_t tid) {
+  if (g_finalizing_said.load(std::memory_order_relaxed) || !python_is_finalizing()) return;
+  if (g_finalizing_said.exchange(true)) return;
+  MarkerEvent marker{};
+  marker.tid = tid;
+  marker.type = vramtrace_wire_Marker_Type_TYPE_MARK;
+  marker.source = vramtrace_wire_Marker_Source_SOURCE_SHIM;
+  marker.domain = "";
+  marker.name = wire_markers::kPythonFinalizing;
+  uint8_t buf[128];
+  write_record(buf, encode_marker(marker, buf, sizeof buf));
+}
+
 // The record path: the stack, then the modules it may point into, then the event itself.
 template <class Event>
 uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   CapturedStack captured;
   captured.capture();
   e.tid = current_tid();
+  say_if_python_finalizing(e.tid);
   send_new_modules();
   uint8_t buf[kMaxEventBytes];
   return write_record(buf, encode(e, captured.named_stack(), buf, sizeof buf));
@@ -403,6 +426,7 @@ void record_alloc(AllocEvent e) {
 uint64_t record_free(FreeEvent e) {
   if (g_free_stacks) return record_event(e, &encode_free);
   e.tid = current_tid();
+  say_if_python_finalizing(e.tid);
   uint8_t buf[kMaxEventBytes];
   return write_record(buf, encode_free(e, Stack{}, buf, sizeof buf));
 }

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "proto/shim_markers.h"
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
 #include "storage/schema.h"
@@ -38,7 +39,22 @@ std::string hex(std::int64_t value) {
   return "0x" + out;
 }
 
-std::string allocation_query(const AllocationFilter& filter) {
+// Where each process's program ended before the process did (TraceReader::program_end_seq).
+using ProgramEnds = std::map<std::int64_t, std::uint64_t>;
+
+// "Live at the program's end" in SQL: never freed, or, in a process whose program ended before
+// it did, allocated before that end and freed after it.
+std::string live_at_program_end_sql(const ProgramEnds& ends) {
+  if (ends.empty()) return "free_seq IS NULL";
+  std::string sql = "CASE upid";
+  for (const auto& [upid, seq] : ends) {
+    sql += " WHEN " + std::to_string(upid) + " THEN alloc_seq < " + std::to_string(seq) +
+           " AND (free_seq IS NULL OR free_seq > " + std::to_string(seq) + ")";
+  }
+  return sql + " ELSE free_seq IS NULL END";
+}
+
+std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& program_ends) {
   std::string sql =
       "SELECT " +
       std::string(filter.columns == AllocationFilter::Columns::kAll ? kAllocationColumns
@@ -60,7 +76,7 @@ std::string allocation_query(const AllocationFilter& filter) {
     case AllocationFilter::Lifetime::kAny:
       break;
     case AllocationFilter::Lifetime::kLiveAtEnd:
-      sql += " AND result = 0 AND free_seq IS NULL";
+      sql += " AND result = 0 AND (" + live_at_program_end_sql(program_ends) + ")";
       break;
     case AllocationFilter::Lifetime::kFreed:
       sql += " AND result = 0 AND free_seq IS NOT NULL";
@@ -79,6 +95,7 @@ struct TraceReader::Impl {
   std::map<std::string, std::string, std::less<>> meta;
   std::map<int, std::string> kind_names;
   std::map<int, std::string> api_names;
+  std::map<std::int64_t, std::uint64_t> program_ends;  // see program_end_seq()
   int last_error_code = SQLITE_OK;
 
   [[noreturn]] void fail(int rc) {
@@ -178,6 +195,13 @@ struct TraceReader::Impl {
     complete = flag != meta.end() && flag->second == "1";
     kind_names = names_of("allocation_kind");
     api_names = names_of("api");
+    Statement ends = prepare(
+        "SELECT upid, min(start_seq) FROM marker WHERE source = ?1 AND name = ?2 GROUP BY upid");
+    ends.bind_text(1, kMarkerFromShim);
+    ends.bind_text(2, wire_markers::kPythonFinalizing);
+    each_row(ends, [&](const Statement& row) {
+      program_ends[row.int64(0)] = static_cast<std::uint64_t>(row.int64(1));
+    });
     return std::nullopt;
   }
 };
@@ -338,11 +362,25 @@ std::vector<ThreadRecord> TraceReader::threads() const {
 void TraceReader::for_each_allocation(
     const AllocationFilter& filter,
     const std::function<void(const AllocationRecord&)>& visit) const {
-  Statement statement = impl_->prepare(allocation_query(filter));
+  Statement statement = impl_->prepare(allocation_query(filter, impl_->program_ends));
   statement.bind_optional_int64(1, filter.upid);
   statement.bind_optional_int64(2, filter.kind);
   if (filter.live_just_after) statement.bind_uint64(3, *filter.live_just_after);
   impl_->each_row(statement, [&](const Statement& row) { visit(read_allocation(row)); });
+}
+
+std::optional<std::uint64_t> TraceReader::program_end_seq(std::int64_t upid) const {
+  const auto end = impl_->program_ends.find(upid);
+  if (end == impl_->program_ends.end()) return std::nullopt;
+  return end->second;
+}
+
+bool TraceReader::live_at_program_end(const AllocationRecord& record) const {
+  if (record.failed()) return false;
+  const auto end = impl_->program_ends.find(record.allocation.upid);
+  if (end == impl_->program_ends.end()) return !record.free.has_value();
+  return record.allocation.alloc_seq < end->second &&
+         (!record.free.has_value() || record.free->free_seq > end->second);
 }
 
 std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& filter) const {

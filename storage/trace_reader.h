@@ -49,7 +49,9 @@ struct AllocationFilter {
   std::optional<std::int64_t> upid;
   std::optional<int> kind;
   Outcome outcome = Outcome::kAny;
-  Lifetime lifetime = Lifetime::kAny;  // kLiveAtEnd and kFreed imply succeeded allocations
+  // kLiveAtEnd and kFreed imply succeeded allocations; kLiveAtEnd: live at the program's end
+  // (TraceReader::live_at_program_end), kFreed: freed at any time.
+  Lifetime lifetime = Lifetime::kAny;
   // Only successful allocations live just after this sequence number of their process:
   // alloc_seq <= s and (free_seq NULL or > s).
   std::optional<std::uint64_t> live_just_after;
@@ -120,6 +122,15 @@ class TraceReader {
   std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
   // Marks and ranges, in (upid, start_seq) order.
   std::vector<MarkerRecord> markers() const;
+
+  // Where a process's own code ended, when it ended before the process did: the "python
+  // finalizing" marker (proto/shim_markers.h), after which the interpreter's teardown frees
+  // what the program still held. Unset: the end of the trace.
+  std::optional<std::uint64_t> program_end_seq(std::int64_t upid) const;
+  // Held when the program ended: allocated before its program end and not freed before it;
+  // without one, never freed. This is what every report means by "live at the end", and what
+  // AllocationFilter::Lifetime::kLiveAtEnd selects.
+  bool live_at_program_end(const AllocationRecord& record) const;
   std::vector<StatRecord> stats() const;  // by name
 
   // The stack whose leaf is callsite_id, innermost frame first; empty for no callsite. A chain

@@ -95,7 +95,7 @@ struct MarkerRow {
   std::int64_t id = 0, upid = 0;
   std::int64_t utid = 0;              // the thread that began it
   std::string type;                   // kMarkerMark or kMarkerRange
-  std::string source;                 // kMarkerFromNvtx or kMarkerFromApi
+  std::string source;                 // kMarkerFromNvtx, kMarkerFromApi or kMarkerFromShim
   std::optional<std::string> domain;  // unset: NVTX's default domain
   std::string name;
   std::uint64_t start_seq = 0;  // in the process's sequence, as allocations' alloc_seq
@@ -117,6 +117,8 @@ inline constexpr std::string_view kMarkerMark = "mark";
 inline constexpr std::string_view kMarkerRange = "range";
 inline constexpr std::string_view kMarkerFromNvtx = "nvtx";
 inline constexpr std::string_view kMarkerFromApi = "api";
+// The shim's own markers (proto/shim_markers.h): what it saw of the program itself.
+inline constexpr std::string_view kMarkerFromShim = "shim";
 
 // A CUPTI activity record about memory (the memory_activity table).
 struct MemoryActivityRow {
@@ -155,7 +157,9 @@ struct AllocationRecord {
   std::optional<FreeRow> free;  // empty: never freed
 
   bool failed() const { return allocation.result != 0; }
-  // Succeeded and never freed: still held when the trace ends.
+  // Succeeded and never freed: still held when the trace ends. The reports' "live at the end"
+  // is TraceReader::live_at_program_end(), which also counts what a Python interpreter's
+  // teardown freed.
   bool live_at_end() const { return !failed() && !free.has_value(); }
 };
 

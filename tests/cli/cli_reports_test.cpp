@@ -79,12 +79,14 @@ TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
   EXPECT_EQ(report.at("level"), "segment");
   EXPECT_EQ(report.at("allocator_events"), false);
   EXPECT_EQ(report.at("cached"), json({{"bytes", 0}, {"count", 0}}));
+  // No Python process: each ends at the end of the trace.
+  EXPECT_EQ(report.at("ended_at_python_finalizing"), json::array());
 
   // Nothing beyond the contract and its additions.
   for (const auto& [key, value] : report.items()) {
     EXPECT_TRUE(key == "trace" || key == "total_bytes" || key == "total_count" || key == "leaks" ||
                 key == "incomplete" || key == "warnings" || key == "level" ||
-                key == "allocator_events" || key == "cached")
+                key == "allocator_events" || key == "cached" || key == "ended_at_python_finalizing")
         << key;
   }
 }
