@@ -30,6 +30,9 @@
 #  13. stack names: steps 1 and 7 again with VRAMTRACE_STACK_NAMES=0 (every stack sent whole),
 #      every stack the same as with names, and how many went by name (the training step only
 #      while the budget allows).
+#  14. the torch test suite (tests/torch) on the real GPU, as CI runs it on the simulated one:
+#      each of its comparisons with torch's own counters, on the real allocator and driver
+#      (the tests that need a simulated device of a given size are skipped).
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -205,7 +208,9 @@ fi
 
 # Real PyTorch: a python3 whose torch sees a GPU. The markers come from the vramtrace package in
 # python/ (standard library only).
-torch_python=${TORCH_PYTHON:-python3}
+# The pinned wheel of .venv/ (scripts/install-torch.sh) where there is one, else python3's.
+if [ -x "$root/.venv/bin/python" ]; then default_torch_python=$root/.venv/bin/python; else default_torch_python=python3; fi
+torch_python=${TORCH_PYTHON:-$default_torch_python}
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
 if timeout 120 "$torch_python" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
     >"$out/torch.probe.txt" 2>&1; then
@@ -412,6 +417,23 @@ if command -v python3 >/dev/null 2>&1; then
   fi
 else
   say "SKIP no python3 to compare the stacks"
+fi
+
+step "14. the torch test suite (tests/torch) on the real GPU"
+if [ "$have_torch" = 1 ]; then
+  # The suites that need no simulated device size; oom and the viewer are steps 8 and above.
+  (cd tests/torch &&
+    VRAMTRACE_TORCH_GPU=real VRAMTRACE_BINARY="$root/$build/bin/vramtrace" \
+      VRAMTRACE_BUILD_DIR="$root/$build" TORCH_PYTHON="$torch_python" \
+      PYTHONPATH="$root/python:$root/tests/torch" PYTHONDONTWRITEBYTECODE=1 \
+      timeout 300 "$torch_python" -m unittest -v test_smoke test_markers test_frag test_leaks \
+        test_backends test_autograd test_stacks test_pytest_plugin) \
+    >"$out/torch_suite.txt" 2>&1
+  rc=$?
+  summary=$(grep -E '^(Ran|OK|FAILED)' "$out/torch_suite.txt" | tr '\n' ' ')
+  if [ "$rc" = 0 ]; then say "PASS $summary(torch_suite.txt)"; else say "FAIL ($rc) $summary(torch_suite.txt)"; fi
+else
+  say "SKIP no CUDA-enabled torch (TORCH_PYTHON=$torch_python)"
 fi
 
 say ""

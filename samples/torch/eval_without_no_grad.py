@@ -1,4 +1,4 @@
-"""An evaluation loop that forgets torch.no_grad(), for `vramtrace run` on a real GPU.
+"""An evaluation loop that forgets torch.no_grad(), for `vramtrace run` on a real or the simulated GPU.
 
 Outputs are collected for a metric; without no_grad each output keeps the autograd graph of
 its batch alive (the activations saved for a backward pass that never comes), so memory grows
@@ -7,7 +7,10 @@ same loop correctly. Each step is marked ("eval N") and prints PyTorch's counter
 train_leak.py does, so the two runs' growth can be compared:
 
     python eval_without_no_grad.py            # grows
-    python eval_without_no_grad.py --no-grad  # flat"""
+    python eval_without_no_grad.py --no-grad  # flat
+
+The layers are elementwise (a scale and a shift per feature, then a GELU), not nn.Linear, so
+that the simulated GPU of tests/simcuda, which runs no cuBLAS, runs it too."""
 
 import argparse
 import contextlib
@@ -16,6 +19,18 @@ import json
 import torch
 
 import vramtrace
+
+
+class ScaleShift(torch.nn.Module):
+    """x * weight + bias, per feature."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.randn(features))
+        self.bias = torch.nn.Parameter(torch.zeros(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.weight + self.bias
 
 
 def main() -> None:
@@ -27,7 +42,7 @@ def main() -> None:
     torch.manual_seed(0)
     device = torch.device("cuda")
     model = torch.nn.Sequential(*[
-        layer for _ in range(4) for layer in (torch.nn.Linear(2048, 2048), torch.nn.GELU())
+        layer for _ in range(4) for layer in (ScaleShift(2048), torch.nn.GELU())
     ]).to(device)
     model.eval()
     outputs = []

@@ -23,7 +23,7 @@ MiB = 1 << 20
 
 
 def main() -> None:
-    device = torch.device("cuda")
+    device = torch.device("cuda", torch.cuda.current_device())  # the cap needs an index
     total = torch.cuda.get_device_properties(device).total_memory
     torch.cuda.set_per_process_memory_fraction((1024 * MiB) / total, device)
     kept = []

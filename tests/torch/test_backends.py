@@ -1,0 +1,118 @@
+"""The allocator's other configurations, each against torch's own counters:
+- expandable_segments:True: the segments are VMM mappings (cuMemMap), whose live bytes equal
+  memory_reserved() at every step, and the blocks memory_allocated();
+- backend:cudaMallocAsync: torch hands every tensor to the driver's stream-ordered pool
+  (cudaMallocAsync, unrounded) and reports no blocks, so the trace's live `async`
+  allocations are the tensors: they equal memory_allocated() and memory_reserved(), which
+  that backend reads from the pool (cudaMemPoolAttrUsedMemCurrent, ReservedMemCurrent), and
+  their peak max_memory_allocated();
+- PYTORCH_NO_CUDA_MEMORY_CACHING=1: no caching, no block reports; the planted leak is a
+  cudaMalloc that `vramtrace leaks --at done` finds at the segment level, at its line."""
+
+from __future__ import annotations
+
+import subprocess
+import unittest
+
+import torch_run
+from torch_run import SAMPLES, WORKLOADS, TempDirTest, Trace
+
+STEPS = 4
+
+
+class BackendsTest(TempDirTest):
+    recorded: dict = {}
+
+    def record_training(self, name: str, **env: str):
+        """train_leak.py recorded with ENV: (trace, its output file, its JSON lines), once."""
+        if name not in self.recorded:
+            self.recorded[name] = self._record_training(name, **env)
+        return self.recorded[name]
+
+    def _record_training(self, name: str, **env: str):
+        trace = self.path(name + ".db")
+        result = torch_run.record(trace, torch_run.python(SAMPLES / "train_leak.py", "--steps",
+                                                          str(STEPS)),
+                                  env=torch_run.child_env(**env))
+        output = self.path(name + ".jsonl")
+        with open(output, "w") as out:
+            out.write(result.stdout)
+        lines = torch_run.json_lines(result.stdout)
+        self.assertEqual(len(lines), STEPS, result.stdout)
+        return trace, output, lines
+
+    def test_expandable_segments_are_mappings_equal_to_reserved(self) -> None:
+        trace_path, output, lines = self.record_training(
+            "expandable", PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        trace = Trace(trace_path)
+        self.addCleanup(trace.close)
+        got, want = {}, {}
+        for line in lines:
+            seq = trace.marker_seq(line["marker"])
+            got[line["marker"]] = (trace.live_bytes(seq, ["vmm_mapping"]),
+                                   trace.live_bytes(seq, ["device"]),
+                                   trace.live_bytes(seq, ["block"]))
+            want[line["marker"]] = (line["reserved"], 0, line["allocated"])
+        self.assertEqual(got, want)
+        result = subprocess.run([torch_run.torch_python(), str(SAMPLES / "compare_with_torch.py"),
+                                 trace_path, output], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+    def test_cuda_malloc_async_pool_equals_allocated(self) -> None:
+        trace_path, _, lines = self.record_training(
+            "async", PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync")
+        trace = Trace(trace_path)
+        self.addCleanup(trace.close)
+        got, want = {}, {}
+        for line in lines:
+            seq = trace.marker_seq(line["marker"])
+            got[line["marker"]] = (trace.live_bytes(seq, ["async"]),
+                                   trace.live_bytes(seq, ["device"]),
+                                   trace.live_bytes(seq, ["block"]))
+            # The pool's release threshold is 0 (torch leaves the driver's default): after
+            # the synchronize before each mark it keeps nothing beyond what is in use, so
+            # memory_reserved() (cudaMemPoolAttrReservedMemCurrent) is the live allocations
+            # too. At the marks only large tensors, whose sizes need no rounding, are live.
+            want[line["marker"]] = (line["allocated"], 0, 0)
+            self.assertEqual(line["reserved"], line["allocated"], line)
+        self.assertEqual(got, want)
+        self.assertGreater(trace.count("SELECT count(*) FROM allocation WHERE kind = ?",
+                                       trace.kinds["async"]), 0)
+
+    def test_cuda_malloc_async_peak_is_the_pools(self) -> None:
+        # max_memory_allocated() is the pool's cudaMemPoolAttrUsedMemHigh, reached while the
+        # small loss tensors were live too. The pool counts each allocation rounded up to its
+        # unit (512 bytes on the simulated GPU); the trace keeps the bytes asked for, since no
+        # driver call tells a pool allocation's rounded size. Rounded the same way, the
+        # trace's peak is the pool's.
+        trace_path, _, lines = self.record_training(
+            "async", PYTORCH_CUDA_ALLOC_CONF="backend:cudaMallocAsync")
+        trace = Trace(trace_path)
+        self.addCleanup(trace.close)
+        got = {line["marker"]: trace.peak_before(trace.marker_seq(line["marker"]), ["async"],
+                                                 round_to=512)
+               for line in lines}
+        self.assertEqual(got, {line["marker"]: line["max_allocated"] for line in lines})
+
+    def test_without_caching_the_leak_is_found_at_segment_level(self) -> None:
+        script = WORKLOADS / "leak_loop.py"
+        trace = self.path("uncached.db")
+        result = torch_run.record(trace, torch_run.python(script),
+                                  env=torch_run.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"))
+        planted = torch_run.json_lines(result.stdout)[-1]
+        leaks = torch_run.report("leaks", trace, "--at", "done")
+        self.assertEqual(leaks["level"], "segment")
+        self.assertFalse(leaks["allocator_events"])
+        line = torch_run.planted_line(script, "kept per iteration")
+        found = [entry for entry in leaks["leaks"]
+                 if [(f["file"].endswith("leak_loop.py"), f["line"])
+                     for f in torch_run.python_frames(entry["stack"])][:1] == [(True, line)]]
+        self.assertEqual(len(found), 1, leaks["leaks"])
+        (entry,) = found
+        self.assertEqual((entry["kind"], entry["level"]), ("device", "segment"))
+        self.assertEqual((entry["count"], entry["bytes"]),
+                         (planted["iterations"], planted["iterations"] * planted["planted_bytes"]))
+
+
+if __name__ == "__main__":
+    torch_run.main()

@@ -1,0 +1,42 @@
+"""`vramtrace frag --at MARK` against torch.cuda.memory_snapshot() at the same moment: the same
+segments (address, total size) and the same active blocks (address, size), one for one."""
+
+from __future__ import annotations
+
+import unittest
+
+import torch_run
+from torch_run import WORKLOADS, TempDirTest
+
+
+class FragTest(TempDirTest):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.trace = cls.path("frag.db")
+        result = torch_run.record(cls.trace, torch_run.python(WORKLOADS / "frag_snapshot.py"))
+        (cls.snapshot,) = torch_run.json_lines(result.stdout)
+        cls.frag = torch_run.report("frag", cls.trace, "--at", "snapshot")
+
+    def test_segments_equal_the_snapshot(self) -> None:
+        got = sorted([segment["address"], segment["size"]] for segment in self.frag["segments"])
+        self.assertEqual(got, self.snapshot["segments"])
+        # Small (2 MiB) and large segments both, or the workload is not testing what it says.
+        self.assertIn(2 << 20, [size for _, size in got])
+        self.assertGreater(len(got), 2)
+
+    def test_used_blocks_equal_the_active_blocks(self) -> None:
+        got = sorted([block["address"], block["size"]] for segment in self.frag["segments"]
+                     for block in segment["blocks"] if block["state"] == "used")
+        self.assertEqual(got, self.snapshot["active"])
+
+    def test_totals_match_torch(self) -> None:
+        used = sum(block["size"] for segment in self.frag["segments"]
+                   for block in segment["blocks"] if block["state"] == "used")
+        total = sum(segment["size"] for segment in self.frag["segments"])
+        self.assertEqual((used, total), (self.snapshot["allocated"], self.snapshot["reserved"]))
+        self.assertEqual(self.frag["total_free"], total - used)
+
+
+if __name__ == "__main__":
+    torch_run.main()

@@ -1,0 +1,87 @@
+"""Out of memory on a 1 GiB simulated GPU:
+- torch raises torch.OutOfMemoryError, and `vramtrace oom` reports the allocator's failed
+  request with the size torch's message gives ("Tried to allocate X"), and what was live and
+  reserved then as memory_allocated()/memory_reserved() said just before;
+- samples/torch/fragmentation.py ends in an OOM without expandable segments, which `vramtrace
+  oom` explains as fragmentation, and in none with them."""
+
+from __future__ import annotations
+
+import re
+import unittest
+
+import torch_run
+from torch_run import SAMPLES, WORKLOADS, TempDirTest
+
+MEMORY = "1GiB"
+
+
+class OomTest(TempDirTest):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.trace = cls.path("oom.db")
+        result = torch_run.record(cls.trace, torch_run.python(WORKLOADS / "oom_request.py"),
+                                  memory=MEMORY)
+        (cls.torch,) = torch_run.json_lines(result.stdout)
+        cls.ooms = torch_run.report("oom", cls.trace)["ooms"]
+
+    def allocator_oom(self):
+        found = [oom for oom in self.ooms if oom["kind"] == "block"]
+        self.assertEqual(len(found), 1, self.ooms)
+        return found[0]
+
+    def test_torch_raised_out_of_memory(self) -> None:
+        self.assertTrue(self.torch["oom"], self.torch)
+        self.assertIn("Tried to allocate", self.torch["message"])
+
+    def test_requested_size_is_torchs(self) -> None:
+        match = re.search(r"Tried to allocate ([0-9.]+ (?:bytes|KiB|MiB|GiB))",
+                          self.torch["message"])
+        self.assertIsNotNone(match, self.torch["message"])
+        oom = self.allocator_oom()
+        self.assertEqual(oom["api"], "c10::reportOutOfMemoryToProfiler")
+        self.assertEqual(oom["requested_bytes"], torch_run.parse_torch_size(match.group(1)))
+        self.assertEqual(oom["requested_bytes"], 3 << 30)
+
+    def test_live_and_reserved_at_the_oom_are_torchs(self) -> None:
+        oom = self.allocator_oom()
+        allocator = oom["allocator"]
+        self.assertEqual((allocator["allocated"], allocator["reserved"]),
+                         (self.torch["allocated"], self.torch["reserved"]))
+        self.assertEqual(allocator["live_block_bytes"], self.torch["allocated"])
+        self.assertEqual(allocator["segment_bytes"], self.torch["reserved"])
+        self.assertEqual(oom["live"]["by_kind"].get("block"), self.torch["allocated"])
+
+    def test_the_failed_cuda_malloc_is_recorded_too(self) -> None:
+        # Before reporting an OOM the allocator asked the device, which refused.
+        device = [oom for oom in self.ooms if oom["kind"] == "device"]
+        self.assertTrue(device, self.ooms)
+        self.assertTrue(all(oom["requested_bytes"] == 3 << 30 for oom in device), device)
+
+
+class FragmentationSampleTest(TempDirTest):
+    def run_sample(self, name: str, **env: str):
+        trace = self.path(name)
+        result = torch_run.record(trace, torch_run.python(SAMPLES / "fragmentation.py"),
+                                  env=torch_run.child_env(**env))
+        (line,) = torch_run.json_lines(result.stdout)
+        return trace, line
+
+    def test_ooms_without_expandable_segments_and_not_with_them(self) -> None:
+        trace, line = self.run_sample("frag.db")
+        self.assertTrue(line["oom"], line)
+        ooms = torch_run.report("oom", trace)["ooms"]
+        (oom,) = [oom for oom in ooms if oom["kind"] == "block"]
+        self.assertEqual(oom["requested_bytes"], 200 << 20)
+        self.assertIn("fragmentation", [advice["id"] for advice in oom["advice"]])
+        self.assertEqual(oom["allocator"]["live_block_bytes"], line["allocated"])
+
+        trace, line = self.run_sample("frag_es.db",
+                                      PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True")
+        self.assertFalse(line["oom"], line)
+        self.assertEqual(torch_run.report("oom", trace)["ooms"], [])
+
+
+if __name__ == "__main__":
+    torch_run.main()
