@@ -41,6 +41,9 @@ struct PythonApi {
   // Optional.
   // PyThreadState_GetUnchecked (3.13), _PyThreadState_UncheckedGet before.
   void* (*current_thread_state)();
+  // Whether current_thread_state() is the calling thread's state (3.12+, a thread-local) rather
+  // than the state that holds the GIL, whichever thread's it is (3.9 to 3.11, a global).
+  bool current_is_per_thread;
   int (*is_finalizing)();         // Py_IsFinalizing (3.13), _Py_IsFinalizing
   int (*gc_disable)();            // PyGC_Disable (3.10+)
   int (*gc_enable)();             // PyGC_Enable (3.10+)
@@ -72,18 +75,26 @@ void resolve_first(Fn* slot, const char* name, const char* older_name) {
   if (!resolve(slot, name)) resolve(slot, older_name);
 }
 
+// The interpreter's minor version, from "3.11.7 (main, ...) [GCC ...]"; -1 when not a 3.x.
+long python_minor(const PythonApi& api) {
+  const char* version = api.get_version();
+  if (version == nullptr || version[0] != '3' || version[1] != '.') return -1;
+  char* end = nullptr;
+  const long minor = strtol(version + 2, &end, 10);
+  if (end == version + 2 || *end != '.') return -1;
+  return minor;
+}
+
 // The layout for reading frames without the GIL, when this interpreter has a known one and the
 // user did not turn the reading off (VRAMTRACE_PYTHON_WITHOUT_GIL=0).
 void resolve_layout(PythonApi* api) {
   const char* setting = getenv("VRAMTRACE_PYTHON_WITHOUT_GIL");
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return;
-  // "3.11.7 (main, ...) [GCC ...]". A free-threaded build's objects have another header.
+  // A free-threaded build's objects have another header.
   const char* version = api->get_version();
-  if (version == nullptr || version[0] != '3' || version[1] != '.') return;
-  if (std::strstr(version, "free-threading") != nullptr) return;
-  char* end = nullptr;
-  const long minor = strtol(version + 2, &end, 10);
-  if (end == version + 2 || *end != '.') return;
+  if (version == nullptr || std::strstr(version, "free-threading") != nullptr) return;
+  const long minor = python_minor(*api);
+  if (minor < 0) return;
   const PythonLayout* layout = python_layout_for(static_cast<int>(minor));
   if (layout == nullptr) return;
   // For tests of the run-time check only: the frames' code pointer read N bytes off, a wrong
@@ -137,6 +148,7 @@ void resolve_api(uint64_t loader_generation) {
     if (found) {
       resolve_first(&api.current_thread_state, "PyThreadState_GetUnchecked",
                     "_PyThreadState_UncheckedGet");
+      api.current_is_per_thread = python_minor(api) >= 12;
       resolve_first(&api.is_finalizing, "Py_IsFinalizing", "_Py_IsFinalizing");
       if (!resolve(&api.gc_disable, "PyGC_Disable") || !resolve(&api.gc_enable, "PyGC_Enable"))
         api.gc_disable = nullptr;
@@ -565,9 +577,12 @@ void capture_python_stack(PythonFrames* out, uint64_t loader_generation, PythonM
   void* own_state = g_api.gilstate_this_thread_state();
   // The state that holds the GIL on this thread now; null: none does.
   void* attached = nullptr;
-  if (g_api.current_thread_state != nullptr) {
+  if (g_api.current_thread_state != nullptr && g_api.current_is_per_thread) {
     attached = g_api.current_thread_state();
   } else if (own_state != nullptr && g_api.gilstate_check()) {
+    // Up to 3.11 the current state is the GIL holder's, which may be another thread's (PyTorch's
+    // autograd thread takes the GIL to drop Python objects while the main thread allocates):
+    // this thread holds the GIL only when that state is its own.
     attached = own_state;
   }
   if (g_api.is_finalizing != nullptr && g_api.is_finalizing()) {
