@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite twice: with the dev preset
+# Installs what is missing (the pinned PyTorch wheel included: scripts/install-deps.sh), builds,
+# and runs the whole test suite twice: with the dev preset
 # (warnings are errors), then with the asan preset (AddressSanitizer and UBSan on everything
 # but the code loaded into traced programs). Then the fuzzers (docs/fuzzing.md): every seed
 # once, and a bounded run of each, under two minutes in all. This is what CI runs (.ci/run).
