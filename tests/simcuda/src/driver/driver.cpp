@@ -1,5 +1,6 @@
 #include "driver.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,12 +57,36 @@ std::size_t virtual_address_space_size(std::size_t total_device_memory) {
 
 // The context stack is per host thread; its top is the current context. A thread_local with a
 // destructor would keep the library loaded until every thread that touched it exits (glibc
-// counts such objects against dlclose), and programs unload and reload the driver; so each
-// thread's stack is allocated on its first use and left to the process, a few words a thread.
+// counts such objects against dlclose), and programs unload and reload the driver. So each
+// thread's stack is allocated at its first use, found through a trivially destructible
+// thread_local, and freed at the thread's exit by a pthread key's destructor, which does not
+// pin the library; the key goes with the library (forget_context_stack_key).
 thread_local std::vector<CUctx_st*>* t_context_stack_storage = nullptr;
+pthread_key_t g_context_stack_key;
+pthread_once_t g_context_stack_key_once = PTHREAD_ONCE_INIT;
+bool g_context_stack_key_made = false;
+
+void free_context_stack(void* stack) {
+  delete static_cast<std::vector<CUctx_st*>*>(stack);
+}
+
+void make_context_stack_key() {
+  g_context_stack_key_made = pthread_key_create(&g_context_stack_key, free_context_stack) == 0;
+}
+
+// At dlclose (and exit): no destructor may point into the unloaded library. Stacks of threads
+// still running are left to the process.
+__attribute__((destructor)) void forget_context_stack_key() {
+  if (g_context_stack_key_made) pthread_key_delete(g_context_stack_key);
+  g_context_stack_key_made = false;
+}
 
 std::vector<CUctx_st*>& context_stack() {
-  if (t_context_stack_storage == nullptr) t_context_stack_storage = new std::vector<CUctx_st*>;
+  if (t_context_stack_storage == nullptr) {
+    t_context_stack_storage = new std::vector<CUctx_st*>;
+    pthread_once(&g_context_stack_key_once, make_context_stack_key);
+    if (g_context_stack_key_made) pthread_setspecific(g_context_stack_key, t_context_stack_storage);
+  }
   return *t_context_stack_storage;
 }
 
