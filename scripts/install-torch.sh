@@ -60,8 +60,10 @@ if ! offline_install; then
       downloaded=1
       break
     fi
-    say "download attempt $attempt failed; retrying in $((attempt * 10)) s"
-    sleep $((attempt * 10))
+    if [ "$attempt" -lt 3 ]; then
+      say "download attempt $attempt failed; retrying in $((attempt * 10)) s"
+      sleep $((attempt * 10))
+    fi
   done
   if [ "$downloaded" -ne 1 ]; then
     say "could not download the wheels pinned in ${pin#"$root"/} from PyPI after 3 attempts;" \
