@@ -45,7 +45,10 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
   summary.vramtrace_version = trace.meta_value("vramtrace_version");
   summary.command = trace.recorded_command();
   for (storage::ProcessRecord& process : trace.processes()) {
-    if (is_selected(selected, process.start.upid)) summary.processes.push_back(std::move(process));
+    if (!is_selected(selected, process.start.upid)) continue;
+    if (trace.program_end_seq(process.start.upid))
+      summary.ended_at_python_finalizing.push_back(process.start.upid);
+    summary.processes.push_back(std::move(process));
   }
   summary.stats = trace.stats();
   summary.backends = compare_backends(trace);
@@ -78,8 +81,8 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     totals.bytes_allocated += row.bytes;
     totals.frees += row.freed_count;
     totals.bytes_freed += row.freed_bytes;
-    totals.live_count += row.count - row.freed_count;
-    totals.live_bytes += row.bytes - row.freed_bytes;
+    totals.live_count += row.live_count;
+    totals.live_bytes += row.live_bytes;
     if (row.last_free_ns) span.include(*row.last_free_ns);
   }
   for (auto& [kind, totals] : kinds) {

@@ -64,7 +64,10 @@ struct Summary {
   std::int64_t end_ns = 0;
   std::int64_t duration_ns = 0;
   std::vector<storage::ProcessRecord> processes;  // by upid
-  std::vector<KindTotals> kinds;                  // kinds with at least one call, by kind id
+  // The selected processes whose "live" is counted where their Python interpreter began to
+  // finalize (TraceReader::program_end_seq), not at the end of the trace.
+  std::vector<std::int64_t> ended_at_python_finalizing;
+  std::vector<KindTotals> kinds;  // kinds with at least one call, by kind id
   VirtualMemoryTotals virtual_memory;
   std::vector<DevicePeak> peaks;  // by upid, then device
   // The allocator level: per process, blocks (tensors) against the segments holding them and

@@ -7,8 +7,8 @@
 
 #include "analysis/cuda_errors.h"
 #include "cli/advice_output.h"
-#include "cli/csv_table.h"
 #include "cli/backend_report.h"
+#include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/text_style.h"
@@ -194,6 +194,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
       {"duration_ns", summary.duration_ns},
       {"processes", std::move(processes)},
       {"kinds", std::move(kinds)},
+      {"ended_at_python_finalizing", summary.ended_at_python_finalizing},
       {"peaks", std::move(peaks)},
       {"bad_frees", std::move(bad_frees)},
       {"stats", std::move(stats)},
@@ -242,6 +243,12 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
                         kind.allocations, format_bytes(kind.bytes_allocated), kind.frees,
                         format_bytes(kind.bytes_freed), kind.live_count,
                         format_bytes(kind.live_bytes), kind.failed_allocations);
+  }
+  if (!summary.ended_at_python_finalizing.empty()) {
+    text += fmt::format(
+        "  live: what was held when the Python interpreter began to finalize ({}); the frees "
+        "include its teardown's\n",
+        count_of(summary.ended_at_python_finalizing.size(), "process", "processes"));
   }
   for (const analysis::KindTotals& kind : summary.kinds) {
     for (const analysis::FailureCount& failure : kind.failures) {

@@ -490,8 +490,9 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
 std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
   // Added up here rather than by GROUP BY, which would sort every row first: one scan of the
   // few columns needed, into a map of a handful of keys.
-  Statement statement =
-      impl_->prepare("SELECT upid, device, kind, result, size, alloc_ns, free_ns FROM allocation");
+  Statement statement = impl_->prepare(
+      "SELECT upid, device, kind, result, size, alloc_ns, free_ns, alloc_seq, free_seq "
+      "FROM allocation");
   std::map<std::tuple<std::int64_t, int, int, int>, AllocationTotalsRow> totals;
   impl_->each_row(statement, [&](const Statement& row) {
     const auto key = std::tuple(row.int64(0), row.int32(1), row.int32(2), row.int32(3));
@@ -512,6 +513,18 @@ std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
       t.freed_count += 1;
       t.freed_bytes += size;
       t.last_free_ns = std::max(t.last_free_ns.value_or(*free_ns), *free_ns);
+    }
+    // As live_at_program_end(), from the columns read here.
+    const auto end = impl_->program_ends.find(t.upid);
+    const std::uint64_t alloc_seq = row.uint64(7);
+    const std::optional<std::int64_t> free_seq = row.optional_int64(8);
+    const bool live = end == impl_->program_ends.end()
+                          ? !free_seq.has_value()
+                          : alloc_seq < end->second &&
+                                (!free_seq || static_cast<std::uint64_t>(*free_seq) > end->second);
+    if (live && t.result == 0) {
+      t.live_count += 1;
+      t.live_bytes += size;
     }
   });
   std::vector<AllocationTotalsRow> rows;

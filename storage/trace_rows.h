@@ -170,6 +170,9 @@ struct AllocationTotalsRow {
   int device = 0, kind = 0, result = 0;
   std::uint64_t count = 0, bytes = 0;              // allocations, and their size
   std::uint64_t freed_count = 0, freed_bytes = 0;  // of those, the freed ones
+  // Of those, the ones live at the program's end (TraceReader::live_at_program_end): the
+  // unfreed ones, and in a Python process also what its interpreter's teardown freed.
+  std::uint64_t live_count = 0, live_bytes = 0;
   std::int64_t first_alloc_ns = 0, last_alloc_ns = 0;
   std::optional<std::int64_t> last_free_ns;  // empty: none freed
 };

@@ -18,6 +18,7 @@
 
 #include "analysis/device_peaks.h"
 #include "analysis/leak_report.h"
+#include "analysis/summary.h"
 #include "proto/shim_markers.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
@@ -125,6 +126,27 @@ TEST_F(ProgramEndTest, LeakReportsFromTheTraceAndFromTheIndexAgree) {
     EXPECT_EQ(report->cached.count, 1u);
     EXPECT_EQ(report->cached.bytes, 20 * M - 5 * M);
   }
+}
+
+TEST_F(ProgramEndTest, TheSummarysLiveColumnsAreLiveAtTheProgramsEnd) {
+  const analysis::Summary summary = analysis::build_summary(*trace_, {});
+  EXPECT_EQ(summary.ended_at_python_finalizing, std::vector<std::int64_t>{1});
+  bool saw_blocks = false;
+  bool saw_devices = false;
+  for (const analysis::KindTotals& kind : summary.kinds) {
+    if (kind.kind == storage::allocation_kind::kBlock) {
+      saw_blocks = true;
+      EXPECT_EQ(kind.frees, 3u);  // every free happened, the teardown's included
+      EXPECT_EQ(kind.live_count, 2u);
+      EXPECT_EQ(kind.live_bytes, 5 * M);
+    } else if (kind.kind == storage::allocation_kind::kDevice) {
+      saw_devices = true;
+      EXPECT_EQ(kind.live_count, 2u);  // upid 1's segment, freed by the teardown; upid 2's
+      EXPECT_EQ(kind.live_bytes, 21 * M);
+    }
+  }
+  EXPECT_TRUE(saw_blocks);
+  EXPECT_TRUE(saw_devices);
 }
 
 }  // namespace
