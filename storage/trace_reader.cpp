@@ -42,6 +42,16 @@ std::string hex(std::int64_t value) {
 // Where each process's program ended before the process did (TraceReader::program_end_seq).
 using ProgramEnds = std::map<std::int64_t, std::uint64_t>;
 
+// "Live at the program's end" for a successful allocation of `upid`: never freed, or, in a
+// process whose program ended before it did, allocated before that end and freed after it. The
+// SQL below says the same.
+bool live_at_program_end_of(const ProgramEnds& ends, std::int64_t upid, std::uint64_t alloc_seq,
+                            std::optional<std::uint64_t> free_seq) {
+  const auto end = ends.find(upid);
+  if (end == ends.end()) return !free_seq.has_value();
+  return alloc_seq < end->second && (!free_seq || *free_seq > end->second);
+}
+
 // "Live at the program's end" in SQL: never freed, or, in a process whose program ended before
 // it did, allocated before that end and freed after it.
 std::string live_at_program_end_sql(const ProgramEnds& ends) {
@@ -377,10 +387,10 @@ std::optional<std::uint64_t> TraceReader::program_end_seq(std::int64_t upid) con
 
 bool TraceReader::live_at_program_end(const AllocationRecord& record) const {
   if (record.failed()) return false;
-  const auto end = impl_->program_ends.find(record.allocation.upid);
-  if (end == impl_->program_ends.end()) return !record.free.has_value();
-  return record.allocation.alloc_seq < end->second &&
-         (!record.free.has_value() || record.free->free_seq > end->second);
+  std::optional<std::uint64_t> free_seq;
+  if (record.free) free_seq = record.free->free_seq;
+  return live_at_program_end_of(impl_->program_ends, record.allocation.upid,
+                                record.allocation.alloc_seq, free_seq);
 }
 
 std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& filter) const {
@@ -514,14 +524,10 @@ std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
       t.freed_bytes += size;
       t.last_free_ns = std::max(t.last_free_ns.value_or(*free_ns), *free_ns);
     }
-    // As live_at_program_end(), from the columns read here.
-    const auto end = impl_->program_ends.find(t.upid);
-    const std::uint64_t alloc_seq = row.uint64(7);
-    const std::optional<std::int64_t> free_seq = row.optional_int64(8);
-    const bool live = end == impl_->program_ends.end()
-                          ? !free_seq.has_value()
-                          : alloc_seq < end->second &&
-                                (!free_seq || static_cast<std::uint64_t>(*free_seq) > end->second);
+    std::optional<std::uint64_t> free_seq;
+    if (const std::optional<std::int64_t> seq = row.optional_int64(8))
+      free_seq = static_cast<std::uint64_t>(*seq);
+    const bool live = live_at_program_end_of(impl_->program_ends, t.upid, row.uint64(7), free_seq);
     if (live && t.result == 0) {
       t.live_count += 1;
       t.live_bytes += size;
