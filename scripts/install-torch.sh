@@ -23,9 +23,12 @@ say() { echo "install-torch: $*"; }
 # (the pin file says why); libcudart.so.13 and libcuda.so.1 are the simulated GPU's.
 toolkit_sonames=(libcublas.so.13 libcublasLt.so.13 libcudnn.so.9 libcufft.so.12
                  libcusparse.so.12 libcusolver.so.12 libnvrtc.so.13 libcupti.so.13)
+# Read once: `ldconfig -p | grep -q` would fail now and then under pipefail, when grep's early
+# exit ends ldconfig with SIGPIPE.
+known_libraries="$(ldconfig -p)"
 missing=()
 for soname in "${toolkit_sonames[@]}"; do
-  if ! ldconfig -p | grep -q "^[[:space:]]*$soname "; then missing+=("$soname"); fi
+  if ! grep -q "^[[:space:]]*$soname " <<<"$known_libraries"; then missing+=("$soname"); fi
 done
 if [ ${#missing[@]} -gt 0 ]; then
   say "the CUDA 13 toolkit's ${missing[*]} are not known to the dynamic linker (ldconfig -p);" \
