@@ -29,7 +29,7 @@ inline constexpr const char* kAdviceCacheHeld = "cache_held";
 inline constexpr const char* kAdviceLiveTensors = "live_tensors";
 inline constexpr const char* kAdviceTopCallsites = "top_callsites";
 
-// Rules on a whole trace (trace_advice.h), one per remedy of DESIGN.md.
+// Rules on a whole trace (trace_advice.h), one per known remedy.
 inline constexpr const char* kAdviceExpandableSegments = "expandable_segments";
 inline constexpr const char* kAdviceEmptyCache = "empty_cache";
 inline constexpr const char* kAdviceActivationCheckpointing = "activation_checkpointing";

@@ -1,5 +1,6 @@
-// Advice on a whole trace, as `summary` shows it: DESIGN.md's remedies, each behind a rule that
-// fires only on evidence the trace holds, with the numbers it fired on (advice.h).
+// Advice on a whole trace, as `summary` shows it: the known remedies for GPU memory trouble
+// (docs/architecture.md, "Reports"), each behind a rule that fires only on evidence the trace
+// holds, with the numbers it fired on (advice.h).
 //
 // The rules, per selected process (and device where memory is per device):
 // - expandable_segments: at the peak of live blocks (tensors), at least a quarter of the
@@ -36,10 +37,10 @@ inline constexpr std::uint64_t kPinnedMemoryAdviceBytes = 1ull << 30;
 // Cost: the peaks (trace_peaks.h: read from the time index where the trace keeps one); for each
 // process with tensors (kind block), the live sets at its peaks (process_history.h: memory about
 // a live set, not the trace) and, when it has ranges, one pass over its events in sequence
-// order; otherwise, and for every other process, its pinned allocations. In upid order; within a process, rule by rule
-// in the order listed above (device by device). Every advice's evidence starts with "pid", then
-// "device" where the rule is per device. `peaks`: the trace's peaks of the same processes
-// (trace_peaks.h), when the caller has them; found here otherwise.
+// order; otherwise, and for every other process, its pinned allocations. In upid order; within a
+// process, rule by rule in the order listed above (device by device). Every advice's evidence
+// starts with "pid", then "device" where the rule is per device. `peaks`: the trace's peaks of the
+// same processes (trace_peaks.h), when the caller has them; found here otherwise.
 std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
                                        const ProcessSelection& processes = std::nullopt,
                                        const TracePeaks* peaks = nullptr);

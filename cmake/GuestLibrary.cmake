@@ -1,7 +1,8 @@
-# A shared library that runs inside someone else's process (DESIGN.md: the shim, the CUPTI
-# library): libstdc++ and libgcc linked in statically, only the names of its version script
-# exported, every reference resolved at link time and bound at load, built into lib/vramtrace/
-# and installed there.
+# A shared library that runs inside someone else's process (the shim, the CUPTI library; the
+# rules are docs/architecture.md, "Rules for code inside someone else's process"): libstdc++
+# and libgcc linked in statically, only the names of its version script exported, every
+# reference resolved at link time and bound at load, built into lib/vramtrace/ and installed
+# there.
 function(vramtrace_guest_library target exports_map)
   target_link_options(${target} PRIVATE
     -static-libstdc++ -static-libgcc

@@ -35,7 +35,7 @@ struct CallbackOutcome {
   int32_t free_result = 0;
 };
 
-// The callback ids of the memory functions (DESIGN.md, capture layers 1 and 2) in `domain`
+// The callback ids of the runtime and driver memory functions the shim hooks in `domain`
 // (CUPTI_CB_DOMAIN_RUNTIME_API or CUPTI_CB_DOMAIN_DRIVER_API): what the injection enables.
 std::span<const CUpti_CallbackId> memory_callback_ids(CUpti_CallbackDomain domain);
 

@@ -1,5 +1,5 @@
-// libcupti, loaded at run time. The injection library links nothing but libc (DESIGN.md: code
-// inside someone else's process), so CUPTI's functions are found with dlopen/dlsym: a process
+// libcupti, loaded at run time. The injection library links nothing but libc (it runs inside
+// someone else's process), so CUPTI's functions are found with dlopen/dlsym: a process
 // whose CUDA has no CUPTI still loads us, and we say so instead of failing to load.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Hooks for PyTorch's caching allocator (DESIGN.md, capture layer 3). libc10_cuda.so reports
+// Hooks for PyTorch's caching allocator (docs/architecture.md, "Layer 3"). libc10_cuda.so reports
 // every block it hands out or takes back, and every out-of-memory, by calling two functions
 // that libc10.so exports (c10/core/Allocator.h):
 //

@@ -1,4 +1,5 @@
-// Hooks for the CUDA driver's allocation family (DESIGN.md, capture layer 2).
+// Hooks for the CUDA driver's allocation family (docs/architecture.md, "Layer 2: the CUDA
+// driver").
 //
 // A statically linked cudart (nvcc's default) and frameworks' driver tables never call these
 // functions by name: they dlopen libcuda, dlsym its cuGetProcAddress, and ask it for each

@@ -1,4 +1,4 @@
-// Python frames for the shim's stacks (DESIGN.md, Stacks).
+// Python frames for the shim's stacks (docs/architecture.md, "Python stacks").
 //
 // Where the process runs CPython and the calling thread holds the GIL, the shim walks the
 // thread's Python frames through the C API, resolved at run time from whatever object defines

@@ -1,9 +1,9 @@
 // The record path inside the target process: capture the stack, encode, put on the ring.
 // Also the shim's life cycle: start-up, fork, exit, and stopping when the collector is gone.
 //
-// Rules (DESIGN.md, "code that runs inside someone else's process"): nothing here throws,
-// aborts or blocks for ever; the stack is captured before any lock is taken; on any internal
-// failure recording stops, one line goes to stderr, and the program runs on.
+// Rules (docs/architecture.md, "Rules for code inside someone else's process"): nothing here
+// throws, aborts or blocks for ever; the stack is captured before any lock is taken; on any
+// internal failure recording stops, one line goes to stderr, and the program runs on.
 #pragma once
 
 #include <atomic>

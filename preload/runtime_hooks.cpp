@@ -1,4 +1,4 @@
-// Hooks for the CUDA runtime's allocation family (DESIGN.md, capture layer 1): plain symbol
+// Hooks for the CUDA runtime's allocation family (docs/architecture.md, "Layer 1"): plain symbol
 // interposition, for programs and libraries that link libcudart.so dynamically.
 // hook_support.h holds what every hook does around the real call.
 #include <atomic>

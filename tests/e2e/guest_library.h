@@ -1,5 +1,6 @@
 // Checks shared by the tests of vramtrace's libraries that run inside someone else's process
-// (the shim, the CUPTI library): DESIGN.md's rule that they link libc alone.
+// (the shim, the CUPTI library): they link libc alone, so that they cannot change which
+// libstdc++, protobuf or unwinder the host process uses.
 #pragma once
 
 #include <gtest/gtest.h>

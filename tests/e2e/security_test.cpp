@@ -1,4 +1,4 @@
-// The transport is private to the user who records (DESIGN.md, "Transport"): the socket's
+// The transport is private to the user who records (docs/security.md): the socket's
 // directory is 0700 and the socket 0600, another uid's connection is refused (SO_PEERCRED),
 // and no descriptor of vramtrace's (the collector's or the shim's) reaches the programs that
 // the traced program starts.
