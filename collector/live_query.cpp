@@ -7,14 +7,14 @@
 #include <map>
 #include <tuple>
 
-#include "cli/text_style.h"
 #include "storage/schema.h"
+#include "text/text_style.h"
 
 namespace vramtrace::collector {
 
-using cli::count_of;
-using cli::format_bytes_exact;
-using cli::format_frame;
+using text::count_of;
+using text::format_bytes_exact;
+using text::format_frame;
 
 bool LiveQueries::is_device_memory(int kind) {
   namespace kinds = storage::allocation_kind;
