@@ -2,9 +2,11 @@
 
 #include <fmt/core.h>
 
-#include "cli/text_style.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::format_bytes;
 
 std::string backend_comparison_text(const analysis::BackendComparison& comparison) {
   if (!comparison.both) return {};

@@ -9,10 +9,14 @@
 #include "cli/progress_line.h"
 #include "cli/report_scope.h"
 #include "cli/stack_json.h"
-#include "cli/text_style.h"
 #include "cli/trace_command.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+using text::format_frame;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;

@@ -6,10 +6,14 @@
 #include <memory>
 
 #include "cli/csv_table.h"
-#include "cli/text_style.h"
 #include "cli/time_query.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+
 namespace {
 
 using Json = nlohmann::ordered_json;

@@ -5,9 +5,15 @@
 #include <cmath>
 
 #include "cli/stack_json.h"
-#include "cli/text_style.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+using text::format_bytes_exact;
+using text::format_frame;
+
 namespace {
 
 using Json = nlohmann::ordered_json;

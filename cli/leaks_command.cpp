@@ -11,11 +11,16 @@
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/stack_json.h"
-#include "cli/text_style.h"
 #include "cli/time_query.h"
 #include "cli/trace_command.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+using text::format_bytes_exact;
+using text::format_frame;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;

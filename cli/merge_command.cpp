@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "cli/exit_status.h"
-#include "cli/text_style.h"
 #include "storage/trace_merge.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+
 namespace {
 
 constexpr std::string_view kMergeExitStatusHelp =

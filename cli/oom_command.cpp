@@ -8,11 +8,17 @@
 #include "cli/advice_output.h"
 #include "cli/csv_table.h"
 #include "cli/stack_json.h"
-#include "cli/text_style.h"
 #include "cli/trace_command.h"
 #include "storage/schema.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+using text::format_bytes_exact;
+using text::format_frame;
+using text::format_seconds;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;

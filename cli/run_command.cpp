@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,8 +21,7 @@
 #include "analysis/gate_spec.h"
 #include "analysis/moment.h"
 #include "cli/gate_command.h"
-#include "collector/collector_server.h"
-#include "collector/trace_ingest.h"
+#include "collector/recording.h"
 #include "install_layout.h"
 #include "progress_line.h"
 #include "storage/trace_reader.h"
@@ -35,10 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kUsageError = 2;
-// After the command exits, how long processes it left behind may keep their rings open.
-constexpr auto kLinger = std::chrono::seconds(2);
-// Records (allocations and frees, mostly) between two commits of the trace at most.
-constexpr size_t kRecordsPerFlush = 65536;
 
 struct RunOptions {
   std::string output;
@@ -213,16 +207,15 @@ int run(RunOptions& options) {
   }
   writer->set_command(options.command);
 
-  collector::TraceIngest ingest(*writer);
-  std::unique_ptr<collector::CollectorServer> server =
-      collector::CollectorServer::create(ingest, "", &error);
-  if (!server) {
+  std::unique_ptr<collector::Recording> recording =
+      collector::Recording::create(*writer, collector::RecordingPolicy{}, "", &error);
+  if (!recording) {
     std::fprintf(stderr, "vramtrace run: %s\n", error.c_str());
     return kUsageError;
   }
 
-  std::vector<std::string> env =
-      child_environment(libraries, server->socket_path(), options.ring_size, options.free_stacks);
+  std::vector<std::string> env = child_environment(libraries, recording->socket_path(),
+                                                   options.ring_size, options.free_stacks);
   std::vector<char*> envp = as_argv(env);
   std::vector<char*> argv = as_argv(options.command);
 
@@ -260,69 +253,29 @@ int run(RunOptions& options) {
   }
   g_child_pid = child;
 
-  std::optional<int> wait_status;
-  auto last_flush = std::chrono::steady_clock::now();
-  std::optional<std::chrono::steady_clock::time_point> linger_until;
-  int idle_turns = 0;
-  size_t records_since_flush = 0;
-  for (;;) {
-    const size_t got = server->poll_once(idle_turns > 8 ? 10 : 1);
-    idle_turns = got == 0 ? idle_turns + 1 : 0;
-    if (!wait_status) {
-      int status = 0;
-      pid_t r = waitpid(child, &status, WNOHANG);
-      if (r == child) {
-        wait_status = status;
-        linger_until = std::chrono::steady_clock::now() + kLinger;
+  const collector::RecordingResult recorded =
+      recording->run(static_cast<uint32_t>(child), [child]() -> std::optional<int> {
+        int status = 0;
+        if (waitpid(child, &status, WNOHANG) != child) return std::nullopt;
         g_child_pid = 0;
-      }
-    }
-    const auto now = std::chrono::steady_clock::now();
-    // Committed every 200 ms, so that a live viewer sees the recording, and every
-    // kRecordsPerFlush records, so that a commit never has much to write: the last one, after
-    // the command ends, is on its wrapper's critical path (a commit of 200 ms of a busy
-    // program's records took 20 ms).
-    records_since_flush += got;
-    if (now - last_flush > std::chrono::milliseconds(200) ||
-        records_since_flush >= kRecordsPerFlush) {
-      writer->flush();
-      last_flush = now;
-      records_since_flush = 0;
-    }
-    if (wait_status && server->open_connections() == 0) {
-      // One more turn takes connections still waiting in the listen queue.
-      if (server->poll_once(0) == 0 && server->open_connections() == 0) break;
-    }
-    if (linger_until && now > *linger_until) {
-      std::fprintf(stderr,
-                   "vramtrace: %zu process(es) started by the command still run; their events "
-                   "so far are kept\n",
-                   server->open_connections());
-      break;
-    }
-  }
-  server->close_all();
-
-  const int status = *wait_status;
-  ingest.set_wait_status(static_cast<uint32_t>(child), status);
-  ingest.write_stats();
-  if (server->refused() > 0)
-    writer->set_stat("connections_refused", storage::Severity::kError,
-                     static_cast<int64_t>(server->refused()),
-                     "connections to the collector refused: another user, or a bad handshake");
-  server.reset();
-  // The allocation table's indexes are built with the time index, below or by the first
-  // report (storage/schema.h): the command's wrapper returns sooner with --no-index.
-  if (!writer->finish(&error, storage::TraceWriter::AllocationIndexes::kLeaveToTimeIndex)) {
+        return status;
+      });
+  if (recorded.linger_ran_out)
+    std::fprintf(stderr,
+                 "vramtrace: %zu process(es) started by the command still run; their events "
+                 "so far are kept\n",
+                 recorded.still_running);
+  const int status = recorded.wait_status;
+  if (!recorded.finished) {
     std::fprintf(stderr, "vramtrace run: the trace %s is incomplete: %s\n", output.c_str(),
-                 error.c_str());
+                 recorded.error.c_str());
     // The command's status still wins: it is what a wrapper must pass through.
     return status_of(status) != 0 ? status_of(status) : kUsageError;
   }
   if (options.index) index_trace(output);
   std::fprintf(stderr, "vramtrace: %lld allocation(s) from %lld process(es) recorded in %s\n",
-               static_cast<long long>(ingest.allocations()),
-               static_cast<long long>(ingest.processes()), output.c_str());
+               static_cast<long long>(recorded.allocations),
+               static_cast<long long>(recorded.processes), output.c_str());
   return status_of(status);
 }
 

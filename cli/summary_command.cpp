@@ -11,10 +11,15 @@
 #include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
-#include "cli/text_style.h"
 #include "cli/trace_command.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
+
+using text::count_of;
+using text::format_bytes;
+using text::format_bytes_exact;
+using text::format_seconds;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;

@@ -7,20 +7,16 @@
 #include <map>
 #include <tuple>
 
-#include "cli/text_style.h"
+#include "analysis/device_peaks.h"
 #include "storage/schema.h"
+#include "text/text_style.h"
 
 namespace vramtrace::collector {
 
-using cli::count_of;
-using cli::format_bytes_exact;
-using cli::format_frame;
-
-bool LiveQueries::is_device_memory(int kind) {
-  namespace kinds = storage::allocation_kind;
-  return kind == kinds::kDevice || kind == kinds::kManaged || kind == kinds::kAsync ||
-         kind == kinds::kVmmMapping;
-}
+using analysis::occupies_device_memory;
+using text::count_of;
+using text::format_bytes_exact;
+using text::format_frame;
 
 void LiveQueries::open_checkpoint(uint64_t seq) {
   if (open_.size() == kMaxOpen) {
@@ -41,7 +37,7 @@ void LiveQueries::on_alloc(int64_t id, uint64_t seq, int kind, uint64_t size,
     if (block) {
       c.block_bytes += size;
       c.block_peak = std::max(c.block_peak, c.block_bytes);
-    } else if (is_device_memory(kind)) {
+    } else if (occupies_device_memory(kind)) {
       c.device_bytes += size;
       c.device_peak = std::max(c.device_peak, c.device_bytes);
     }
@@ -63,7 +59,7 @@ void LiveQueries::on_free(int64_t id) {
     if (c.seq >= f.seq) continue;  // made before this checkpoint: not its to count
     if (f.kind == storage::allocation_kind::kBlock)
       c.block_bytes -= f.size;
-    else if (is_device_memory(f.kind))
+    else if (occupies_device_memory(f.kind))
       c.device_bytes -= f.size;
   }
   followed_.erase(it);

@@ -73,7 +73,6 @@ class LiveQueries {
     uint64_t block_bytes = 0, block_peak = 0;    // live blocks made since, and their most
     uint64_t device_bytes = 0, device_peak = 0;  // likewise for device memory
   };
-  static bool is_device_memory(int kind);
   void forget_unfollowed();
 
   std::vector<Checkpoint> open_;  // oldest first

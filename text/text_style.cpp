@@ -1,10 +1,10 @@
-#include "cli/text_style.h"
+#include "text/text_style.h"
 
 #include <fmt/core.h>
 
 #include <array>
 
-namespace vramtrace::cli {
+namespace vramtrace::text {
 
 std::string format_bytes(std::uint64_t bytes) {
   constexpr std::array<std::string_view, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
@@ -49,4 +49,4 @@ std::string format_frame(std::size_t index, const storage::StackFrame& frame) {
   return line + fmt::format(" ({}+{:#x})", module, frame.rel_pc);
 }
 
-}  // namespace vramtrace::cli
+}  // namespace vramtrace::text

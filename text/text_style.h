@@ -1,4 +1,5 @@
-// How numbers, times and stack frames look in the text reports.
+// How numbers, times and stack frames look in text: the CLI's reports, and the collector's
+// answers to live queries.
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 
 #include "storage/trace_rows.h"
 
-namespace vramtrace::cli {
+namespace vramtrace::text {
 
 // 512 B, 1.5 KiB, 12.0 MiB, 3.2 GiB: binary units, one decimal.
 std::string format_bytes(std::uint64_t bytes);
@@ -21,4 +22,4 @@ std::string count_of(std::uint64_t count, std::string_view singular, std::string
 // An unknown function is "??" and is followed by the module offset, as in (libfoo.so+0x12a0).
 std::string format_frame(std::size_t index, const storage::StackFrame& frame);
 
-}  // namespace vramtrace::cli
+}  // namespace vramtrace::text
