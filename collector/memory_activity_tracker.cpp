@@ -1,9 +1,6 @@
-// TraceIngest's part for the CUPTI backend's activity records (wire::MemoryActivity): each
-// becomes a memory_activity row, and an allocation's or release's record names the allocation
-// row that the API callback of the same call made or freed (correlation_index.h: by correlation
-// id, else by address). A record that no callback matches is memory CUPTI saw only through
-// activity: counted, so that the summary shows it.
-#include "collector/trace_ingest.h"
+#include "collector/memory_activity_tracker.h"
+
+#include "storage/trace_writer.h"
 
 namespace vramtrace::collector {
 namespace {
@@ -27,10 +24,14 @@ const char* operation_name(wire::MemoryActivity::Operation operation) {
 
 }  // namespace
 
-void TraceIngest::on_memory_activity(Process& p, const wire::MemoryActivity& m) {
+MemoryActivityTracker::MemoryActivityTracker(storage::TraceWriter& writer, IngestStats& stats)
+    : writer_(writer), stats_(stats) {}
+
+void MemoryActivityTracker::on_activity(CorrelationIndex& callbacks, int64_t upid,
+                                        const wire::MemoryActivity& m) {
   storage::MemoryActivityRow row;
-  row.id = next_memory_activity_id_++;
-  row.upid = p.upid;
+  row.id = next_id_++;
+  row.upid = upid;
   row.operation = operation_name(m.operation());
   row.kind = m.kind();
   row.correlation_id = m.correlation_id();
@@ -53,21 +54,13 @@ void TraceIngest::on_memory_activity(Process& p, const wire::MemoryActivity& m) 
 
   const bool allocation = m.operation() == wire::MemoryActivity::OPERATION_ALLOCATION;
   if (allocation || m.operation() == wire::MemoryActivity::OPERATION_RELEASE) {
-    const auto match = allocation ? p.correlations.take_alloc(m.correlation_id(), m.address())
-                                  : p.correlations.take_free(m.correlation_id(), m.address());
+    const auto match = allocation ? callbacks.take_alloc(m.correlation_id(), m.address())
+                                  : callbacks.take_free(m.correlation_id(), m.address());
     if (match) row.allocation_id = match->allocation_id;
     if (match && match->how == CorrelationIndex::How::kAddress)
-      count("cupti_activity_matched_by_address", storage::Severity::kInfo,
-            "CUPTI memory records whose correlation id named no callback, matched to the latest "
-            "callback event at their address instead");
-    if (!match && allocation)
-      count("cupti_activity_allocation_without_callback", storage::Severity::kInfo,
-            "CUPTI allocation records whose API call no callback recorded: memory that only "
-            "CUPTI's activity saw (memory_activity rows with allocation_id NULL)");
-    if (!match && !allocation)
-      count("cupti_activity_release_without_callback", storage::Severity::kInfo,
-            "CUPTI release records whose API call no callback recorded as a free of a live "
-            "allocation (memory_activity rows with allocation_id NULL)");
+      stats_.add(Stat::kCuptiActivityMatchedByAddress);
+    if (!match && allocation) stats_.add(Stat::kCuptiActivityAllocationWithoutCallback);
+    if (!match && !allocation) stats_.add(Stat::kCuptiActivityReleaseWithoutCallback);
   }
   writer_.add_memory_activity(row);
 }

@@ -1,0 +1,120 @@
+// AllocationTracker: each free matched to what it ends, frees of unknown addresses and failed
+// frees as bad_free rows, and the CUPTI backend's correlation ids kept for activity records.
+#include "collector/allocation_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/trace_rows.h"
+#include "tracker_trace.h"
+
+namespace vramtrace::collector {
+namespace {
+
+constexpr int64_t kUpid = 1;
+
+class AllocationTrackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { trace_.add_process_and_thread(kUpid, kUtid, 7); }
+
+  ring::RecordHeader next() { return ring::RecordHeader{0, 0, ++seq_, static_cast<int64_t>(seq_)}; }
+  void alloc(uint64_t address, uint64_t size, uint32_t correlation_id = 0) {
+    wire::Alloc m;
+    m.set_kind(wire::KIND_DEVICE);
+    m.set_api(wire::API_CUDA_MALLOC);
+    m.set_address(address);
+    m.set_size(size);
+    m.set_correlation_id(correlation_id);
+    tracker_.on_alloc(process_, next(), m, {kUpid, kUtid, std::nullopt});
+  }
+  uint64_t free(uint64_t address) {
+    wire::Free m;
+    m.set_api(wire::API_CUDA_FREE);
+    m.set_address(address);
+    tracker_.on_free(process_, next(), m, {kUpid, kUtid, std::nullopt});
+    return seq_;
+  }
+  void free_failed(uint64_t free_seq, int result) {
+    wire::FreeFailed m;
+    m.set_free_seq(free_seq);
+    m.set_result(result);
+    tracker_.on_free_failed(process_, kUpid, m, [] { return std::nullopt; });
+  }
+  std::vector<storage::AllocationRecord> allocations() {
+    return trace_.finish().allocations(storage::AllocationFilter{});
+  }
+
+  static constexpr int64_t kUtid = 1;
+  testing::TrackerTrace trace_;
+  IngestStats stats_;
+  AllocationTracker tracker_{trace_.writer(), stats_};
+  AllocationTracker::ProcessAllocations process_;
+  uint64_t seq_ = 0;
+};
+
+TEST_F(AllocationTrackerTest, AFreeEndsTheAllocationAtItsAddress) {
+  alloc(0x1000, 64);
+  alloc(0x2000, 128);
+  const uint64_t freed_at = free(0x1000);
+  EXPECT_EQ(tracker_.allocations(), 2);
+  const auto rows = allocations();
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[0].free);
+  EXPECT_EQ(rows[0].free->free_seq, freed_at);
+  EXPECT_FALSE(rows[1].free);
+  EXPECT_TRUE(trace_.finish().bad_frees().empty());
+}
+
+TEST_F(AllocationTrackerTest, AFreeOfAnUnknownAddressIsABadFree) {
+  const uint64_t freed_at = free(0x3000);
+  const auto bad = trace_.finish().bad_frees();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].seq, freed_at);
+  EXPECT_EQ(bad[0].address, 0x3000u);
+  EXPECT_EQ(bad[0].reason, storage::kBadFreeUnknownAddress);
+  EXPECT_EQ(bad[0].result, 0);
+}
+
+TEST_F(AllocationTrackerTest, AFailedFreeLeavesTheAllocationLive) {
+  alloc(0x1000, 64);
+  const uint64_t freed_at = free(0x1000);
+  free_failed(freed_at, 1);
+  free(0x1000);  // live again, so this free ends it
+  const auto& reader = trace_.finish();
+  const auto bad = reader.bad_frees();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].seq, freed_at);
+  EXPECT_EQ(bad[0].reason, storage::kBadFreeCallFailed);
+  EXPECT_EQ(bad[0].result, 1);
+  const auto rows = reader.allocations(storage::AllocationFilter{});
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].free);
+  EXPECT_EQ(rows[0].free->free_seq, freed_at + 1);  // FreeFailed takes no sequence number here
+}
+
+TEST_F(AllocationTrackerTest, AFailedFreeOfAnUnknownAddressMarksItsBadFree) {
+  const uint64_t freed_at = free(0x5000);
+  free_failed(freed_at, 2);
+  free_failed(12345, 1);  // no such free
+  EXPECT_EQ(stats_.value(Stat::kFreeFailedUnmatched), 1);
+  const auto bad = trace_.finish().bad_frees();
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].result, 2);
+}
+
+TEST_F(AllocationTrackerTest, AnAllocationOverALiveAddressIsCounted) {
+  alloc(0x1000, 64);
+  alloc(0x1000, 64);
+  EXPECT_EQ(stats_.value(Stat::kAllocOverLiveAddress), 1);
+}
+
+TEST_F(AllocationTrackerTest, CorrelationIdsNameTheAllocationRows) {
+  alloc(0x1000, 64, 77);
+  free(0x1000);
+  const auto made = process_.correlations.take_alloc(77, 0x1000);
+  ASSERT_TRUE(made);
+  EXPECT_EQ(made->allocation_id, 1);
+  EXPECT_EQ(made->how, CorrelationIndex::How::kCorrelationId);
+}
+
+}  // namespace
+}  // namespace vramtrace::collector
