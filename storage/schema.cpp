@@ -5,50 +5,11 @@
 namespace vramtrace::storage {
 namespace {
 
-constexpr std::array<NamedId, 9> kAllocationKindRows{{
-    {allocation_kind::kUnknown, "unknown"},
-    {allocation_kind::kDevice, "device"},
-    {allocation_kind::kManaged, "managed"},
-    {allocation_kind::kHostPinned, "host_pinned"},
-    {allocation_kind::kAsync, "async"},
-    {allocation_kind::kVmmReservation, "vmm_reservation"},
-    {allocation_kind::kVmmHandle, "vmm_handle"},
-    {allocation_kind::kVmmMapping, "vmm_mapping"},
-    {allocation_kind::kBlock, "block"},
-}};
-
-constexpr std::array<NamedId, 30> kApiRows{{
-    {api::kUnknown, "unknown"},
-    {api::kCudaMalloc, "cudaMalloc"},
-    {api::kCudaFree, "cudaFree"},
-    {api::kCudaMallocManaged, "cudaMallocManaged"},
-    {api::kCudaMallocHost, "cudaMallocHost"},
-    {api::kCudaHostAlloc, "cudaHostAlloc"},
-    {api::kCudaFreeHost, "cudaFreeHost"},
-    {api::kCudaMallocPitch, "cudaMallocPitch"},
-    {api::kCudaMalloc3D, "cudaMalloc3D"},
-    {api::kCudaMallocAsync, "cudaMallocAsync"},
-    {api::kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync"},
-    {api::kCudaFreeAsync, "cudaFreeAsync"},
-    {api::kCuMemAlloc, "cuMemAlloc"},
-    {api::kCuMemAllocPitch, "cuMemAllocPitch"},
-    {api::kCuMemFree, "cuMemFree"},
-    {api::kCuMemAllocManaged, "cuMemAllocManaged"},
-    {api::kCuMemHostAlloc, "cuMemHostAlloc"},
-    {api::kCuMemAllocHost, "cuMemAllocHost"},
-    {api::kCuMemFreeHost, "cuMemFreeHost"},
-    {api::kCuMemAllocAsync, "cuMemAllocAsync"},
-    {api::kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"},
-    {api::kCuMemFreeAsync, "cuMemFreeAsync"},
-    {api::kCuMemCreate, "cuMemCreate"},
-    {api::kCuMemRelease, "cuMemRelease"},
-    {api::kCuMemAddressReserve, "cuMemAddressReserve"},
-    {api::kCuMemAddressFree, "cuMemAddressFree"},
-    {api::kCuMemMap, "cuMemMap"},
-    {api::kCuMemUnmap, "cuMemUnmap"},
-    {api::kC10ReportMemoryUsage, "c10::reportMemoryUsageToProfiler"},
-    {api::kC10ReportOutOfMemory, "c10::reportOutOfMemoryToProfiler"},
-}};
+constexpr std::array kAllocationKindRows{
+#define VRAMTRACE_KIND_NAMED_ID(constant, id, name, wire, occupies, description) NamedId{id, name},
+    VRAMTRACE_ALLOCATION_KINDS(VRAMTRACE_KIND_NAMED_ID)
+#undef VRAMTRACE_KIND_NAMED_ID
+};
 
 // Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
 // other unsigned 64-bit values are stored as the int64 with the same bit pattern. The tables
@@ -382,7 +343,7 @@ std::span<const NamedId> allocation_kind_rows() {
   return kAllocationKindRows;
 }
 std::span<const NamedId> api_rows() {
-  return kApiRows;
+  return kApis;
 }
 std::string_view schema_tables_sql() {
   return kTablesSql;

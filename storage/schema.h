@@ -1,11 +1,13 @@
 // Schema v2 of a vramtrace trace file: its identity (application_id, user_version), the
-// fixed rows of the enumeration tables, and the SQL that creates it. docs/schema.md is the
-// user-facing description of every table and column; keep the two in step.
+// fixed rows of the enumeration tables (storage/schema_enums.h), and the SQL that creates it.
+// docs/schema.md is the user-facing description of every table and column; keep the two in step.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string_view>
+
+#include "storage/schema_enums.h"
 
 namespace vramtrace::storage {
 
@@ -15,63 +17,6 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // 2: allocations stored compact (allocation_compact and the tables beside it), `allocation`
 // a view with the columns of version 1's table.
 inline constexpr int kSchemaVersion = 2;
-
-// Ids of `allocation_kind` rows; the same numbers as the wire's `Kind`. Later kinds (allocator
-// blocks) are new rows.
-namespace allocation_kind {
-inline constexpr int kUnknown = 0;
-inline constexpr int kDevice = 1;
-inline constexpr int kManaged = 2;
-inline constexpr int kHostPinned = 3;
-inline constexpr int kAsync = 4;
-// The driver's virtual memory API: three layers, not three amounts of memory.
-inline constexpr int kVmmReservation = 5;  // cuMemAddressReserve: address space only
-inline constexpr int kVmmHandle = 6;       // cuMemCreate: physical memory; address = the handle
-inline constexpr int kVmmMapping = 7;      // cuMemMap: a handle's memory at an address
-// A caching allocator's block (PyTorch's tensors), inside a segment of the kinds above.
-inline constexpr int kBlock = 8;
-}  // namespace allocation_kind
-
-// Ids of `api` rows: the function that made an event. Same numbers as the wire's `Api`.
-namespace api {
-inline constexpr int kUnknown = 0;
-inline constexpr int kCudaMalloc = 1;
-inline constexpr int kCudaFree = 2;
-inline constexpr int kCudaMallocManaged = 3;
-inline constexpr int kCudaMallocHost = 4;
-inline constexpr int kCudaHostAlloc = 5;
-inline constexpr int kCudaFreeHost = 6;
-inline constexpr int kCudaMallocPitch = 7;
-inline constexpr int kCudaMalloc3D = 8;
-inline constexpr int kCudaMallocAsync = 9;
-inline constexpr int kCudaMallocFromPoolAsync = 10;
-inline constexpr int kCudaFreeAsync = 11;
-// The driver API, named as the user calls it (cuMemAlloc, not its ABI name cuMemAlloc_v2).
-inline constexpr int kCuMemAlloc = 12;
-inline constexpr int kCuMemAllocPitch = 13;
-inline constexpr int kCuMemFree = 14;
-inline constexpr int kCuMemAllocManaged = 15;
-inline constexpr int kCuMemHostAlloc = 16;
-inline constexpr int kCuMemAllocHost = 17;
-inline constexpr int kCuMemFreeHost = 18;
-inline constexpr int kCuMemAllocAsync = 19;
-inline constexpr int kCuMemAllocFromPoolAsync = 20;
-inline constexpr int kCuMemFreeAsync = 21;
-inline constexpr int kCuMemCreate = 22;
-inline constexpr int kCuMemRelease = 23;
-inline constexpr int kCuMemAddressReserve = 24;
-inline constexpr int kCuMemAddressFree = 25;
-inline constexpr int kCuMemMap = 26;
-inline constexpr int kCuMemUnmap = 27;
-// PyTorch's allocator reports (c10::reportMemoryUsageToProfiler, reportOutOfMemoryToProfiler).
-inline constexpr int kC10ReportMemoryUsage = 28;
-inline constexpr int kC10ReportOutOfMemory = 29;
-}  // namespace api
-
-struct NamedId {
-  int id;
-  std::string_view name;
-};
 
 // The rows a new trace's `allocation_kind` and `api` tables are filled with.
 std::span<const NamedId> allocation_kind_rows();

@@ -205,11 +205,15 @@ struct TimeIndex::Impl {
             ", alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
             std::to_string(kNeverFreed) + ") AS end_seq, " + level_expression() +
             " AS level FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
+    const std::string block = std::to_string(allocation_kind::kBlock);
     execute(
         "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
-        "WHERE kind = 8 AND segment_id IS NOT NULL ORDER BY 1;"
+        "WHERE kind = " +
+        block +
+        " AND segment_id IS NOT NULL ORDER BY 1;"
         "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
-        "WHERE kind = 8 ORDER BY 1;");
+        "WHERE kind = " +
+        block + " ORDER BY 1;");
     Statement range = prepare(
         "SELECT min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation WHERE result = 0");
     each_row(range, [&](const Statement& row) {
