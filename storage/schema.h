@@ -14,34 +14,25 @@ namespace vramtrace::storage {
 // PRAGMA application_id: 'VRMT'. Tells a trace from any other SQLite file.
 inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // PRAGMA user_version: bumped whenever a reader of the previous version would misread a file.
-// 2: allocations stored compact (allocation_compact and the tables beside it), `allocation`
-// a view with the columns of version 1's table.
+// 2: allocations stored compact (allocation_compact and the tables beside it) under the view
+// `allocation`. Version 1, which no release wrote, is not read.
 inline constexpr int kSchemaVersion = 2;
 
 // The rows a new trace's `allocation_kind` and `api` tables are filled with.
 std::span<const NamedId> allocation_kind_rows();
 std::span<const NamedId> api_rows();
 
-// Creates every table, view and trigger of the current schema (no indexes, no pragmas, no rows).
+// Creates every table and view of the current schema (no indexes, no pragmas, no rows).
 std::string_view schema_tables_sql();
 // Indexes, created once ingest is over: maintaining them row by row would slow the writer.
 std::string_view schema_indexes_sql();
 
-// How a trace stores its allocations: schema 1 in the table `allocation`, schema 2 and later in
-// allocation_compact and the tables beside it, under the view `allocation`. Readers query the
-// name `allocation` either way; what differs is where its indexes go.
-enum class AllocationStorage { kTable, kCompact };
-AllocationStorage allocation_storage_of_version(int schema_version);
-
 // The allocations' part of the indexes (their names below): a third of a trace's bytes and
 // half of the time it takes to finish one, so `vramtrace run` leaves them to the step that
 // indexes the trace by time (storage/time_index.h), which needs them first.
-std::string_view allocation_indexes_sql(AllocationStorage storage = AllocationStorage::kCompact);
-std::span<const std::string_view> allocation_index_names(
-    AllocationStorage storage = AllocationStorage::kCompact);
-// Tables (or views) a reader requires before it accepts a file as a trace; a trace of schema 2
-// or later requires compact_allocation_tables() too.
+std::string_view allocation_indexes_sql();
+std::span<const std::string_view> allocation_index_names();
+// Tables (and views) a reader requires before it accepts a file as a trace.
 std::span<const std::string_view> required_tables();
-std::span<const std::string_view> compact_allocation_tables();
 
 }  // namespace vramtrace::storage

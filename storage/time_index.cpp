@@ -155,14 +155,8 @@ struct TimeIndex::Impl {
 
   // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
   // step: present, or not for this trace (the index aside has no way to add them).
-  // As the reader tells it: by the trace's schema version.
-  AllocationStorage allocation_storage() const {
-    return allocation_storage_of_version(
-        static_cast<int>(single_int("PRAGMA $T.user_version").value_or(0)));
-  }
-
   bool allocation_indexes_present() const {
-    const auto names_wanted = allocation_index_names(allocation_storage());
+    const auto names_wanted = allocation_index_names();
     std::string names;
     for (const std::string_view name : names_wanted)
       names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
@@ -176,7 +170,7 @@ struct TimeIndex::Impl {
 
   void build_in_place(const std::function<bool(int kind)>& occupies_device_memory) {
     // First: the time index's queries walk them.
-    if (!allocation_indexes_present()) execute(allocation_indexes_sql(allocation_storage()));
+    if (!allocation_indexes_present()) execute(allocation_indexes_sql());
     if (index_is_current()) return;
     build();
     build_rollups(occupies_device_memory);
