@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "storage/schema_enums.h"
 #include "storage/trace_reader.h"
 #include "synthetic_trace.h"

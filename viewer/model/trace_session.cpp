@@ -1,6 +1,6 @@
 #include "viewer/model/trace_session.h"
 
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 
 namespace vramtrace::viewer {
 
