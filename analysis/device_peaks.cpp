@@ -7,9 +7,7 @@
 namespace vramtrace::analysis {
 
 bool occupies_device_memory(int kind) {
-  namespace kinds = storage::allocation_kind;
-  return kind == kinds::kDevice || kind == kinds::kManaged || kind == kinds::kAsync ||
-         kind == kinds::kVmmMapping;
+  return storage::kind_occupies_device_memory(kind);
 }
 
 namespace {

@@ -15,11 +15,9 @@
 namespace vramtrace::analysis {
 
 // Kinds whose bytes are GPU memory in use: device, managed (counted on the device it was
-// allocated from), async, and VMM mappings. Pinned host memory is host RAM and does not count.
-// Of the virtual memory API's three layers only the mapping counts: a reservation is address
-// space without memory, and a handle's physical memory is counted when (and as often as) it is
-// mapped, so that a handle and its mapping are not counted twice. A handle created and never
-// mapped is therefore not in the peak; the summary reports it apart.
+// allocated from), async, and VMM mappings; the table of kinds says which
+// (storage/schema_enums.h, and why there). A handle created and never mapped is therefore not in
+// the peak; the summary reports it apart.
 bool occupies_device_memory(int kind);
 
 struct DevicePeak {

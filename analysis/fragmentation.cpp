@@ -5,6 +5,7 @@
 #include <map>
 
 #include "analysis/device_peaks.h"
+#include "analysis/live_bytes_rollups.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -161,7 +162,7 @@ FragmentationReport build_fragmentation_report(const storage::TraceReader& trace
     });
     std::uint64_t largest = 0;
     for (const storage::LiveBytesPeak& peak : index.peaks()) {
-      if (peak.group != storage::kPeakGroupDeviceMemory || peak.bytes <= largest) continue;
+      if (peak.group != kPeakGroupDeviceMemory || peak.bytes <= largest) continue;
       for (const ProcessMoment& at : moments) {
         if (at.upid != peak.upid || (any_allocator && !with_allocator.contains(at.upid))) continue;
         largest = peak.bytes;

@@ -10,6 +10,7 @@
 #include "analysis/device_peaks.h"
 #include "analysis/leak_growth.h"
 #include "analysis/moment.h"
+#include "analysis/time_index.h"
 
 namespace vramtrace::analysis {
 namespace {

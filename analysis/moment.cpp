@@ -4,7 +4,7 @@
 #include <charconv>
 #include <map>
 
-#include "analysis/device_peaks.h"
+#include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
 
 namespace vramtrace::analysis {
@@ -94,7 +94,7 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
     case Kind::kPeak: {
       std::map<std::int64_t, std::uint64_t> largest;
       for (const storage::LiveBytesPeak& peak : index.peaks()) {
-        if (!pids.contains(peak.upid) || peak.group != storage::kPeakGroupDeviceMemory) continue;
+        if (!pids.contains(peak.upid) || peak.group != kPeakGroupDeviceMemory) continue;
         if (peak.bytes <= largest[peak.upid]) continue;
         largest[peak.upid] = peak.bytes;
         found[peak.upid] = {peak.upid, pids[peak.upid], peak.seq, peak.ns};
@@ -152,15 +152,6 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
   std::vector<ProcessMoment> moments;
   for (auto& [upid, at] : found) moments.push_back(std::move(at));
   return moments;
-}
-
-std::unique_ptr<storage::TimeIndex> open_time_index(const storage::TraceReader& trace) {
-  // The index may be written into the file that `trace` has open read-only: only new tables
-  // are written, and the pages of the tables the reader reads do not change.
-  std::string error;
-  auto index = storage::TimeIndex::open(trace.path(), occupies_device_memory, &error);
-  if (!index) throw storage::TraceError(error);
-  return index;
 }
 
 }  // namespace vramtrace::analysis

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "analysis/process_filter.h"
-#include "storage/time_index.h"
+#include "analysis/time_index.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -63,9 +63,5 @@ struct ProcessMoment {
 std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
                                           const storage::TimeIndex& index, const MomentSpec& moment,
                                           const ProcessSelection& processes);
-
-// The trace's time index (storage/time_index.h) with analysis's rule of what counts as device
-// memory. Throws storage::TraceError when the trace cannot be indexed.
-std::unique_ptr<storage::TimeIndex> open_time_index(const storage::TraceReader& trace);
 
 }  // namespace vramtrace::analysis

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "analysis/device_peaks.h"
+#include "analysis/live_bytes_rollups.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -29,7 +30,7 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
     at.seq = peak.seq;
     at.time_ns = peak.ns;
     at.since_start_ns = peak.ns - index.start_ns();
-    const bool blocks = peak.group == storage::kPeakGroupBlocks;
+    const bool blocks = peak.group == kPeakGroupBlocks;
     std::map<std::optional<std::int64_t>, std::pair<std::uint64_t, std::uint64_t>> by_callsite;
     for (const storage::AllocationRecord& record : index.live_at(peak.upid, peak.seq)) {
       const storage::AllocationRow& a = record.allocation;

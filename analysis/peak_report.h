@@ -20,7 +20,7 @@ struct DevicePeakAt {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
   int device = 0;
-  std::string group;  // storage::kPeakGroupDeviceMemory or kPeakGroupBlocks
+  std::string group;  // kPeakGroupDeviceMemory or kPeakGroupBlocks (live_bytes_rollups.h)
   std::uint64_t bytes = 0;
   std::uint64_t seq = 0;                         // the event that first reached it
   std::int64_t time_ns = 0, since_start_ns = 0;  // since_start: after the trace's first allocation

@@ -1,13 +1,12 @@
 #include "analysis/process_history.h"
 
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
 
 ProcessHistory::ProcessHistory(const storage::TraceReader& trace, Source source) : trace_(trace) {
-  if (source == Source::kBest && storage::TimeIndex::kept_in_file(trace.path()))
-    index_ = open_time_index(trace);
+  if (source == Source::kBest) index_ = open_time_index_if_kept(trace);
 }
 
 ProcessHistory::~ProcessHistory() = default;

@@ -2,7 +2,7 @@
 // its allocations and frees in sequence order, streamed; the allocations live just after one of
 // its events; and the allocations that held a caching allocator's block.
 //
-// From the time index where the trace keeps one (storage/time_index.h: the (upid, seq) indexes
+// From the time index where the trace keeps one (analysis/time_index.h: the (upid, seq) indexes
 // and live_span, so a moment's live set costs about its own size to read), from scans of the
 // allocation table otherwise (SQLite sorts the events in its temporary files). Memory is the
 // live set asked for, not the trace: the advice on a 10-million-allocation trace used to hold
@@ -24,7 +24,7 @@ namespace vramtrace::analysis {
 
 class ProcessHistory {
  public:
-  // kBest: the time index when the trace keeps one in its file (TimeIndex::kept_in_file), scans
+  // kBest: the time index when the trace keeps one in its file (open_time_index_if_kept), scans
   // otherwise. kScans: scans whatever the trace keeps (to check one against the other).
   enum class Source { kBest, kScans };
   explicit ProcessHistory(const storage::TraceReader& trace, Source source = Source::kBest);

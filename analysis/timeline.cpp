@@ -8,7 +8,7 @@
 namespace vramtrace::analysis {
 namespace {
 
-constexpr std::uint32_t kFine = storage::TimeIndex::kBuckets;
+constexpr std::uint32_t kFine = kLiveBytesBuckets;
 
 // The first fine bucket of coarse bucket j: the smallest i with i * n / kFine >= j.
 std::uint64_t first_fine(std::uint64_t j, std::uint64_t n) {

@@ -2,10 +2,10 @@
 // equal time buckets that keep the min, max and last value of each, so that a short spike is
 // never lost to the downsampling (the max shows it) and the level after it is right (last).
 //
-// Built from the time index's 16384 fine buckets (storage/time_index.h), not from the events:
-// a bucket of N is the union of the fine buckets whose index maps to it (fine * N / 16384), so
-// its edges fall on fine-bucket edges. A series' value holds from its last event on; every
-// series starts at 0 before its first event.
+// Built from the time index's 16384 fine buckets (analysis/live_bytes_rollups.h), not from the
+// events: a bucket of N is the union of the fine buckets whose index maps to it
+// (fine * N / 16384), so its edges fall on fine-bucket edges. A series' value holds from its last
+// event on; every series starts at 0 before its first event.
 //
 // The level says what the bytes are: `block` for a caching allocator's blocks (tensors), which
 // lie inside segments; `segment` for everything else (device, managed, async, pinned host, and
@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/live_bytes_rollups.h"
 #include "analysis/process_filter.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -43,7 +44,7 @@ struct Timeline {
 };
 
 // The most buckets a timeline can have: the index's fine buckets.
-inline constexpr std::uint32_t kMaxTimelineBuckets = storage::TimeIndex::kBuckets;
+inline constexpr std::uint32_t kMaxTimelineBuckets = kLiveBytesBuckets;
 
 // `buckets` must be 1 .. kMaxTimelineBuckets.
 Timeline build_timeline(const storage::TraceReader& trace, const storage::TimeIndex& index,

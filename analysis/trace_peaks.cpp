@@ -4,15 +4,17 @@
 #include <map>
 #include <tuple>
 
-#include "analysis/moment.h"
-#include "storage/time_index.h"
+#include "analysis/live_bytes_rollups.h"
+#include "analysis/time_index.h"
 
 namespace vramtrace::analysis {
 
 TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSelection& processes,
                             const AllocationScope& allocations) {
   TracePeaks peaks;
-  if (allocations.kind || !storage::TimeIndex::kept_in_file(trace.path())) {
+  const std::unique_ptr<storage::TimeIndex> index =
+      allocations.kind ? nullptr : open_time_index_if_kept(trace);
+  if (!index) {
     peaks.device = find_device_peaks(trace, processes, allocations);
     peaks.blocks = find_block_peaks(trace, processes, allocations);
     return peaks;
@@ -20,12 +22,11 @@ TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSele
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
-  const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
   for (const storage::LiveBytesPeak& row : index->peaks()) {
     if (!is_selected(processes, row.upid)) continue;
     if (allocations.device && row.device != *allocations.device) continue;
-    const bool blocks = row.group == storage::kPeakGroupBlocks;
-    if (!blocks && row.group != storage::kPeakGroupDeviceMemory) continue;
+    const bool blocks = row.group == kPeakGroupBlocks;
+    if (!blocks && row.group != kPeakGroupDeviceMemory) continue;
     DevicePeak peak;
     peak.upid = row.upid;
     peak.pid = pids[row.upid];

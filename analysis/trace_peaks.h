@@ -1,8 +1,8 @@
 // Both peaks of a trace (device_peaks.h), from where they are cheapest. A trace that keeps a
-// time index (storage/time_index.h: a finished trace this user can write) holds them in
-// live_bytes_peak, made by the same sweep once, when the index was built; any other trace is
-// swept here, once per kind of peak. On a 10-million-allocation trace the sweeps are most of
-// what `summary` costs.
+// time index (analysis/time_index.h: a finished trace this user can write) holds them in
+// live_bytes_peak, made by the same sweep once, when the index was built
+// (analysis/live_bytes_rollups.h); any other trace is swept here, once per kind of peak. On a
+// 10-million-allocation trace the sweeps are most of what `summary` costs.
 #pragma once
 
 #include <vector>

@@ -143,19 +143,21 @@ analysis::LeakReportOptions options_for(const ReportScope& scope) {
   return options;
 }
 
-// The whole-trace scan for the end of a trace that cannot keep a time index; the index
-// otherwise (it answers without reading every allocation).
+// A moment needs the time index. The end is the whole-trace scan for a trace that cannot keep
+// one (analysis/time_index.h), the index otherwise (it answers without reading every
+// allocation).
 analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
                                  const LeaksWhen& when) {
   const analysis::LeakReportOptions options = options_for(scope);
   const bool moment = !when.at.empty() || !when.between.empty();
-  if (!moment && !storage::TimeIndex::kept_in_file(trace.path()))
-    return analysis::build_leak_report(trace, options);
+  const std::unique_ptr<storage::TimeIndex> time_index =
+      moment ? analysis::open_time_index(trace) : analysis::open_time_index_if_kept(trace);
+  if (!time_index) return analysis::build_leak_report(trace, options);
   const analysis::MomentSpec at = moment_from_option(
       when.between.empty() ? (when.at.empty() ? "end" : when.at) : when.between[1]);
   std::optional<analysis::MomentSpec> since;
   if (!when.between.empty()) since = moment_from_option(when.between[0]);
-  return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
+  return query_time_index("leaks", *time_index, [&](const storage::TimeIndex& index) {
     return analysis::build_leak_report_at(trace, index, at, since, options);
   });
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "cli/trace_command.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -22,19 +23,23 @@ inline constexpr const char* kMomentHelp =
     "a CLOCK_MONOTONIC time in ns, +D after the first allocation (1.5s, 250ms, 40us), or seq:N "
     "(one process's event N)";
 
-// Calls query(index) with the trace's time index. A note on how the index was made (built aside
-// for a trace that cannot keep it) goes to stderr; a moment the trace does not have becomes the
-// command's one-line error (exit status 2).
+// Calls query(index). A note on how the index was made (built aside for a trace that cannot
+// keep it) goes to stderr; a moment the trace does not have becomes the command's one-line error
+// (exit status 2).
 template <typename Query>
-auto with_time_index(std::string_view command, const storage::TraceReader& trace, Query&& query) {
-  const auto index = analysis::open_time_index(trace);
-  if (!index->note().empty())
-    fmt::print(stderr, "vramtrace {}: note: {}\n", command, index->note());
+auto query_time_index(std::string_view command, const storage::TimeIndex& index, Query&& query) {
+  if (!index.note().empty()) fmt::print(stderr, "vramtrace {}: note: {}\n", command, index.note());
   try {
-    return query(*index);
+    return query(index);
   } catch (const analysis::BadMoment& bad) {
     throw ReportRefusal(bad.what());
   }
+}
+
+// query_time_index with the trace's time index, for the reports that need it.
+template <typename Query>
+auto with_time_index(std::string_view command, const storage::TraceReader& trace, Query&& query) {
+  return query_time_index(command, *analysis::open_time_index(trace), query);
 }
 
 // A report that cannot honour --kind or --level refuses them rather than ignore them.

@@ -5,50 +5,11 @@
 namespace vramtrace::storage {
 namespace {
 
-constexpr std::array<NamedId, 9> kAllocationKindRows{{
-    {allocation_kind::kUnknown, "unknown"},
-    {allocation_kind::kDevice, "device"},
-    {allocation_kind::kManaged, "managed"},
-    {allocation_kind::kHostPinned, "host_pinned"},
-    {allocation_kind::kAsync, "async"},
-    {allocation_kind::kVmmReservation, "vmm_reservation"},
-    {allocation_kind::kVmmHandle, "vmm_handle"},
-    {allocation_kind::kVmmMapping, "vmm_mapping"},
-    {allocation_kind::kBlock, "block"},
-}};
-
-constexpr std::array<NamedId, 30> kApiRows{{
-    {api::kUnknown, "unknown"},
-    {api::kCudaMalloc, "cudaMalloc"},
-    {api::kCudaFree, "cudaFree"},
-    {api::kCudaMallocManaged, "cudaMallocManaged"},
-    {api::kCudaMallocHost, "cudaMallocHost"},
-    {api::kCudaHostAlloc, "cudaHostAlloc"},
-    {api::kCudaFreeHost, "cudaFreeHost"},
-    {api::kCudaMallocPitch, "cudaMallocPitch"},
-    {api::kCudaMalloc3D, "cudaMalloc3D"},
-    {api::kCudaMallocAsync, "cudaMallocAsync"},
-    {api::kCudaMallocFromPoolAsync, "cudaMallocFromPoolAsync"},
-    {api::kCudaFreeAsync, "cudaFreeAsync"},
-    {api::kCuMemAlloc, "cuMemAlloc"},
-    {api::kCuMemAllocPitch, "cuMemAllocPitch"},
-    {api::kCuMemFree, "cuMemFree"},
-    {api::kCuMemAllocManaged, "cuMemAllocManaged"},
-    {api::kCuMemHostAlloc, "cuMemHostAlloc"},
-    {api::kCuMemAllocHost, "cuMemAllocHost"},
-    {api::kCuMemFreeHost, "cuMemFreeHost"},
-    {api::kCuMemAllocAsync, "cuMemAllocAsync"},
-    {api::kCuMemAllocFromPoolAsync, "cuMemAllocFromPoolAsync"},
-    {api::kCuMemFreeAsync, "cuMemFreeAsync"},
-    {api::kCuMemCreate, "cuMemCreate"},
-    {api::kCuMemRelease, "cuMemRelease"},
-    {api::kCuMemAddressReserve, "cuMemAddressReserve"},
-    {api::kCuMemAddressFree, "cuMemAddressFree"},
-    {api::kCuMemMap, "cuMemMap"},
-    {api::kCuMemUnmap, "cuMemUnmap"},
-    {api::kC10ReportMemoryUsage, "c10::reportMemoryUsageToProfiler"},
-    {api::kC10ReportOutOfMemory, "c10::reportOutOfMemoryToProfiler"},
-}};
+constexpr std::array kAllocationKindRows{
+#define VRAMTRACE_KIND_NAMED_ID(constant, id, name, wire, occupies, description) NamedId{id, name},
+    VRAMTRACE_ALLOCATION_KINDS(VRAMTRACE_KIND_NAMED_ID)
+#undef VRAMTRACE_KIND_NAMED_ID
+};
 
 // Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
 // other unsigned 64-bit values are stored as the int64 with the same bit pattern. The tables
@@ -212,63 +173,6 @@ CREATE VIEW allocation AS
   LEFT JOIN allocation_site AS s ON s.id = a.site_id
   LEFT JOIN free_site AS f ON f.id = a.free_site_id
   LEFT JOIN allocation_detail AS d ON d.id = a.id;
--- Writes to the view go to the tables under it, so that `allocation` takes INSERT, UPDATE and
--- DELETE as the table of schema 1 did. (The collector writes the tables directly.)
-CREATE TRIGGER allocation_insert INSTEAD OF INSERT ON allocation
-BEGIN
-  INSERT INTO allocation_site(kind, api, device, stream, flags, pool, result, utid, callsite_id)
-    SELECT NEW.kind, NEW.api, NEW.device, NEW.stream, NEW.flags, NEW.pool, NEW.result,
-           NEW.alloc_utid, NEW.alloc_callsite_id
-    WHERE NOT EXISTS (SELECT 1 FROM allocation_site WHERE utid IS NEW.alloc_utid
-      AND callsite_id IS NEW.alloc_callsite_id AND kind IS NEW.kind AND api IS NEW.api
-      AND device IS NEW.device AND stream IS NEW.stream AND flags IS NEW.flags
-      AND pool IS NEW.pool AND result IS NEW.result);
-  INSERT INTO free_site(utid, callsite_id, api)
-    SELECT NEW.free_utid, NEW.free_callsite_id, NEW.free_api
-    WHERE NEW.free_seq IS NOT NULL AND NOT EXISTS (SELECT 1 FROM free_site
-      WHERE utid IS NEW.free_utid AND callsite_id IS NEW.free_callsite_id AND api IS NEW.free_api);
-  INSERT INTO allocation_compact(id, upid, site_id, address, size, size_minus_requested,
-                                 alloc_seq, alloc_ns, free_site_id, free_seq_delta, free_ns_delta)
-    VALUES(NEW.id, NEW.upid,
-      (SELECT id FROM allocation_site WHERE utid IS NEW.alloc_utid
-        AND callsite_id IS NEW.alloc_callsite_id AND kind IS NEW.kind AND api IS NEW.api
-        AND device IS NEW.device AND stream IS NEW.stream AND flags IS NEW.flags
-        AND pool IS NEW.pool AND result IS NEW.result),
-      NEW.address, NEW.size, NEW.size - NEW.requested_size, NEW.alloc_seq, NEW.alloc_ns,
-      CASE WHEN NEW.free_seq IS NOT NULL THEN (SELECT id FROM free_site WHERE utid IS NEW.free_utid
-        AND callsite_id IS NEW.free_callsite_id AND api IS NEW.free_api) END,
-      NEW.free_seq - NEW.alloc_seq, NEW.free_ns - NEW.alloc_ns);
-  INSERT INTO allocation_detail(id, vmm_handle, vmm_offset, segment_id, allocator_allocated,
-                                allocator_reserved, free_allocator_allocated,
-                                free_allocator_reserved, correlation_id)
-    SELECT last_insert_rowid(), NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id,
-           NEW.allocator_allocated, NEW.allocator_reserved, NEW.free_allocator_allocated,
-           NEW.free_allocator_reserved, NEW.correlation_id
-    WHERE coalesce(NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id, NEW.allocator_allocated,
-                   NEW.allocator_reserved, NEW.free_allocator_allocated,
-                   NEW.free_allocator_reserved, NEW.correlation_id) IS NOT NULL;
-END;
-CREATE TRIGGER allocation_delete INSTEAD OF DELETE ON allocation
-BEGIN
-  DELETE FROM allocation_detail WHERE id = OLD.id;
-  DELETE FROM allocation_compact WHERE id = OLD.id;
-END;
-CREATE TRIGGER allocation_update INSTEAD OF UPDATE ON allocation
-BEGIN
-  DELETE FROM allocation_detail WHERE id = OLD.id;
-  DELETE FROM allocation_compact WHERE id = OLD.id;
-  INSERT INTO allocation(id, upid, kind, api, device, stream, address, size, requested_size,
-                         flags, pool, result, alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id,
-                         free_seq, free_ns, free_utid, free_callsite_id, free_api, vmm_handle,
-                         vmm_offset, segment_id, allocator_allocated, allocator_reserved,
-                         free_allocator_allocated, free_allocator_reserved, correlation_id)
-    VALUES(NEW.id, NEW.upid, NEW.kind, NEW.api, NEW.device, NEW.stream, NEW.address, NEW.size,
-           NEW.requested_size, NEW.flags, NEW.pool, NEW.result, NEW.alloc_seq, NEW.alloc_ns,
-           NEW.alloc_utid, NEW.alloc_callsite_id, NEW.free_seq, NEW.free_ns, NEW.free_utid,
-           NEW.free_callsite_id, NEW.free_api, NEW.vmm_handle, NEW.vmm_offset, NEW.segment_id,
-           NEW.allocator_allocated, NEW.allocator_reserved, NEW.free_allocator_allocated,
-           NEW.free_allocator_reserved, NEW.correlation_id);
-END;
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),
@@ -352,29 +256,29 @@ CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
 CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);
 )sql";
 
-// Schema 1 kept every column in the table `allocation`; its traces are read still, and indexed
-// by these.
-constexpr std::string_view kTableAllocationIndexesSql = R"sql(
-CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation(upid, alloc_seq);
-CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation(upid, free_seq);
-CREATE INDEX IF NOT EXISTS allocation_by_alloc_callsite ON allocation(alloc_callsite_id);
-CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation(segment_id) WHERE segment_id IS NOT NULL;
-)sql";
-
 constexpr std::array<std::string_view, 4> kAllocationIndexNames{
     "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_site",
     "allocation_by_segment"};
-constexpr std::array<std::string_view, 4> kTableAllocationIndexNames{
-    "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_alloc_callsite",
-    "allocation_by_segment"};
 
-// `allocation` is a table or a view (AllocationStorage); a trace of schema 2 has these too.
-constexpr std::array<std::string_view, 13> kRequiredTables{
-    "meta", "process",    "thread",   "module", "mapping", "frame", "callsite", "allocation_kind",
-    "api",  "allocation", "bad_free", "marker", "stats",
+constexpr std::array<std::string_view, 17> kRequiredTables{
+    "meta",
+    "process",
+    "thread",
+    "module",
+    "mapping",
+    "frame",
+    "callsite",
+    "allocation_kind",
+    "api",
+    "allocation",
+    "allocation_compact",
+    "allocation_site",
+    "free_site",
+    "allocation_detail",
+    "bad_free",
+    "marker",
+    "stats",
 };
-constexpr std::array<std::string_view, 4> kCompactAllocationTables{
-    "allocation_compact", "allocation_site", "free_site", "allocation_detail"};
 
 }  // namespace
 
@@ -382,7 +286,7 @@ std::span<const NamedId> allocation_kind_rows() {
   return kAllocationKindRows;
 }
 std::span<const NamedId> api_rows() {
-  return kApiRows;
+  return kApis;
 }
 std::string_view schema_tables_sql() {
   return kTablesSql;
@@ -390,22 +294,14 @@ std::string_view schema_tables_sql() {
 std::string_view schema_indexes_sql() {
   return kIndexesSql;
 }
-std::string_view allocation_indexes_sql(AllocationStorage storage) {
-  if (storage == AllocationStorage::kTable) return kTableAllocationIndexesSql;
+std::string_view allocation_indexes_sql() {
   return kIndexesSql.substr(0, kIndexesSql.find("CREATE INDEX IF NOT EXISTS callsite_by_parent"));
 }
-std::span<const std::string_view> allocation_index_names(AllocationStorage storage) {
-  if (storage == AllocationStorage::kTable) return kTableAllocationIndexNames;
+std::span<const std::string_view> allocation_index_names() {
   return kAllocationIndexNames;
 }
 std::span<const std::string_view> required_tables() {
   return kRequiredTables;
-}
-std::span<const std::string_view> compact_allocation_tables() {
-  return kCompactAllocationTables;
-}
-AllocationStorage allocation_storage_of_version(int schema_version) {
-  return schema_version >= 2 ? AllocationStorage::kCompact : AllocationStorage::kTable;
 }
 
 }  // namespace vramtrace::storage

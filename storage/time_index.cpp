@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <map>
 #include <utility>
 
 #include "storage/allocation_columns.h"
@@ -20,7 +19,8 @@ namespace {
 
 using sqlite::Statement;
 
-// Bumped when the tables below change, so that an older build's index is rebuilt.
+// Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
+// so that an older build's index is rebuilt.
 constexpr std::int64_t kTimeIndexVersion = 1;
 // Level L of live_span files intervals whose first and last live events share one bin of
 // 2^(kFirstShift + kShiftStep * L) events; never-freed allocations go to kNeverFreedLevel.
@@ -29,9 +29,6 @@ constexpr int kShiftStep = 3;
 constexpr int kLevels = 17;  // shifts 12 .. 60; level kLevels takes what crosses 2^60
 constexpr int kNeverFreedLevel = 255;
 constexpr std::int64_t kNeverFreed = INT64_MAX;
-
-// Time offsets times kBuckets overflow 64 bits on long traces.
-__extension__ using Wide = unsigned __int128;
 
 int shift_of(int level) {
   return kFirstShift + kShiftStep * level;
@@ -155,14 +152,8 @@ struct TimeIndex::Impl {
 
   // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
   // step: present, or not for this trace (the index aside has no way to add them).
-  // As the reader tells it: by the trace's schema version.
-  AllocationStorage allocation_storage() const {
-    return allocation_storage_of_version(
-        static_cast<int>(single_int("PRAGMA $T.user_version").value_or(0)));
-  }
-
   bool allocation_indexes_present() const {
-    const auto names_wanted = allocation_index_names(allocation_storage());
+    const auto names_wanted = allocation_index_names();
     std::string names;
     for (const std::string_view name : names_wanted)
       names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
@@ -174,12 +165,12 @@ struct TimeIndex::Impl {
   // In place: what this trace lacks of its indexes, the time index and the allocation table's.
   bool complete_in_place() const { return allocation_indexes_present() && index_is_current(); }
 
-  void build_in_place(const std::function<bool(int kind)>& occupies_device_memory) {
+  void build_in_place(const BuildRollups& build_rollups_with) {
     // First: the time index's queries walk them.
-    if (!allocation_indexes_present()) execute(allocation_indexes_sql(allocation_storage()));
+    if (!allocation_indexes_present()) execute(allocation_indexes_sql());
     if (index_is_current()) return;
     build();
-    build_rollups(occupies_device_memory);
+    build_rollups(build_rollups_with);
   }
 
   void build() {
@@ -205,11 +196,15 @@ struct TimeIndex::Impl {
             ", alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
             std::to_string(kNeverFreed) + ") AS end_seq, " + level_expression() +
             " AS level FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
+    const std::string block = std::to_string(allocation_kind::kBlock);
     execute(
         "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
-        "WHERE kind = 8 AND segment_id IS NOT NULL ORDER BY 1;"
+        "WHERE kind = " +
+        block +
+        " AND segment_id IS NOT NULL ORDER BY 1;"
         "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
-        "WHERE kind = 8 ORDER BY 1;");
+        "WHERE kind = " +
+        block + " ORDER BY 1;");
     Statement range = prepare(
         "SELECT min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation WHERE result = 0");
     each_row(range, [&](const Statement& row) {
@@ -226,13 +221,6 @@ struct TimeIndex::Impl {
     each_row(put, [](const Statement&) {});
   }
 
-  std::uint32_t bucket_of(std::int64_t ns) const {
-    if (end_ns <= start_ns || ns <= start_ns) return 0;
-    const Wide offset = static_cast<Wide>(ns - start_ns) * kBuckets;
-    const Wide bucket = offset / static_cast<Wide>(end_ns - start_ns + 1);
-    return static_cast<std::uint32_t>(std::min<Wide>(bucket, kBuckets - 1));
-  }
-
   // merge_allocation_events (event_merge.h), failing as this index does.
   bool merge_events(Statement& allocs, Statement& frees,
                     const std::function<bool(const AllocationEvent&)>& visit) const {
@@ -247,86 +235,46 @@ struct TimeIndex::Impl {
     return rc == SQLITE_DONE;
   }
 
-  // One pass over every process's allocations and frees in sequence order (two ordered scans,
-  // merged), keeping running sums: the buckets and the peaks.
-  void build_rollups(const std::function<bool(int kind)>& occupies_device_memory) {
-    Statement allocs = prepare(
-        "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
-        "FROM $T.allocation WHERE result = 0 ORDER BY upid, alloc_seq");
+  // The caller's rollups over one pass of every process's allocations and frees in sequence
+  // order (two ordered scans, merged), stored as they come.
+  void build_rollups(const BuildRollups& build) {
     Statement put_bucket =
         prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-
-    struct Series {
-      std::optional<std::uint32_t> bucket;
-      std::uint64_t min = 0, max = 0, last = 0;
+    RollupSource source;
+    source.start_ns = start_ns;
+    source.end_ns = end_ns;
+    source.for_each_event = [&](const std::function<void(const AllocationEvent&)>& visit) {
+      Statement allocs = prepare(
+          "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
+          "FROM $T.allocation WHERE result = 0 ORDER BY upid, alloc_seq");
+      merge_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
+                               [&](const AllocationEvent& event) {
+                                 visit(event);
+                                 return true;
+                               });
     };
-    struct Peak {
-      std::uint64_t live = 0, bytes = 0, seq = 0;
-      std::int64_t ns = 0;
-    };
-    std::int64_t upid = 0;
-    std::map<std::pair<int, int>, Series> series;       // (device, kind)
-    std::map<std::pair<int, std::string>, Peak> peaks;  // (device, group)
-
-    const auto flush_bucket = [&](const std::pair<int, int>& key, const Series& s) {
-      if (!s.bucket) return;
-      put_bucket.bind_int64(1, upid);
-      put_bucket.bind_int64(2, key.first);
-      put_bucket.bind_int64(3, key.second);
-      put_bucket.bind_int64(4, *s.bucket);
-      put_bucket.bind_uint64(5, s.min);
-      put_bucket.bind_uint64(6, s.max);
-      put_bucket.bind_uint64(7, s.last);
+    RollupSink sink;
+    sink.add_bucket = [&](const LiveBytesBucket& row) {
+      put_bucket.bind_int64(1, row.upid);
+      put_bucket.bind_int64(2, row.device);
+      put_bucket.bind_int64(3, row.kind);
+      put_bucket.bind_int64(4, row.bucket);
+      put_bucket.bind_uint64(5, row.min_bytes);
+      put_bucket.bind_uint64(6, row.max_bytes);
+      put_bucket.bind_uint64(7, row.last_bytes);
       each_row(put_bucket, [](const Statement&) {});
     };
-    const auto flush_process = [&] {
-      for (const auto& [key, s] : series) flush_bucket(key, s);
-      for (const auto& [key, peak] : peaks) {
-        if (peak.bytes == 0) continue;
-        put_peak.bind_int64(1, upid);
-        put_peak.bind_int64(2, key.first);
-        put_peak.bind_text(3, key.second);
-        put_peak.bind_uint64(4, peak.bytes);
-        put_peak.bind_uint64(5, peak.seq);
-        put_peak.bind_int64(6, peak.ns);
-        each_row(put_peak, [](const Statement&) {});
-      }
-      series.clear();
-      peaks.clear();
+    sink.add_peak = [&](const LiveBytesPeak& row) {
+      put_peak.bind_int64(1, row.upid);
+      put_peak.bind_int64(2, row.device);
+      put_peak.bind_text(3, row.group);
+      put_peak.bind_uint64(4, row.bytes);
+      put_peak.bind_uint64(5, row.seq);
+      put_peak.bind_int64(6, row.ns);
+      each_row(put_peak, [](const Statement&) {});
     };
-    const auto apply = [&](const AllocationEvent& event) {
-      const bool is_free = event.type == AllocationEvent::Type::kFree;
-      if (event.upid != upid) {
-        flush_process();
-        upid = event.upid;
-      }
-      const std::pair<int, int> key{event.device, event.kind};
-      Series& s = series[key];
-      const std::uint32_t bucket = bucket_of(event.ns);
-      if (s.bucket != bucket) {
-        flush_bucket(key, s);
-        s.bucket = bucket;
-        s.min = s.max = s.last;
-      }
-      s.last = is_free ? s.last - std::min(s.last, event.size) : s.last + event.size;
-      s.min = std::min(s.min, s.last);
-      s.max = std::max(s.max, s.last);
-      const char* group = event.kind == 8                      ? kPeakGroupBlocks
-                          : occupies_device_memory(event.kind) ? kPeakGroupDeviceMemory
-                                                               : nullptr;
-      if (group == nullptr) return;
-      Peak& peak = peaks[{event.device, group}];
-      peak.live = is_free ? peak.live - std::min(peak.live, event.size) : peak.live + event.size;
-      if (peak.live > peak.bytes) peak = {peak.live, peak.live, event.seq, event.ns};
-    };
-
-    merge_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
-                             [&](const AllocationEvent& event) {
-                               apply(event);
-                               return true;
-                             });
-    flush_process();
+    build(source, sink);
   }
 
   void load_range() {
@@ -416,9 +364,8 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
 
 }  // namespace
 
-std::unique_ptr<TimeIndex> TimeIndex::open(
-    const std::filesystem::path& path, const std::function<bool(int kind)>& occupies_device_memory,
-    std::string* error) {
+std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
+                                           const BuildRollups& build_rollups, std::string* error) {
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   const auto started = std::chrono::steady_clock::now();
@@ -429,7 +376,7 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
       if (!impl->complete_in_place()) {
         impl->execute("BEGIN IMMEDIATE");
         // Another report may have built it while this one waited for the lock.
-        if (!impl->complete_in_place()) impl->build_in_place(occupies_device_memory);
+        if (!impl->complete_in_place()) impl->build_in_place(build_rollups);
         impl->execute("COMMIT");
       }
     } catch (const TraceError& failure) {
@@ -453,7 +400,7 @@ std::unique_ptr<TimeIndex> TimeIndex::open(
       impl->each_row(attach, [](const Statement&) {});
       impl->execute("BEGIN");
       impl->build();
-      impl->build_rollups(occupies_device_memory);
+      impl->build_rollups(build_rollups);
       impl->execute("COMMIT");
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -6,15 +6,16 @@
 //   them into the file (once; later opens reuse them). A trace that is still being written, or
 //   that cannot be written (a read-only file or folder), gets them in a temporary database
 //   that SQLite deletes on close, and note() says so: each open then pays the build again.
-// - Three precomputations, each built in one pass:
+// - What it keeps, each built in one pass:
 //   live_span: every successful allocation's [alloc_seq, free_seq) interval, filed in the
 //     smallest of a ladder of sequence bins (4096 events, x8 per level) that holds it whole,
 //     so that "live just after event s" reads the one bin per level that contains s: the rows
 //     read are about the live set, not the trace.
-//   live_bytes_bucket: live bytes per (process, device, kind), as min, max and last in each of
-//     kBuckets equal slices of the trace's time.
-//   live_bytes_peak: the most live bytes per (process, device) of device memory in use and of
-//     allocator blocks, with the event that first reached it.
+//   allocator_segment, allocator_process: the segments that held a block, the processes with
+//     blocks.
+//   live_bytes_bucket, live_bytes_peak: the rollups, rows that the caller's BuildRollups makes
+//     from one ordered pass over the trace's events (analysis/live_bytes_rollups.h says what
+//     they mean); the index stores them and reads them back.
 // - Queries that fail throw TraceError (one line, naming the file), as TraceReader's do.
 #pragma once
 
@@ -32,43 +33,54 @@
 
 namespace vramtrace::storage {
 
-// Live bytes of one (process, device, kind) in one time slice of the trace.
+// A row of live_bytes_bucket: live bytes of one (process, device, kind) in one time slice of
+// the trace.
 struct LiveBytesBucket {
   std::int64_t upid = 0;
   int device = 0, kind = 0;
-  std::uint32_t bucket = 0;  // 0 .. TimeIndex::kBuckets - 1
+  std::uint32_t bucket = 0;  // the slice
   // Over the slice, the value it started with included; `last` holds until the next bucket of
   // the same series (a slice without events is not stored).
   std::uint64_t min_bytes = 0, max_bytes = 0, last_bytes = 0;
 };
 
-// The peak of a group of kinds of one process on one device.
+// A row of live_bytes_peak: the peak of a group of kinds of one process on one device.
 struct LiveBytesPeak {
   std::int64_t upid = 0;
   int device = 0;
-  std::string group;  // kPeakGroupDeviceMemory or kPeakGroupBlocks
+  std::string group;  // peak_group
   std::uint64_t bytes = 0;
   std::uint64_t seq = 0;  // the event that first reached it
   std::int64_t ns = 0;
 };
 
-inline constexpr const char* kPeakGroupDeviceMemory = "device_memory";
-inline constexpr const char* kPeakGroupBlocks = "blocks";
+// What the rollups are built from, once per build.
+struct RollupSource {
+  // The span of the index (TimeIndex::start_ns() and end_ns()).
+  std::int64_t start_ns = 0, end_ns = 0;
+  // Every successful allocation and free of the trace: processes in upid order, each process's
+  // events in sequence order (a free before an allocation of the same number).
+  std::function<void(const std::function<void(const AllocationEvent&)>& visit)> for_each_event;
+};
+
+// Where the rollups go: rows of live_bytes_bucket and live_bytes_peak, in any order.
+struct RollupSink {
+  std::function<void(const LiveBytesBucket&)> add_bucket;
+  std::function<void(const LiveBytesPeak&)> add_peak;
+};
+
+using BuildRollups = std::function<void(const RollupSource&, const RollupSink&)>;
 
 // As TraceReader, one thread at a time.
 class TimeIndex {
  public:
-  // Time slices of live_bytes_bucket, equal parts of [start_ns(), end_ns()].
-  static constexpr std::uint32_t kBuckets = 16384;
-
-  // `occupies_device_memory` says which kinds the device_memory peak adds up (analysis/ owns
-  // that rule). On failure returns nullptr with *error set (one line, naming the file).
-  static std::unique_ptr<TimeIndex> open(
-      const std::filesystem::path& path,
-      const std::function<bool(int kind)>& occupies_device_memory, std::string* error);
+  // `build_rollups` makes the rollup rows when the index is built (not when a kept one is
+  // reused). On failure returns nullptr with *error set (one line, naming the file).
+  static std::unique_ptr<TimeIndex> open(const std::filesystem::path& path,
+                                         const BuildRollups& build_rollups, std::string* error);
   // True when open() keeps (or has kept) the index in the file: a finished trace this user can
-  // write. Reports that can also scan the trace use the index only then, since building it
-  // aside costs more than one scan.
+  // write. Reports that can also scan the trace use the index only then
+  // (analysis/time_index.h), since building it aside costs more than one scan.
   static bool kept_in_file(const std::filesystem::path& path);
   ~TimeIndex();
   TimeIndex(const TimeIndex&) = delete;
@@ -77,7 +89,7 @@ class TimeIndex {
   // Empty when the index came from the file; otherwise one line on how it was made.
   const std::string& note() const;
 
-  // The time range the buckets divide: the first allocation to the last allocation or free.
+  // The time range of the trace's events: the first allocation to the last allocation or free.
   std::int64_t start_ns() const;
   std::int64_t end_ns() const;
 

@@ -110,7 +110,7 @@ INSERT INTO main.process(upid, pid, ppid, uid, host, exe, argv, start_ns, start_
                          end_ns, exit_status, signal, complete, unwinder, rank, local_rank,
                          world_size, backend)
 SELECT upid + :upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, end_ns,
-       exit_status, signal, complete, unwinder, rank, local_rank, world_size, $backend
+       exit_status, signal, complete, unwinder, rank, local_rank, world_size, backend
 FROM input.process ORDER BY upid)sql"},
     {"copying threads", R"sql(
 INSERT INTO main.thread(utid, upid, tid, name)
@@ -184,7 +184,7 @@ SELECT id + :memory_activity, upid + :upid, operation, kind, correlation_id, add
        source, allocation_id + :allocation
 FROM input.memory_activity ORDER BY id)sql"};
 
-// An input of schema 2 or later: its allocations' tables are copied as they are, ids shifted.
+// An input's allocations: their tables are copied as they are, ids shifted.
 // Sites stay distinct: each names a thread, and every input's threads are new to the output.
 constexpr std::array<CopyStep, 4> kCopyCompactAllocations{{
     {"copying allocation sites", R"sql(
@@ -215,27 +215,6 @@ SELECT id + :allocation, vmm_handle, vmm_offset, segment_id + :allocation, alloc
        allocator_reserved, free_allocator_allocated, free_allocator_reserved, correlation_id
 FROM input.allocation_detail ORDER BY id)sql"},
 }};
-
-// An input of schema 1 (every column in its table `allocation`): through the view's INSERT
-// trigger, which files each row under its sites.
-constexpr CopyStep kCopyTableAllocations{"copying allocations", R"sql(
-INSERT INTO main.allocation(id, upid, kind, api, device, stream, address, size, requested_size,
-                            flags, pool, result, alloc_seq, alloc_ns, alloc_utid,
-                            alloc_callsite_id, free_seq, free_ns, free_utid, free_callsite_id,
-                            free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated,
-                            allocator_reserved, free_allocator_allocated,
-                            free_allocator_reserved, correlation_id)
-SELECT a.id + :allocation, a.upid + :upid, a.kind, a.api, a.device, a.stream, a.address, a.size,
-       a.requested_size, a.flags, a.pool, a.result, a.alloc_seq, a.alloc_ns,
-       a.alloc_utid + :utid, ifnull(ac.new_id, a.alloc_callsite_id + :callsite), a.free_seq,
-       a.free_ns, a.free_utid + :utid, ifnull(fc.new_id, a.free_callsite_id + :callsite),
-       a.free_api, a.vmm_handle, a.vmm_offset, a.segment_id + :allocation,
-       a.allocator_allocated, a.allocator_reserved, a.free_allocator_allocated,
-       a.free_allocator_reserved, $correlation_id
-FROM input.allocation AS a
-LEFT JOIN temp.callsite_map AS ac ON ac.old_id = a.alloc_callsite_id
-LEFT JOIN temp.callsite_map AS fc ON fc.old_id = a.free_callsite_id
-ORDER BY a.id)sql"};
 
 constexpr std::array<CopyStep, 5> kCopyAfterCallsites{{
     {"copying bad frees", R"sql(
@@ -319,11 +298,7 @@ class MergedTrace {
     const std::map<std::string, std::int64_t> shifts = id_shifts();
     for (const CopyStep& copy : kCopyBeforeCallsites) run(copy, shifts, std::nullopt);
     copy_callsites(shifts);
-    if (input_has("allocation_compact")) {
-      for (const CopyStep& copy : kCopyCompactAllocations) run(copy, shifts, std::nullopt);
-    } else {
-      run(kCopyTableAllocations, shifts, std::nullopt);
-    }
+    for (const CopyStep& copy : kCopyCompactAllocations) run(copy, shifts, std::nullopt);
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
     if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
     execute("COMMIT", "committing");
@@ -399,35 +374,19 @@ class MergedTrace {
     statement.reset();
   }
 
-  // Whether the attached input has `table` (and `column` in it, when given). Traces from
-  // before the CUPTI backend lack process.backend, allocation.correlation_id and
-  // memory_activity; they are read as the shim's, with no correlation ids.
-  bool input_has(std::string_view table, std::string_view column = {}) {
-    Statement query =
-        prepare("SELECT count(*) FROM pragma_table_info(?1, 'input') WHERE ?2 = '' OR name = ?2",
-                "reading the input's schema");
+  // Whether the attached input has `table`. A reader requires most tables of a trace, not
+  // memory_activity: an input without it has no activity records to copy.
+  bool input_has(std::string_view table) {
+    Statement query = prepare("SELECT count(*) FROM pragma_table_info(?1, 'input')",
+                              "reading the input's schema");
     query.bind_text(1, std::string(table));
-    query.bind_text(2, std::string(column));
     if (const int rc = query.step(); rc != SQLITE_ROW) fail("reading the input's schema", rc);
     return query.int64(0) > 0;
   }
 
-  // The step's SQL with the columns an older input lacks given their meaning there.
-  std::string sql_for(const CopyStep& copy) {
-    std::string sql(copy.sql);
-    const auto replace = [&](std::string_view token, const std::string& with) {
-      if (const std::size_t at = sql.find(token); at != std::string::npos)
-        sql.replace(at, token.size(), with);
-    };
-    replace("$backend", input_has("process", "backend") ? "backend" : "'preload'");
-    replace("$correlation_id",
-            input_has("allocation", "correlation_id") ? "a.correlation_id" : "NULL");
-    return sql;
-  }
-
   void run(const CopyStep& copy, const std::map<std::string, std::int64_t>& shifts,
            std::optional<std::int64_t> depth) {
-    Statement statement = prepare(sql_for(copy), copy.doing);
+    Statement statement = prepare(copy.sql, copy.doing);
     for (const auto& [parameter, shift] : shifts) {
       statement.bind_named_int64(parameter.c_str(), shift);
     }
@@ -443,7 +402,7 @@ class MergedTrace {
     std::map<std::string, std::int64_t> shifts;
     for (const IdColumn& id : kIdColumns) {
       const std::string column(id.column), table(id.table);
-      if (!input_has(table)) continue;  // an older input without the table: nothing to shift
+      if (!input_has(table)) continue;  // an input without the table: nothing to shift
       Statement query =
           prepare("SELECT (SELECT max(" + column + ") FROM main." + table +
                       "), min(1, ifnull((SELECT min(" + column + ") FROM input." + table + "), 1))",

@@ -143,11 +143,6 @@ struct TraceReader::Impl {
     return value;
   }
 
-  bool has_process_backend() {
-    return pragma_int("SELECT COUNT(*) FROM pragma_table_info('process') WHERE name = 'backend'") !=
-           0;
-  }
-
   std::map<int, std::string> names_of(std::string_view table) {
     Statement statement = prepare("SELECT id, name FROM " + std::string(table));
     std::map<int, std::string> names;
@@ -185,14 +180,17 @@ struct TraceReader::Impl {
           Reason::kNotATrace,
           name + ": not a vramtrace trace (no schema version); " + std::string(kRecordHint)};
     }
+    if (schema_version < kSchemaVersion) {
+      return OpenFailure{Reason::kOlderSchema,
+                         name + ": written by an older vramtrace (trace schema " +
+                             std::to_string(schema_version) +
+                             ", which this build does not read: " + "it reads schema " +
+                             std::to_string(kSchemaVersion) + "); record it again"};
+    }
     std::set<std::string, std::less<>> tables;
     Statement list = prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
     each_row(list, [&](const Statement& row) { tables.insert(row.text(0)); });
-    std::vector<std::string_view> required(required_tables().begin(), required_tables().end());
-    if (allocation_storage_of_version(schema_version) == AllocationStorage::kCompact)
-      required.insert(required.end(), compact_allocation_tables().begin(),
-                      compact_allocation_tables().end());
-    for (const std::string_view table : required) {
+    for (const std::string_view table : required_tables()) {
       if (!tables.contains(table)) {
         return OpenFailure{Reason::kNotATrace, name + ": not a vramtrace trace (no '" +
                                                    std::string(table) + "' table); " +
@@ -316,12 +314,10 @@ std::string TraceReader::api_name(int api) const {
 }
 
 std::vector<ProcessRecord> TraceReader::processes() const {
-  // process.backend came with the CUPTI backend: an older trace's processes are the shim's.
-  const char* backend = impl_->has_process_backend() ? "backend" : "'preload'";
   Statement statement = impl_->prepare(
       "SELECT upid, pid, ppid, uid, host, exe, argv, start_ns, start_realtime_ns, unwinder, "
-      "end_ns, exit_status, signal, complete, rank, local_rank, world_size, " +
-      std::string(backend) + " FROM process ORDER BY upid");
+      "end_ns, exit_status, signal, complete, rank, local_rank, world_size, backend "
+      "FROM process ORDER BY upid");
   std::vector<ProcessRecord> processes;
   impl_->each_row(statement, [&](const Statement& row) {
     ProcessRecord& record = processes.emplace_back();
@@ -351,9 +347,7 @@ std::vector<ProcessRecord> TraceReader::processes() const {
 }
 
 std::map<std::int64_t, std::string> TraceReader::process_backends() const {
-  Statement statement =
-      impl_->prepare(impl_->has_process_backend() ? "SELECT upid, backend FROM process"
-                                                  : "SELECT upid, 'preload' FROM process");
+  Statement statement = impl_->prepare("SELECT upid, backend FROM process");
   std::map<std::int64_t, std::string> backends;
   impl_->each_row(statement, [&](const Statement& row) { backends[row.int64(0)] = row.text(1); });
   return backends;

@@ -36,6 +36,7 @@ struct OpenFailure {
     kUnreadable,   // a directory, no permission, an I/O error
     kNotATrace,    // not SQLite, or SQLite without vramtrace's application_id and tables
     kNewerSchema,  // written by a newer vramtrace (user_version above kSchemaVersion)
+    kOlderSchema,  // a schema before kSchemaVersion, which no release wrote
     kCorrupt,      // truncated or otherwise damaged
   };
   Reason reason = Reason::kNotATrace;

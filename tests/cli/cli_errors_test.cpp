@@ -59,14 +59,26 @@ TEST_F(CliErrorsTest, AnSqliteDatabaseThatIsNotATrace) {
   expect_clean_failure(dir_ / "other.db", "not a vramtrace trace");
 }
 
-TEST_F(CliErrorsTest, ATraceFromANewerVramtrace) {
-  const auto path = dir_ / "future.db";
+// The synthetic trace at `path`, marked as schema `version`.
+void write_trace_of_schema(const std::filesystem::path& path, int version) {
   ASSERT_EQ(write_synthetic_trace(path), "");
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 99", nullptr, nullptr, nullptr), SQLITE_OK);
+  const std::string sql = "PRAGMA user_version = " + std::to_string(version);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   sqlite3_close(db);
+}
+
+TEST_F(CliErrorsTest, ATraceFromANewerVramtrace) {
+  const auto path = dir_ / "future.db";
+  write_trace_of_schema(path, 99);
   expect_clean_failure(path, "newer vramtrace");
+}
+
+TEST_F(CliErrorsTest, ATraceOfSchema1) {
+  const auto path = dir_ / "schema_1.db";
+  write_trace_of_schema(path, 1);
+  expect_clean_failure(path, "written by an older vramtrace (trace schema 1");
 }
 
 TEST_F(CliErrorsTest, ARealTraceTruncatedAtSeveralOffsets) {

@@ -1,5 +1,6 @@
 #include "burst_trace.h"
 
+#include "analysis/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_writer.h"
@@ -37,8 +38,8 @@ std::string write_burst_trace(const std::filesystem::path& path) {
   allocate(2, 2, 5000, kMiB);
   allocate(3, 3, 5200, 2 * kMiB);
   free(3, 4, 5600);
-  // The index's buckets divide [start, end] (end - start + 1 ns) in kBuckets equal parts.
-  free(1, 5, kBurstTraceBucketNs * storage::TimeIndex::kBuckets - 1);
+  // The index's buckets divide [start, end] (end - start + 1 ns) in kLiveBytesBuckets equal parts.
+  free(1, 5, kBurstTraceBucketNs * analysis::kLiveBytesBuckets - 1);
   return writer->finish(&error) ? std::string() : error;
 }
 

@@ -141,7 +141,9 @@ TEST_F(GateTest, ModuleRulesMatchThePathOrItsLastComponent) {
 
 TEST_F(GateTest, LeakIncreaseAgainstABaselineWithoutOneLeak) {
   // The baseline lacks a4 (8 MiB pinned): this trace leaks 8 MiB more.
-  const auto baseline = write("baseline.db", "DELETE FROM allocation WHERE id = 4");
+  const auto baseline = write(
+      "baseline.db",
+      "DELETE FROM allocation_detail WHERE id = 4; DELETE FROM allocation_compact WHERE id = 4");
   GateOptions options;
   options.limits.max_leak_increase = 8 * kMiB;
   EXPECT_TRUE(judge(options, baseline.get()).passed());
@@ -154,7 +156,9 @@ TEST_F(GateTest, LeakIncreaseAgainstABaselineWithoutOneLeak) {
 
 TEST_F(GateTest, PeakIncreaseAgainstABaselineInPercent) {
   // Without a7 (16 MiB, freed) the baseline's device 0 peaks at 6.5 MiB instead of 22 MiB.
-  const auto baseline = write("baseline.db", "DELETE FROM allocation WHERE id = 7");
+  const auto baseline = write(
+      "baseline.db",
+      "DELETE FROM allocation_detail WHERE id = 7; DELETE FROM allocation_compact WHERE id = 7");
   GateOptions options;
   options.limits.max_peak_increase_percent = 10;
   const GateResult result = judge(options, baseline.get());
@@ -170,7 +174,10 @@ TEST_F(GateTest, PeakIncreaseAgainstABaselineInPercent) {
 }
 
 TEST_F(GateTest, APeakWhereTheBaselineHadNoneIsAnInfiniteIncrease) {
-  const auto baseline = write("baseline.db", "DELETE FROM allocation WHERE device = 1");
+  const auto baseline = write(
+      "baseline.db",
+      "DELETE FROM allocation_detail WHERE id IN (SELECT id FROM allocation WHERE device = 1); "
+      "DELETE FROM allocation_compact WHERE id IN (SELECT id FROM allocation WHERE device = 1)");
   GateOptions options;
   options.limits.max_peak_increase_percent = 1000;
   const GateResult result = judge(options, baseline.get());

@@ -1,7 +1,8 @@
 // TimeIndex: the live set at any event agrees with a brute-force sweep of the allocation table
 // (on a generated trace whose lifetimes cross every level of the bin ladder), the index is kept
 // in a finished trace and built aside for one that is not, and the rollups (peaks, buckets)
-// match the allocator trace's table (allocator_trace.h).
+// match the allocator trace's table (allocator_trace.h); the index stores the rollups its caller
+// builds, and reports that can scan read only a kept index.
 #include "storage/time_index.h"
 
 #include <gtest/gtest.h>
@@ -11,9 +12,13 @@
 #include <random>
 #include <set>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
+#include "analysis/live_bytes_rollups.h"
+#include "analysis/time_index.h"
 #include "analysis/trace_peaks.h"
 #include "random_trace.h"
 #include "storage/schema.h"
@@ -29,7 +34,7 @@ constexpr std::uint64_t M = 1024 * 1024;
 
 std::unique_ptr<storage::TimeIndex> open_index(const std::filesystem::path& path) {
   std::string error;
-  auto index = storage::TimeIndex::open(path, analysis::occupies_device_memory, &error);
+  auto index = storage::TimeIndex::open(path, analysis::build_live_bytes_rollups, &error);
   EXPECT_NE(index, nullptr) << error;
   return index;
 }
@@ -108,6 +113,68 @@ TEST(TimeIndex, AnUnfinishedTraceIsIndexedAsideWithANote) {
   EXPECT_EQ(index->live_at(1, 7).size(), 4u);  // S1, B2, B3, S2
 }
 
+// The index stores whatever rows the caller's rollups make, from every event in (upid, seq)
+// order, and builds them once: a kept index is reused without calling them again.
+TEST(TimeIndex, StoresTheRollupsTheCallerBuilds) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  int builds = 0;
+  std::vector<std::pair<std::int64_t, std::uint64_t>> events;
+  const storage::BuildRollups count_events = [&](const storage::RollupSource& source,
+                                                 const storage::RollupSink& sink) {
+    ++builds;
+    EXPECT_LT(source.start_ns, source.end_ns);
+    source.for_each_event(
+        [&](const storage::AllocationEvent& event) { events.emplace_back(event.upid, event.seq); });
+    sink.add_bucket({1, 0, 8, 7, 1, 3, 2});
+    sink.add_peak({2, 1, "most", 42, 5, 9});
+  };
+  std::string error;
+  const auto index = storage::TimeIndex::open(path, count_events, &error);
+  ASSERT_NE(index, nullptr) << error;
+  EXPECT_EQ(builds, 1);
+  EXPECT_TRUE(std::is_sorted(events.begin(), events.end()));
+  std::uint64_t expected = 0;
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  trace->for_each_allocation_event([&](const storage::AllocationEvent&) { ++expected; });
+  EXPECT_EQ(events.size(), expected);
+  const auto buckets = index->buckets();
+  ASSERT_EQ(buckets.size(), 1u);
+  EXPECT_EQ(std::tuple(buckets[0].upid, buckets[0].device, buckets[0].kind, buckets[0].bucket,
+                       buckets[0].min_bytes, buckets[0].max_bytes, buckets[0].last_bytes),
+            std::tuple(1, 0, 8, 7u, 1u, 3u, 2u));
+  const auto peaks = index->peaks();
+  ASSERT_EQ(peaks.size(), 1u);
+  EXPECT_EQ(std::tuple(peaks[0].upid, peaks[0].device, peaks[0].group, peaks[0].bytes, peaks[0].seq,
+                       peaks[0].ns),
+            std::tuple(2, 1, std::string("most"), 42u, 5u, 9));
+  ASSERT_NE(storage::TimeIndex::open(path, count_events, &error), nullptr) << error;
+  EXPECT_EQ(builds, 1);
+}
+
+// Reports that can scan read the index only where the trace keeps it: never built aside.
+TEST(TimeIndex, ReportsThatCanScanReadOnlyAKeptIndex) {
+  testing::TempDir dir;
+  const auto finished = dir / "finished.db", unfinished = dir / "unfinished.db";
+  ASSERT_EQ(testing::write_allocator_trace(finished), "");
+  ASSERT_EQ(testing::write_allocator_trace(unfinished, /*finish=*/false), "");
+  storage::OpenFailure failure;
+  const auto kept = storage::TraceReader::open(finished, &failure);
+  ASSERT_NE(kept, nullptr) << failure.message;
+  const auto index = analysis::open_time_index_if_kept(*kept);
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(index->note(), "");
+  const auto aside = storage::TraceReader::open(unfinished, &failure);
+  ASSERT_NE(aside, nullptr) << failure.message;
+  EXPECT_EQ(analysis::open_time_index_if_kept(*aside), nullptr);
+  EXPECT_FALSE(file_has_table(unfinished, "live_span"));
+  // A report that needs the index gets it all the same, built aside.
+  EXPECT_NE(analysis::open_time_index(*aside)->note(), "");
+}
+
 TEST(TimeIndex, PeaksAreTheFirstEventToReachTheMost) {
   testing::TempDir dir;
   const auto path = dir / "allocator.db";
@@ -117,10 +184,10 @@ TEST(TimeIndex, PeaksAreTheFirstEventToReachTheMost) {
   const auto peaks = index->peaks();
   ASSERT_EQ(peaks.size(), 3u);
   EXPECT_EQ(peaks[0].upid, 1);
-  EXPECT_EQ(peaks[0].group, storage::kPeakGroupBlocks);
+  EXPECT_EQ(peaks[0].group, analysis::kPeakGroupBlocks);
   EXPECT_EQ(peaks[0].bytes, 4 * M + M / 4);
   EXPECT_EQ(peaks[0].seq, 8u);
-  EXPECT_EQ(peaks[1].group, storage::kPeakGroupDeviceMemory);
+  EXPECT_EQ(peaks[1].group, analysis::kPeakGroupDeviceMemory);
   EXPECT_EQ(peaks[1].bytes, 6 * M);
   EXPECT_EQ(peaks[1].seq, 7u);
   EXPECT_EQ(peaks[1].ns, kAllocatorTraceStartNs + 7'000'000);
@@ -141,10 +208,10 @@ TEST(TimeIndex, PeaksAgreeWithSummarysSweep) {
   ASSERT_NE(index, nullptr);
   std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> swept;
   for (const auto& peak : analysis::find_device_peaks(*trace))
-    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupDeviceMemory, peak.bytes,
+    swept.emplace_back(peak.upid, peak.device, analysis::kPeakGroupDeviceMemory, peak.bytes,
                        peak.at_seq);
   for (const auto& peak : analysis::find_block_peaks(*trace))
-    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupBlocks, peak.bytes, peak.at_seq);
+    swept.emplace_back(peak.upid, peak.device, analysis::kPeakGroupBlocks, peak.bytes, peak.at_seq);
   std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> indexed;
   for (const auto& peak : index->peaks())
     indexed.emplace_back(peak.upid, peak.device, peak.group, peak.bytes, peak.seq);
@@ -229,7 +296,7 @@ TEST(TimeIndex, BucketsKeepMinMaxAndLast) {
   EXPECT_EQ(device[2].min_bytes, 2 * M);  // the free of S2 at seq 11
   EXPECT_EQ(device[2].max_bytes, 6 * M);
   EXPECT_EQ(device[4].last_bytes, 4 * M);
-  EXPECT_EQ(device[4].bucket, storage::TimeIndex::kBuckets - 1);
+  EXPECT_EQ(device[4].bucket, analysis::kLiveBytesBuckets - 1);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include <tuple>
 
 #include "allocator_trace.h"
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "burst_trace.h"
 #include "random_trace.h"
 #include "temp_dir.h"

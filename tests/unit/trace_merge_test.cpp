@@ -10,7 +10,6 @@
 
 #include "analysis/leak_report.h"
 #include "analysis/summary.h"
-#include "schema_1_trace.h"
 #include "sql_query.h"
 #include "storage/trace_merge.h"
 #include "storage/trace_reader.h"
@@ -187,7 +186,9 @@ TEST_F(TraceMergeTest, TheMergesLeakReportIsTheUnionOfTheInputs) {
 TEST_F(TraceMergeTest, CuptisColumnsAndActivityRecordsAreKept) {
   ASSERT_EQ(execute_sql(b_, R"sql(
       UPDATE process SET backend = 'cupti';
-      UPDATE allocation SET correlation_id = 1000 + id;
+      INSERT INTO allocation_detail(id, correlation_id) SELECT id, 1000 + id
+      FROM allocation_compact WHERE true
+      ON CONFLICT(id) DO UPDATE SET correlation_id = excluded.correlation_id;
       INSERT INTO memory_activity(id, upid, operation, kind, correlation_id, address, size, device,
                                   stream, cupti_ns, allocation_id)
       SELECT id, upid, 'allocation', kind, 1000 + id, address, size, device, 0, 7, id
@@ -210,25 +211,6 @@ TEST_F(TraceMergeTest, CuptisColumnsAndActivityRecordsAreKept) {
             table_count(merged, "memory_activity"));
   EXPECT_EQ(query_one(merged, "SELECT count(*) FROM allocation WHERE correlation_id IS NOT NULL"),
             table_count(b_, "allocation"));
-}
-
-// A trace from before the CUPTI backend (schema 1, without its columns) merges as the shim's.
-TEST_F(TraceMergeTest, ATraceWithoutCuptisColumnsMergesAsTheShims) {
-  ASSERT_EQ(testing::rewrite_as_schema_1(b_), "");
-  ASSERT_EQ(execute_sql(b_,
-                        "ALTER TABLE process DROP COLUMN backend; "
-                        "ALTER TABLE allocation DROP COLUMN correlation_id; "
-                        "DROP TABLE memory_activity;"),
-            "");
-  const auto merged = dir_ / "merged.db";
-  const MergeResult result = merge({a_, b_}, merged);
-  ASSERT_TRUE(result.ok) << result.error;
-  EXPECT_EQ(query_one(merged, "SELECT count(*) FROM process WHERE backend = 'preload'"),
-            std::to_string(std::stoi(table_count(a_, "process")) +
-                           std::stoi(table_count(b_, "process"))));
-  EXPECT_EQ(table_count(merged, "allocation"),
-            std::to_string(std::stoi(table_count(a_, "allocation")) +
-                           std::stoi(table_count(b_, "allocation"))));
 }
 
 TEST_F(TraceMergeTest, SharedModulesFramesAndCallsitesAreStoredOnce) {

@@ -102,15 +102,32 @@ TEST(TraceReaderOpenTest, ATraceWithATableUnderTheAllocationViewMissing) {
   }
 }
 
+// The synthetic trace at `path`, marked as schema `version`.
+void write_trace_of_schema(const std::filesystem::path& path, int version) {
+  ASSERT_EQ(testing::write_synthetic_trace(path), "");
+  run_sql(path, ("PRAGMA user_version = " + std::to_string(version) + ";").c_str());
+}
+
 TEST(TraceReaderOpenTest, ATraceFromANewerVramtrace) {
   TempDir dir;
   const auto path = dir / "future.db";
-  ASSERT_EQ(testing::write_synthetic_trace(path), "");
-  run_sql(path, "PRAGMA user_version = 99;");
+  write_trace_of_schema(path, 99);
   const OpenFailure failure = open_failure(path);
   EXPECT_EQ(failure.reason, Reason::kNewerSchema);
   EXPECT_NE(failure.message.find("newer vramtrace"), std::string::npos);
   EXPECT_NE(failure.message.find("upgrade"), std::string::npos);
+}
+
+// Schema 1 kept allocations in a table; no release wrote it, and this build does not read it.
+TEST(TraceReaderOpenTest, ATraceOfSchema1IsRefusedWithOneMessage) {
+  TempDir dir;
+  const auto path = dir / "schema_1.db";
+  write_trace_of_schema(path, 1);
+  const OpenFailure failure = open_failure(path);
+  EXPECT_EQ(failure.reason, Reason::kOlderSchema);
+  EXPECT_EQ(failure.message, path.string() +
+                                 ": written by an older vramtrace (trace schema 1, which this "
+                                 "build does not read: it reads schema 2); record it again");
 }
 
 TEST(TraceReaderOpenTest, ATraceTruncatedAnywhere) {

@@ -12,6 +12,7 @@
 
 #include "allocator_trace.h"
 #include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "storage/schema.h"
 #include "storage/trace_writer.h"
 #include "synthetic_trace.h"

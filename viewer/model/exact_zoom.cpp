@@ -1,13 +1,14 @@
 #include "viewer/model/exact_zoom.h"
 
+#include "analysis/live_bytes_rollups.h"
 #include "storage/time_index.h"
 
 namespace vramtrace::viewer {
 
 bool wants_exact_window(const TimeAxis& axis) {
-  // As the index cuts them: kBuckets equal parts of the trace's end - start + 1 ns.
+  // As the index cuts them: kLiveBytesBuckets equal parts of the trace's end - start + 1 ns.
   const double bucket_ns = static_cast<double>(axis.trace_end_ns() - axis.trace_start_ns() + 1) /
-                           storage::TimeIndex::kBuckets;
+                           analysis::kLiveBytesBuckets;
   const double column_ns =
       static_cast<double>(axis.visible_end_ns() - axis.visible_start_ns()) / axis.width();
   return column_ns < kExactBelowBucketsPerColumn * bucket_ns;

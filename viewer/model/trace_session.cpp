@@ -1,6 +1,6 @@
 #include "viewer/model/trace_session.h"
 
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 
 namespace vramtrace::viewer {
 
@@ -34,6 +34,8 @@ OpenFailureText describe_open_failure(const storage::OpenFailure& failure) {
       return {"Not a vramtrace trace", message, ""};
     case Reason::kNewerSchema:
       return {"A trace from a newer vramtrace", message, ""};
+    case Reason::kOlderSchema:
+      return {"A trace from an older vramtrace", message, ""};
     case Reason::kCorrupt:
       break;
   }

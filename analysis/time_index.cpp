@@ -1,0 +1,23 @@
+#include "analysis/time_index.h"
+
+#include <string>
+
+#include "analysis/live_bytes_rollups.h"
+
+namespace vramtrace::analysis {
+
+std::unique_ptr<storage::TimeIndex> open_time_index(const storage::TraceReader& trace) {
+  // The index may be written into the file that `trace` has open read-only: only new tables
+  // are written, and the pages of the tables the reader reads do not change.
+  std::string error;
+  auto index = storage::TimeIndex::open(trace.path(), build_live_bytes_rollups, &error);
+  if (!index) throw storage::TraceError(error);
+  return index;
+}
+
+std::unique_ptr<storage::TimeIndex> open_time_index_if_kept(const storage::TraceReader& trace) {
+  if (!storage::TimeIndex::kept_in_file(trace.path())) return nullptr;
+  return open_time_index(trace);
+}
+
+}  // namespace vramtrace::analysis
