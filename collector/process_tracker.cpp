@@ -65,7 +65,9 @@ void ProcessTracker::close(Process& p, bool complete, int64_t end_ns,
   if (wait_status) apply_wait_status(p, *wait_status);
   if (!p.started) start_unannounced(p, end_ns);
   p.complete = complete;
-  write_end(p, std::max(p.last_ns, end_ns));
+  // The end as written now, which a wait status that comes later must keep.
+  p.last_ns = std::max(p.last_ns, end_ns);
+  write_end(p, p.last_ns);
   p.closed = true;
 }
 

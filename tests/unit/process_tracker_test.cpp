@@ -70,14 +70,14 @@ TEST_F(ProcessTrackerTest, AWaitStatusAfterTheCloseRewritesTheEnd) {
   tracker_.start_unannounced(p, 0);
   tracker_.said_exit(p, 0);
   p.last_ns = 10;
-  tracker_.close(p, false, 10, std::nullopt);
+  tracker_.close(p, false, 25, std::nullopt);  // the ring ended after its last record
   tracker_.set_wait_status(100, killed_by(SIGKILL));
 
   const auto processes = trace_.finish().processes();
   ASSERT_EQ(processes.size(), 1u);
   EXPECT_EQ(processes[0].end.signal, SIGKILL);
   EXPECT_FALSE(processes[0].end.exit_status);
-  EXPECT_EQ(processes[0].end.end_ns, 10);
+  EXPECT_EQ(processes[0].end.end_ns, 25);  // the close's end, not moved back by the rewrite
   EXPECT_FALSE(processes[0].end.complete);
 }
 
