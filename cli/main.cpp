@@ -13,9 +13,9 @@
 
 #include "cli/diff_command.h"
 #include "cli/exit_status.h"
-#include "cli/gate_command.h"
-#include "cli/frag_command.h"
 #include "cli/export_command.h"
+#include "cli/frag_command.h"
+#include "cli/gate_command.h"
 #include "cli/leaks_command.h"
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"

@@ -14,6 +14,7 @@ packages=(
   python3 python3-dev python3-pytest
   python3-venv           # .venv/ for the pinned PyTorch (scripts/install-torch.sh)
   clang libclang-rt-dev  # the fuzz preset: clang++ and libFuzzer (docs/fuzzing.md)
+  clang-format clang-tidy  # scripts/check-format.sh in CI; .clang-tidy (HACKING.md)
   util-linux             # unshare, setpriv: the full-disk and other-uid tests
   qt6-base-dev           # the viewer (viewer/, docs/viewer.md); its tests run offscreen
 )

@@ -1,6 +1,6 @@
 // A new trace's first content: the current schema, its enumeration rows and the meta rows every
-// trace starts with. Shared by the TraceWriter (a recording) and the merge (a trace made of traces),
-// so that both make the very same file. Internal to storage/.
+// trace starts with. Shared by the TraceWriter (a recording) and the merge (a trace made of
+// traces), so that both make the very same file. Internal to storage/.
 #pragma once
 
 #include <sqlite3.h>

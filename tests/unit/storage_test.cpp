@@ -9,8 +9,8 @@
 #include <csignal>
 #include <fstream>
 
-#include "storage/schema.h"
 #include "sql_query.h"
+#include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 #include "temp_dir.h"

@@ -4,10 +4,11 @@
  * primary contexts and the context stack, memory (device, pitched, managed, pinned and registered
  * host, stream-ordered with pools, virtual memory management and its shareable handles), pointer
  * attributes, copies and memsets, streams, events, error names and cuGetProcAddress; and the
- * module, launch and linker calls that it declares only to refuse them. Names, values, struct layouts, argument types and
- * the versioned symbol names the macros below select are those of the real CUDA 13 header, so
- * that a program compiled against this header also runs against the real driver, and the
- * reverse. When the real toolkit is installed, abi_check/ verifies this file against it.
+ * module, launch and linker calls that it declares only to refuse them. Names, values, struct
+ * layouts, argument types and the versioned symbol names the macros below select are those of the
+ * real CUDA 13 header, so that a program compiled against this header also runs against the real
+ * driver, and the reverse. When the real toolkit is installed, abi_check/ verifies this file
+ * against it.
  *
  * As in the real header, the API names of functions whose ABI changed map to versioned symbols
  * (cuMemAlloc -> cuMemAlloc_v2), CUDA_API_PER_THREAD_DEFAULT_STREAM maps the stream-taking

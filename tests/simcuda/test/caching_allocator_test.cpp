@@ -32,8 +32,10 @@ __attribute__((visibility("default"))) void reportMemoryUsageToProfiler(
   g_reports.push_back({ptr, alloc_size, total_allocated, total_reserved,
                        static_cast<int>(device.type_), device.index_});
 }
-__attribute__((visibility("default"))) void reportOutOfMemoryToProfiler(
-    int64_t alloc_size, size_t total_allocated, size_t total_reserved, Device device) {
+__attribute__((visibility("default"))) void reportOutOfMemoryToProfiler(int64_t alloc_size,
+                                                                        size_t total_allocated,
+                                                                        size_t total_reserved,
+                                                                        Device device) {
   g_ooms.push_back({nullptr, alloc_size, total_allocated, total_reserved,
                     static_cast<int>(device.type_), device.index_});
 }

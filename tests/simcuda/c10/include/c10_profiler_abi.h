@@ -19,7 +19,7 @@ struct Device {
 
 void reportMemoryUsageToProfiler(void* ptr, int64_t alloc_size, size_t total_allocated,
                                  size_t total_reserved, Device device);
-void reportOutOfMemoryToProfiler(int64_t alloc_size, size_t total_allocated,
-                                 size_t total_reserved, Device device);
+void reportOutOfMemoryToProfiler(int64_t alloc_size, size_t total_allocated, size_t total_reserved,
+                                 Device device);
 
 }  // namespace c10
