@@ -29,6 +29,8 @@ namespace vramtrace::collector {
     "ring records that did not decode as a vramtrace.wire.Envelope")                              \
   X(kRecordUnknownMessage, "record_unknown_message", kInfo, kIfCounted,                           \
     "records of a message type this collector does not know (a newer shim)")                      \
+  X(kConnectionsRefused, "connections_refused", kError, kIfCounted,                               \
+    "connections to the collector refused: another user, or a bad handshake")                     \
   X(kRingCorrupt, "ring_corrupt", kDataLoss, kIfCounted,                                          \
     "rings that held a record that cannot be valid; the records after it are lost")               \
   X(kProcessStartMissing, "process_start_missing", kDataLoss, kIfCounted,                         \

@@ -34,11 +34,8 @@ RecordingResult Recording::run(std::uint32_t command_pid, const CommandEnd& comm
   server_->close_all();
 
   ingest_.set_wait_status(command_pid, result.wait_status);
+  ingest_.stats().set(Stat::kConnectionsRefused, static_cast<int64_t>(server_->refused()));
   ingest_.write_stats();
-  if (server_->refused() > 0)
-    writer_.set_stat("connections_refused", storage::Severity::kError,
-                     static_cast<int64_t>(server_->refused()),
-                     "connections to the collector refused: another user, or a bad handshake");
   server_.reset();
   result.finished = writer_.finish(&result.error, policy_.allocation_indexes);
   result.allocations = ingest_.allocations();

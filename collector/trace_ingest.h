@@ -55,6 +55,8 @@ class TraceIngest {
 
   // Writes the running counters to the stats table.
   void write_stats();
+  // The counters, for what the recording around the ingest counts (refused connections).
+  IngestStats& stats() { return stats_; }
 
   // Where the answers to live queries (live_query.h) go: the ring's process's socket. Without
   // a sink, queries are counted and not answered (the shim's caller times out).

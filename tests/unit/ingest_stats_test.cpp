@@ -1,12 +1,14 @@
-// The ingest's table of stats: one row per Stat, names unique, and only what happened (or
-// what is always written) reaches the trace.
+// The ingest's table of stats: one row per Stat, names unique, only what happened (or what is
+// always written) reaches the trace, and docs/schema.md lists the very same rows.
 #include "collector/ingest_stats.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <string>
 
+#include "markdown_table.h"
 #include "tracker_trace.h"
 
 namespace vramtrace::collector {
@@ -32,6 +34,34 @@ TEST(IngestStatsTest, EveryStatHasItsOwnRowAndName) {
   EXPECT_EQ(kStatInfo[static_cast<size_t>(Stat::kStacksByName)].name, "stacks_by_name");
   EXPECT_EQ(kStatInfo[static_cast<size_t>(Stat::kRingCorrupt)].severity,
             storage::Severity::kDataLoss);
+}
+
+TEST(IngestStatsTest, SchemaDocListsEveryStatAsTheTableHasIt) {
+  const auto rows = testing::table_with_header(testing::read_schema_doc(),
+                                               "| name | severity | written | what it counts |");
+  ASSERT_FALSE(rows.empty()) << "docs/schema.md has no table of the collector's stats";
+  std::map<std::string, std::vector<std::string>> documented;
+  for (const auto& row : rows) {
+    ASSERT_EQ(row.size(), 4u) << "docs/schema.md: a stat's row has 4 cells: " << row.front();
+    documented[testing::unquote(row[0])] = row;
+  }
+  for (const StatInfo& info : kStatInfo) {
+    const auto found = documented.find(std::string(info.name));
+    if (found == documented.end()) {
+      ADD_FAILURE() << "docs/schema.md lacks the stat " << info.name;
+      continue;
+    }
+    const std::vector<std::string>& row = found->second;
+    EXPECT_EQ(row[1], storage::severity_name(info.severity))
+        << "docs/schema.md gives " << info.name << " another severity";
+    EXPECT_EQ(row[2], info.written == StatWritten::kAlways ? "always" : "when counted")
+        << "docs/schema.md: when " << info.name << " is written";
+    EXPECT_EQ(row[3], info.description)
+        << "docs/schema.md describes " << info.name << " otherwise than ingest_stats.h";
+    documented.erase(found);
+  }
+  for (const auto& [name, row] : documented)
+    ADD_FAILURE() << "docs/schema.md documents the stat " << name << ", which the collector lacks";
 }
 
 TEST(IngestStatsTest, WritesWhatHappenedAndWhatIsAlwaysWritten) {

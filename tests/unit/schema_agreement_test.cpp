@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/time_index.h"
+#include "markdown_table.h"
 #include "storage/schema_enums.h"
 #include "storage/trace_reader.h"
 #include "synthetic_trace.h"
@@ -53,61 +54,16 @@ TEST(WireSchemaAgreement, EveryRowNamesTheWireEnumeratorOfItsNumber) {
 #undef VRAMTRACE_API_NAMED
 }
 
-std::string read_doc() {
-  std::ifstream in(std::filesystem::path(VRAMTRACE_SOURCE_DIR) / "docs" / "schema.md");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string trim(std::string text) {
-  const auto first = text.find_first_not_of(' ');
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(' ') - first + 1);
-}
-
-std::string unquote(std::string text) {
-  text.erase(std::remove(text.begin(), text.end(), '`'), text.end());
-  return text;
-}
-
-std::vector<std::string> cells(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  for (std::size_t i = 1; i < line.size(); ++i) {
-    if (line[i] == '|' && line[i - 1] != '\\') {
-      out.push_back(trim(cell));
-      cell.clear();
-    } else {
-      cell += line[i];
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// The rows of the first table whose header line is `header`, each as its cells.
-std::vector<std::vector<std::string>> table_with_header(const std::string& doc,
-                                                        const std::string& header) {
-  const std::vector<std::string> lines = lines_of(doc);
-  std::vector<std::vector<std::string>> rows;
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    if (lines[i] != header) continue;
-    for (std::size_t j = i + 2; j < lines.size() && lines[j].starts_with('|'); ++j)
-      rows.push_back(cells(lines[j]));
-    break;
-  }
-  return rows;
-}
+using testing::cells;
+using testing::lines_of;
+using testing::read_schema_doc;
+using testing::table_with_header;
+using testing::trim;
+using testing::unquote;
 
 TEST(SchemaDoc, KindsTableMatchesTheSchema) {
-  const auto rows = table_with_header(read_doc(), "| id | name | in device peaks | what it is |");
+  const auto rows =
+      table_with_header(read_schema_doc(), "| id | name | in device peaks | what it is |");
   ASSERT_FALSE(rows.empty()) << "docs/schema.md has no table of allocation kinds";
   std::map<int, std::vector<std::string>> documented;
   for (const auto& row : rows) {
@@ -136,7 +92,7 @@ TEST(SchemaDoc, KindsTableMatchesTheSchema) {
 }
 
 TEST(SchemaDoc, ApiTableMatchesTheSchema) {
-  const auto rows = table_with_header(read_doc(), "| id | name |");
+  const auto rows = table_with_header(read_schema_doc(), "| id | name |");
   ASSERT_FALSE(rows.empty()) << "docs/schema.md has no table of APIs";
   std::map<int, std::string> documented;
   for (const auto& row : rows) {
@@ -230,7 +186,7 @@ TEST(SchemaDoc, ColumnsOfEveryTableMatchATrace) {
     ASSERT_NE(trace, nullptr) << failure.message;
     ASSERT_NE(analysis::open_time_index(*trace), nullptr);
   }
-  const auto documented = documented_columns(read_doc());
+  const auto documented = documented_columns(read_schema_doc());
   const Database trace(path);
   for (const std::string& table :
        trace.strings("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND "
