@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "analysis/gate_spec.h"
-#include "analysis/moment.h"
+#include "analysis/time_index.h"
 #include "cli/gate_command.h"
 #include "collector/recording.h"
 #include "install_layout.h"
