@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/gate_spec.h"
@@ -144,6 +145,75 @@ std::vector<char*> as_argv(std::vector<std::string>& strings) {
   return out;
 }
 
+// SQLite keeps these next to a trace in WAL mode, and its journal when it finishes.
+struct SideFile {
+  const char* suffix;
+  const char* what;
+};
+constexpr SideFile kSideFiles[] = {
+    {"-wal", "write-ahead log"}, {"-shm", "shared-memory index"}, {"-journal", "rollback journal"}};
+
+// What a file that is neither a regular file nor missing is, for a message; nullptr for a
+// regular file, a missing one, or one that cannot be looked at (its own error says why).
+const char* other_file_kind(fs::file_type type) {
+  switch (type) {
+    case fs::file_type::directory:
+      return "a directory";
+    case fs::file_type::symlink:
+      return "a symbolic link";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::socket:
+      return "a socket";
+    case fs::file_type::block:
+    case fs::file_type::character:
+      return "a device";
+    default:
+      return nullptr;
+  }
+}
+
+// Why `output` cannot be a trace's name, or nullopt if nothing is in the way. --force
+// replaces a regular file (a trace, with its side files), never a directory or anything else;
+// and a side file that is not a regular file (a link planted where SQLite would follow it)
+// is never removed on the user's behalf: SQLite refuses to open it, with no word of which.
+std::optional<std::string> output_in_the_way(const std::string& output) {
+  std::error_code ec;
+  // Followed: a link to a directory is a directory here.
+  const fs::file_type type = fs::status(output, ec).type();
+  if (type == fs::file_type::directory)
+    return output + " is a directory (--force replaces only a file); name a file for the " +
+           "trace: -o " + output + "/NAME.db";
+  if (const char* kind = other_file_kind(type))
+    return output + " is " + kind + ", not a trace (--force replaces only a file); choose " +
+           "another name";
+  for (const SideFile& side : kSideFiles) {
+    const std::string name = output + side.suffix;
+    if (const char* kind = other_file_kind(fs::symlink_status(name, ec).type()))
+      return name + " is in the way: it is " + kind + " where SQLite keeps the trace's " +
+             side.what + "; remove it or choose another name";
+  }
+  return std::nullopt;
+}
+
+// Removes a trace and the side files SQLite may have left next to it (regular files only:
+// output_in_the_way() refused anything else).
+void remove_trace_files(const std::string& output) {
+  std::error_code ec;
+  fs::remove(output, ec);
+  for (const SideFile& side : kSideFiles) fs::remove(output + side.suffix, ec);
+}
+
+// The errno of a failed exec, as the child wrote it to the close-on-exec pipe; 0 when the
+// exec closed the pipe (the command started). Read once the child has ended.
+int exec_error(int fd) {
+  int err = 0;
+  ssize_t got = 0;
+  do got = read(fd, &err, sizeof err);
+  while (got < 0 && errno == EINTR);
+  return got == static_cast<ssize_t>(sizeof err) ? err : 0;
+}
+
 // The exit status vramtrace reports for the command, as a shell would.
 int status_of(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -192,12 +262,12 @@ int run(RunOptions& options) {
   const bool chosen = !options.output.empty();
   const std::string output = chosen ? options.output : default_output(options.command[0]);
   options.written = output;
-  if (chosen && options.force && fs::exists(output)) {
-    std::error_code ec;
-    fs::remove(output, ec);
-    fs::remove(output + "-wal", ec);
-    fs::remove(output + "-shm", ec);
+  if (const std::optional<std::string> in_the_way = output_in_the_way(output)) {
+    std::fprintf(stderr, "vramtrace run: %s\n", in_the_way->c_str());
+    options.written.clear();
+    return kUsageError;
   }
+  if (chosen && options.force && fs::exists(output)) remove_trace_files(output);
   std::string error;
   std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(output, &error);
   if (!writer) {
@@ -235,9 +305,18 @@ int run(RunOptions& options) {
   // with EFBIG and SQLite says the disk is full. The command gets the default back.
   signal(SIGXFSZ, SIG_IGN);
 
+  // A failed exec writes its errno here; a successful one closes the pipe. So vramtrace
+  // tells a command that never started from one that exited 126 or 127 by itself.
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    std::fprintf(stderr, "vramtrace run: cannot make a pipe: %s\n", std::strerror(errno));
+    return kUsageError;
+  }
   const pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "vramtrace run: fork failed: %s\n", std::strerror(errno));
+    close(exec_pipe[0]);
+    close(exec_pipe[1]);
     return kUsageError;
   }
   if (child == 0) {
@@ -248,9 +327,11 @@ int run(RunOptions& options) {
     signal(SIGXFSZ, SIG_DFL);
     execvpe(argv[0], argv.data(), envp.data());
     const int err = errno;
-    std::fprintf(stderr, "vramtrace run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+    if (write(exec_pipe[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err))
+      std::fprintf(stderr, "vramtrace run: cannot run '%s': %s\n", argv[0], std::strerror(err));
     _exit(err == ENOENT ? 127 : 126);
   }
+  close(exec_pipe[1]);
   g_child_pid = child;
 
   const collector::RecordingResult recorded =
@@ -266,6 +347,19 @@ int run(RunOptions& options) {
                  "so far are kept\n",
                  recorded.still_running);
   const int status = recorded.wait_status;
+  const int not_started = exec_error(exec_pipe[0]);
+  close(exec_pipe[0]);
+  if (not_started != 0 && recorded.processes == 0) {
+    // Nothing ran, so nothing was recorded: as heaptrack and memray do, leave no trace
+    // behind. The file is the one this run created (TraceWriter::create claims a new name).
+    recording.reset();
+    writer.reset();
+    remove_trace_files(output);
+    options.written.clear();
+    std::fprintf(stderr, "vramtrace run: cannot run '%s': %s; no trace was written\n",
+                 options.command[0].c_str(), std::strerror(not_started));
+    return status_of(status);
+  }
   if (!recorded.finished) {
     std::fprintf(stderr, "vramtrace run: the trace %s is incomplete: %s\n", output.c_str(),
                  recorded.error.c_str());
@@ -329,8 +423,10 @@ void register_run_command(CLI::App& app, int* exit_status) {
       "VRAMTRACE_CLOCK=monotonic (records stamped by clock_gettime rather than by the CPU's "
       "time-stamp counter, which is used where the kernel keeps time by it).\n\n"
       "Exit status: the command's own (128+N if it was killed by signal N; 127 if it could "
-      "not be found); 2 if vramtrace could not record (a bad option, an output file that "
-      "exists, no shim). With --gate, the command's own failure still wins; when it exits 0, "
+      "not be found, 126 if it could not be run, and then no trace is left); 2 if vramtrace "
+      "could not record (a bad option, an output file that exists, a directory or a link in "
+      "the way, no shim), or if the trace could not be written and the command exited 0. "
+      "With --gate, the command's own failure still wins; when it exits 0, "
       "the status is the gate's: 0 when every limit holds, 1 when one is broken, 2 when the "
       "trace cannot be judged.");
   run->callback([options, exit_status] {

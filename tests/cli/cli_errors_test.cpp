@@ -1,5 +1,6 @@
 // `vramtrace summary|leaks` on files that are not readable traces: exit status 2 and exactly
-// one line on stderr naming the file, never a crash. And --help/--version exit 0.
+// one line on stderr naming the file, never a crash. `vramtrace run` given an output it cannot
+// use, or a command that cannot start: the same, one line. And --help/--version exit 0.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -100,6 +101,100 @@ TEST_F(CliErrorsTest, ATraceWithScribbledPages) {
   std::fill(bytes.begin() + 4096, bytes.end(), '\x5a');
   write(path, bytes);
   expect_clean_failure(path, "corrupt");
+}
+
+// `run -o OUTPUT ARGS -- /bin/sh -c 'echo ran'`, with --force if asked.
+CommandResult run_into(const std::filesystem::path& output, bool force,
+                       const std::filesystem::path& scratch) {
+  std::vector<std::string> args{"run", "-o", output.string()};
+  if (force) args.emplace_back("--force");
+  args.insert(args.end(), {"--", "/bin/sh", "-c", "echo ran"});
+  return run_vramtrace(args, scratch);
+}
+
+// A link planted where SQLite keeps a trace's shared memory, log or journal is refused before
+// the command runs, in one line naming it, --force or not; the link and its target stay.
+TEST_F(CliErrorsTest, RunRefusesALinkPlantedNextToItsOutputNamingIt) {
+  namespace fs = std::filesystem;
+  const auto victim = dir_ / "victim";
+  write(victim, "precious");
+  const auto trace = dir_ / "t.db";
+  for (const std::string suffix : {"-shm", "-wal", "-journal"}) {
+    const auto link = dir_ / ("t.db" + suffix);
+    fs::create_symlink(victim, link);
+    for (const bool force : {false, true}) {
+      SCOPED_TRACE(suffix + (force ? " --force" : ""));
+      const CommandResult result = run_into(trace, force, scratch_.path());
+      EXPECT_EQ(result.exit_status, 2);
+      EXPECT_EQ(line_count(result.err), 1u) << result.err;
+      EXPECT_EQ(result.err.rfind("vramtrace run: " + link.string() +
+                                     " is in the way: it is a symbolic link where SQLite keeps",
+                                 0),
+                0u)
+          << result.err;
+      EXPECT_NE(result.err.find("remove it"), std::string::npos) << result.err;
+      EXPECT_TRUE(result.out.empty()) << result.out;  // the command did not run
+      EXPECT_TRUE(fs::is_symlink(link));
+      EXPECT_FALSE(fs::exists(fs::symlink_status(trace)));
+    }
+    fs::remove(link);
+  }
+  EXPECT_EQ(slurp(victim), "precious");
+}
+
+// --force replaces a file, never a directory, empty or not; and a directory is called one.
+TEST_F(CliErrorsTest, RunNeverReplacesADirectory) {
+  namespace fs = std::filesystem;
+  const auto empty = dir_ / "empty.db";
+  const auto full = dir_ / "full.db";
+  fs::create_directory(empty);
+  fs::create_directory(full);
+  write(full / "kept", "precious");
+  for (const auto& directory : {empty, full}) {
+    for (const bool force : {false, true}) {
+      SCOPED_TRACE(directory.string() + (force ? " --force" : ""));
+      const CommandResult result = run_into(directory, force, scratch_.path());
+      EXPECT_EQ(result.exit_status, 2);
+      EXPECT_EQ(line_count(result.err), 1u) << result.err;
+      EXPECT_EQ(result.err.rfind("vramtrace run: " + directory.string() + " is a directory", 0), 0u)
+          << result.err;
+      EXPECT_EQ(result.err.find("use --force"), std::string::npos) << result.err;
+      EXPECT_TRUE(result.out.empty()) << result.out;
+      EXPECT_TRUE(fs::is_directory(directory));
+    }
+  }
+  EXPECT_EQ(slurp(full / "kept"), "precious");
+  EXPECT_EQ(std::distance(fs::directory_iterator(empty), fs::directory_iterator()), 0);
+}
+
+// A command that cannot start records nothing, and leaves nothing: its status (127 not
+// found, 126 not executable) and one line. One that starts and exits 127 keeps its trace.
+TEST_F(CliErrorsTest, RunOfACommandThatCannotStartLeavesNoTrace) {
+  namespace fs = std::filesystem;
+  const auto data = dir_ / "data.txt";
+  write(data, "not a program\n");  // 0644: no one may execute it, root included
+  const auto trace = dir_ / "t.db";
+  struct Case {
+    std::string command;
+    int status;
+    std::string reason;
+  };
+  for (const Case& c : {Case{(dir_ / "absent").string(), 127, "No such file or directory"},
+                        Case{"vramtrace-no-such-command", 127, "No such file or directory"},
+                        Case{data.string(), 126, "Permission denied"}}) {
+    SCOPED_TRACE(c.command);
+    const CommandResult result =
+        run_vramtrace({"run", "-o", trace.string(), "--", c.command}, scratch_.path());
+    EXPECT_EQ(result.exit_status, c.status);
+    EXPECT_EQ(result.err, "vramtrace run: cannot run '" + c.command + "': " + c.reason +
+                              "; no trace was written\n");
+    for (const std::string suffix : {"", "-wal", "-shm", "-journal"})
+      EXPECT_FALSE(fs::exists(fs::symlink_status(trace.string() + suffix))) << suffix;
+  }
+  const CommandResult started = run_vramtrace(
+      {"run", "-o", trace.string(), "--", "/bin/sh", "-c", "exit 127"}, scratch_.path());
+  EXPECT_EQ(started.exit_status, 127) << started.err;
+  EXPECT_TRUE(fs::exists(trace)) << started.err;
 }
 
 TEST_F(CliErrorsTest, UsageErrorsExit2WithOneLine) {

@@ -139,19 +139,26 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
             (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
-// A file-size limit (ulimit -f, 256 KiB), which also works where no mount namespace can be
-// made: vramtrace must report it as it reports a full disk, not die of SIGXFSZ (it did).
-TEST_F(CollectorFaultTest, FileSizeLimitIsAClearErrorAndTheProgramRunsToItsEnd) {
-  const std::string output = trace();
+// `vramtrace run -o OUTPUT -- sh -c 'thread_storm 1 100000; exit STATUS'` under a 256 KiB
+// file-size limit (ulimit -f), which also works where no mount namespace can be made.
+ProcessResult run_under_file_size_limit(const std::string& output, int status) {
   ProcessOptions o;
   o.argv = {"sh",
             "-c",
-            "ulimit -f 256 && exec \"$1\" run -o \"$2\" -- \"$3\" 1 100000",
+            "ulimit -f 256 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
+                std::to_string(status) + "' \"$3\"",
             "sh",
             VRAMTRACE_BIN,
             output,
             THREAD_STORM_BIN};
-  ProcessResult run = run_process(o);
+  return run_process(o);
+}
+
+// vramtrace must report a file-size limit as it reports a full disk, not die of SIGXFSZ (it
+// did).
+TEST_F(CollectorFaultTest, FileSizeLimitIsAClearErrorAndTheProgramRunsToItsEnd) {
+  const std::string output = trace();
+  ProcessResult run = run_under_file_size_limit(output, 0);
   EXPECT_NE(run.out.find("thread_storm: 1 threads x 100000 pairs, 0 failures"), std::string::npos)
       << run.out << run.err;
   EXPECT_EQ(run.exit_code(), 2) << run.err;
@@ -162,6 +169,17 @@ TEST_F(CollectorFaultTest, FileSizeLimitIsAClearErrorAndTheProgramRunsToItsEnd) 
   TraceQuery q(output);
   EXPECT_NE(q.rows("SELECT value FROM meta WHERE key = 'complete'"),
             (std::vector<std::vector<std::string>>{{"1"}}));
+}
+
+// When the trace cannot be written, a command that failed keeps its own status: 2 stands in
+// for it only when it exited 0 (a wrapper passes the program's failure through).
+TEST_F(CollectorFaultTest, FileSizeLimitKeepsTheCommandsOwnFailure) {
+  const std::string output = trace();
+  ProcessResult run = run_under_file_size_limit(output, 5);
+  EXPECT_NE(run.out.find("thread_storm: 1 threads x 100000 pairs, 0 failures"), std::string::npos)
+      << run.out << run.err;
+  EXPECT_EQ(run.exit_code(), 5) << run.err;
+  EXPECT_NE(run.err.find("the trace " + output + " is incomplete"), std::string::npos) << run.err;
 }
 
 }  // namespace
