@@ -10,6 +10,8 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
         "the trace is incomplete: the collector has not finished (still running, or stopped "
         "early); memory freed after the last recorded event shows as live");
   }
+  for (const std::string& field : trace.damaged_fields())
+    warnings.push_back("the trace is damaged: " + field);
   for (const storage::ProcessRecord& process : trace.processes()) {
     if (!process.end.complete && is_selected(processes, process.start.upid)) {
       // A merged trace holds several hosts, whose pids can be the same.

@@ -10,9 +10,9 @@
 
 namespace vramtrace::analysis {
 
-// One sentence each, in this order: the trace as a whole, then the selected processes by upid,
-// then stats of severity data_loss or error by name (stats count for the whole trace: they
-// cannot be told apart by process).
+// One sentence each, in this order: the trace as a whole (its damaged fields included), then the
+// selected processes by upid, then stats of severity data_loss or error by name (stats count for
+// the whole trace: they cannot be told apart by process).
 std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
                                         const ProcessSelection& processes = std::nullopt);
 

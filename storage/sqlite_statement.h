@@ -70,6 +70,11 @@ class Statement {
   std::optional<std::int64_t> optional_int64(int column) const;
   std::optional<std::uint64_t> optional_uint64(int column) const;
   std::optional<std::string> optional_text(int column) const;
+  // The column's name as the query gives it ("argv", or "NULL" for a literal NULL).
+  std::string_view column_name(int column) const {
+    const char* name = sqlite3_column_name(stmt_, column);
+    return name != nullptr ? name : "";
+  }
 
   explicit operator bool() const { return stmt_ != nullptr; }
 

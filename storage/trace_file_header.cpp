@@ -1,10 +1,13 @@
 #include "storage/trace_file_header.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <string_view>
 #include <system_error>
 
@@ -28,6 +31,27 @@ std::uint32_t read_big_endian(const std::array<char, kHeaderSize>& header, std::
   return value;
 }
 
+// A FIFO, socket or device: SQLite would block on a FIFO's open, and none of them is a trace.
+FileInspection not_regular(std::filesystem::file_type type) {
+  using Type = std::filesystem::file_type;
+  const char* what = "not a regular file";
+  switch (type) {
+    case Type::fifo:
+      what = "a named pipe (FIFO), not a regular file";
+      break;
+    case Type::socket:
+      what = "a socket, not a regular file";
+      break;
+    case Type::block:
+    case Type::character:
+      what = "a device, not a regular file";
+      break;
+    default:
+      break;
+  }
+  return {FileVerdict::kUnreadable, what};
+}
+
 FileInspection truncated(std::uintmax_t actual, std::uintmax_t expected) {
   return {FileVerdict::kTruncated,
           std::to_string(actual) + " of " + std::to_string(expected) + " bytes"};
@@ -41,14 +65,32 @@ FileInspection inspect_trace_file(const std::filesystem::path& path) {
   if (status.type() == std::filesystem::file_type::not_found) return {FileVerdict::kMissing, {}};
   if (ec) return {FileVerdict::kUnreadable, ec.message()};
   if (std::filesystem::is_directory(status)) return {FileVerdict::kUnreadable, "a directory"};
+  if (!std::filesystem::is_regular_file(status)) return not_regular(status.type());
 
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return {FileVerdict::kUnreadable, std::strerror(errno)};
+  // O_NONBLOCK: a FIFO put in the file's place since the look above must not block the open.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {FileVerdict::kUnreadable, std::strerror(errno)};
+  struct stat file_status {};
+  if (::fstat(fd, &file_status) != 0 || !S_ISREG(file_status.st_mode)) {
+    ::close(fd);
+    return {FileVerdict::kUnreadable, "not a regular file"};
+  }
   std::array<char, kHeaderSize> header{};
-  file.read(header.data(), header.size());
-  const auto bytes_read = static_cast<std::size_t>(file.gcount());
-  const std::uintmax_t file_size = std::filesystem::file_size(path, ec);
-  if (ec) return {FileVerdict::kUnreadable, ec.message()};
+  std::size_t bytes_read = 0;
+  while (bytes_read < header.size()) {
+    const ssize_t n = ::pread(fd, header.data() + bytes_read, header.size() - bytes_read,
+                              static_cast<off_t>(bytes_read));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      return {FileVerdict::kUnreadable, reason};
+    }
+    if (n == 0) break;
+    bytes_read += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  const auto file_size = static_cast<std::uintmax_t>(file_status.st_size);
 
   if (bytes_read == 0) return {FileVerdict::kEmpty, {}};
   const std::string_view start(header.data(), std::min(bytes_read, kSqliteMagic.size()));

@@ -11,7 +11,7 @@ namespace vramtrace::storage {
 
 enum class FileVerdict {
   kMissing,     // no such file
-  kUnreadable,  // a directory, no permission, an I/O error
+  kUnreadable,  // a directory, a FIFO or other non-regular file, no permission, an I/O error
   kEmpty,       // zero bytes
   kNotSqlite,   // does not start with the SQLite header
   kTruncated,   // an SQLite file cut short: fewer bytes than its header promises

@@ -31,7 +31,11 @@ bool trace_may_be_written(const std::filesystem::path& path) {
 }
 
 std::string read_only_trace_uri(const std::filesystem::path& path) {
-  return sqlite_file_uri(path, trace_may_be_written(path) ? "mode=ro" : "immutable=1");
+  // A -journal: a write under way (the time index built into the file) or interrupted, whose
+  // pages an immutable open would read half written.
+  std::error_code ec;
+  const bool journal = std::filesystem::exists(path.string() + "-journal", ec) || ec;
+  return sqlite_file_uri(path, trace_may_be_written(path) || journal ? "mode=ro" : "immutable=1");
 }
 
 }  // namespace vramtrace::storage

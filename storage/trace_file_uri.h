@@ -16,7 +16,8 @@ std::string sqlite_file_uri(const std::filesystem::path& path, std::string_view 
 // died writing) leaves a -wal file next to it, since TraceWriter never reopens a file.
 bool trace_may_be_written(const std::filesystem::path& path);
 
-// file:/absolute/path?mode=ro while a collector may be writing, so that its commits are seen;
+// file:/absolute/path?mode=ro while a collector may be writing, or a -journal lies next to the
+// trace (a write to it under way, or interrupted), so that its commits are seen and its locks kept;
 // otherwise ?immutable=1, so that SQLite creates no -wal or -shm next to the trace and a trace
 // in a read-only directory can still be read. Open it with SQLITE_OPEN_URI.
 std::string read_only_trace_uri(const std::filesystem::path& path);

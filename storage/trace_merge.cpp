@@ -347,6 +347,16 @@ class MergedTrace {
       throw MergeFailure(input_->string() + ": the trace is truncated or corrupt (" + message +
                          "); record it again");
     }
+    // A NULL that the output's schema refuses came from the input, whose schema the same
+    // constraint should have kept it out of: the input is damaged, as the reports say it.
+    constexpr std::string_view kNotNull = "NOT NULL constraint failed: ";
+    if (input_ && db_ && sqlite3_extended_errcode(db_.get()) == SQLITE_CONSTRAINT_NOTNULL &&
+        message.starts_with(kNotNull)) {
+      throw MergeFailure(input_->string() +
+                         ": the trace is damaged: " + message.substr(kNotNull.size()) +
+                         " is NULL, which the schema forbids; it was changed after vramtrace "
+                         "wrote it, or written by another tool");
+    }
     fail_with(doing, message);
   }
 

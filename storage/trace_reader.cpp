@@ -1,6 +1,11 @@
 #include "storage/trace_reader.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <tuple>
@@ -95,6 +100,53 @@ std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& 
   return filter.in_table_order ? sql : sql + " ORDER BY upid, alloc_seq, id";
 }
 
+// True when this user may write the file and its folder (where SQLite puts the journal).
+bool writable(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::absolute(path, ec).parent_path();
+  return !ec && ::access(path.c_str(), W_OK) == 0 && ::access(folder.c_str(), W_OK) == 0;
+}
+
+// Reads the schema through a connection of its own, which makes SQLite roll back a hot
+// journal (read-write) or report one (read-only). Returns the extended result code.
+int read_schema(const std::filesystem::path& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(
+      sqlite_file_uri(path, (flags & SQLITE_OPEN_READONLY) != 0 ? "mode=ro" : "").c_str(), &raw,
+      flags | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
+  const sqlite::Database db(raw);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  Statement statement;
+  rc = Statement::prepare(raw, "SELECT count(*) FROM sqlite_master", &statement);
+  if (rc == SQLITE_OK)
+    rc = statement.step() == SQLITE_ROW ? SQLITE_OK : sqlite3_extended_errcode(raw);
+  return rc;
+}
+
+// A rollback journal next to the trace: a write that was interrupted (`vramtrace run`, or a
+// report, killed while it built the time index into the file) or one under way. The trace's
+// own pages may then be half overwritten, and only the journal tells what they held: read
+// immutable, as a finished trace is, the file looks damaged. A read-write connection rolls a
+// hot journal back (and waits on one under way); where this user cannot write, the one line
+// says what happened and how to recover. Returns the refusal, if any.
+std::optional<std::string> roll_back_interrupted_write(const std::filesystem::path& path) {
+  const std::string journal = path.string() + "-journal";
+  std::error_code ec;
+  if (!std::filesystem::exists(journal, ec)) return std::nullopt;
+  if (writable(path)) {
+    read_schema(path, SQLITE_OPEN_READWRITE);  // any failure is reported by the open that follows
+    return std::nullopt;
+  }
+  if (read_schema(path, SQLITE_OPEN_READONLY) != SQLITE_READONLY_ROLLBACK) return std::nullopt;
+  return path.string() + ": a write to the trace was interrupted (" + journal +
+         " holds what it replaced) and this user cannot write the trace or its folder to roll "
+         "it back; run the report once with write access there (or copy the trace and " +
+         std::filesystem::path(journal).filename().string() +
+         " together to a writable folder), and keep the two files together until then";
+}
+
 }  // namespace
 
 struct TraceReader::Impl {
@@ -106,6 +158,7 @@ struct TraceReader::Impl {
   std::map<int, std::string> kind_names;
   std::map<int, std::string> api_names;
   std::map<std::int64_t, std::uint64_t> program_ends;  // see program_end_seq()
+  std::vector<std::string> damaged_fields;             // see damaged_fields()
   int last_error_code = SQLITE_OK;
 
   [[noreturn]] void fail(int rc) {
@@ -116,6 +169,40 @@ struct TraceReader::Impl {
                        "); record it again");
     }
     throw TraceError(path.string() + ": cannot read the trace (" + reason + ")");
+  }
+
+  // A row read from `table`: each column in `not_null` (which the schema declares NOT NULL)
+  // must hold a value, and the `int32` and `uint32` columns one that fits their fields. A trace
+  // that breaks this was damaged, or not written by vramtrace: it is refused with the column
+  // named, rather than read as zeros or as text that is not there. Columns that the query
+  // names NULL (kAllocatorTotalsColumns) are not read, and not checked.
+  void check_row(const Statement& row, std::string_view table, std::initializer_list<int> not_null,
+                 std::initializer_list<int> int32 = {}, std::initializer_list<int> uint32 = {}) {
+    for (const int column : not_null) {
+      if (row.is_null(column) && row.column_name(column) != "NULL")
+        damaged(row, table, column, "is NULL, which the schema forbids");
+    }
+    const auto check_range = [&](int column, std::int64_t low, std::int64_t high) {
+      if (row.is_null(column)) return;
+      const std::int64_t value = row.int64(column);
+      if (value < low || value > high) {
+        damaged(row, table, column,
+                "holds " + std::to_string(value) + ", outside its range (" + std::to_string(low) +
+                    " to " + std::to_string(high) + ")");
+      }
+    };
+    for (const int column : int32) check_range(column, INT32_MIN, INT32_MAX);
+    for (const int column : uint32) check_range(column, 0, UINT32_MAX);
+  }
+
+  [[noreturn]] void damaged(const Statement& row, std::string_view table, int column,
+                            const std::string& what) {
+    const std::string key =
+        row.is_null(0) ? "NULL" : std::string(row.column_name(0)) + " " + row.text(0);
+    throw TraceError(path.string() + ": the trace is damaged: " + std::string(table) + "." +
+                     std::string(row.column_name(column)) + " " + what + " (in the row with " +
+                     key + "); it was changed after vramtrace wrote it, or written by another " +
+                     "tool");
   }
 
   Statement prepare(std::string_view sql) {
@@ -146,12 +233,21 @@ struct TraceReader::Impl {
   std::map<int, std::string> names_of(std::string_view table) {
     Statement statement = prepare("SELECT id, name FROM " + std::string(table));
     std::map<int, std::string> names;
-    each_row(statement, [&](const Statement& row) { names[row.int32(0)] = row.text(1); });
+    each_row(statement, [&](const Statement& row) {
+      check_row(row, table, {0, 1}, {0});
+      names[row.int32(0)] = row.text(1);
+    });
     return names;
   }
 
+  // A JSON array of strings (process.argv, meta 'command'). Anything else (damaged, or written
+  // by another tool; damaged_fields() names it) reads as one string, the text as it is stored,
+  // so that the rest of the trace still reads.
   std::vector<std::string> decode_string_array(const std::string& json) {
-    Statement statement = prepare("SELECT value FROM json_each(?1)");
+    // CASE tries its branches in order: json_type() never sees text that is not JSON.
+    Statement statement = prepare(
+        "SELECT value FROM json_each(CASE WHEN NOT json_valid(?1) THEN json_array(?1) "
+        "WHEN json_type(?1) = 'array' THEN ?1 ELSE json_array(?1) END)");
     statement.bind_text(1, json);
     std::vector<std::string> strings;
     each_row(statement, [&](const Statement& row) { strings.push_back(row.text(0)); });
@@ -201,6 +297,20 @@ struct TraceReader::Impl {
     each_row(meta_rows, [&](const Statement& row) { meta[row.text(0)] = row.text(1); });
     const auto flag = meta.find("complete");
     complete = flag != meta.end() && flag->second == "1";
+    Statement bad_argv = prepare(
+        "SELECT upid FROM process WHERE argv IS NOT NULL AND "
+        "CASE WHEN json_valid(argv) THEN json_type(argv) != 'array' ELSE 1 END ORDER BY upid");
+    each_row(bad_argv, [&](const Statement& row) {
+      damaged_fields.push_back("process.argv of upid " + row.text(0) +
+                               " is not a JSON array; shown as the text it holds");
+    });
+    Statement bad_command = prepare(
+        "SELECT count(*) FROM meta WHERE key = 'command' AND value IS NOT NULL AND "
+        "CASE WHEN json_valid(value) THEN json_type(value) != 'array' ELSE 1 END");
+    each_row(bad_command, [&](const Statement& row) {
+      if (row.int64(0) != 0)
+        damaged_fields.push_back("meta 'command' is not a JSON array; shown as the text it holds");
+    });
     kind_names = names_of("allocation_kind");
     api_names = names_of("api");
     Statement ends = prepare(
@@ -228,7 +338,13 @@ std::unique_ptr<TraceReader> TraceReader::open(const std::filesystem::path& path
     return nullptr;
   };
 
-  const FileInspection inspection = inspect_trace_file(path);
+  FileInspection inspection = inspect_trace_file(path);
+  if (inspection.verdict == FileVerdict::kTruncated ||
+      inspection.verdict == FileVerdict::kLooksSound) {
+    if (auto refusal = roll_back_interrupted_write(path))
+      return refuse(Reason::kUnreadable, std::move(*refusal));
+    inspection = inspect_trace_file(path);
+  }
   switch (inspection.verdict) {
     case FileVerdict::kMissing:
       return refuse(Reason::kMissing,
@@ -291,6 +407,10 @@ const std::map<std::string, std::string, std::less<>>& TraceReader::meta() const
   return impl_->meta;
 }
 
+const std::vector<std::string>& TraceReader::damaged_fields() const {
+  return impl_->damaged_fields;
+}
+
 std::optional<std::string> TraceReader::meta_value(std::string_view key) const {
   const auto it = impl_->meta.find(key);
   if (it == impl_->meta.end()) return std::nullopt;
@@ -320,6 +440,8 @@ std::vector<ProcessRecord> TraceReader::processes() const {
       "FROM process ORDER BY upid");
   std::vector<ProcessRecord> processes;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "process", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 17}, {11, 12, 14, 15, 16},
+                     {1, 2, 3});
     ProcessRecord& record = processes.emplace_back();
     ProcessRow& start = record.start;
     start.upid = row.int64(0);
@@ -349,7 +471,10 @@ std::vector<ProcessRecord> TraceReader::processes() const {
 std::map<std::int64_t, std::string> TraceReader::process_backends() const {
   Statement statement = impl_->prepare("SELECT upid, backend FROM process");
   std::map<std::int64_t, std::string> backends;
-  impl_->each_row(statement, [&](const Statement& row) { backends[row.int64(0)] = row.text(1); });
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "process", {0, 1});
+    backends[row.int64(0)] = row.text(1);
+  });
   return backends;
 }
 
@@ -357,6 +482,7 @@ std::vector<ThreadRecord> TraceReader::threads() const {
   Statement statement = impl_->prepare("SELECT utid, upid, tid, name FROM thread ORDER BY utid");
   std::vector<ThreadRecord> threads;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "thread", {0, 1, 2}, {}, {2});
     threads.push_back({row.int64(0), row.int64(1), static_cast<std::uint32_t>(row.int64(2)),
                        row.optional_text(3)});
   });
@@ -370,7 +496,11 @@ void TraceReader::for_each_allocation(
   statement.bind_optional_int64(1, filter.upid);
   statement.bind_optional_int64(2, filter.kind);
   if (filter.live_just_after) statement.bind_uint64(3, *filter.live_just_after);
-  impl_->each_row(statement, [&](const Statement& row) { visit(read_allocation(row)); });
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14},
+                     {2, 3, 4, 11, 20}, {9});
+    visit(read_allocation(row));
+  });
 }
 
 std::optional<std::uint64_t> TraceReader::program_end_seq(std::int64_t upid) const {
@@ -418,6 +548,7 @@ std::vector<BadFreeRow> TraceReader::bad_frees() const {
       "ORDER BY upid, seq, id");
   std::vector<BadFreeRow> rows;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "bad_free", {0, 1, 2, 3, 4, 5, 6, 7, 9}, {5, 7});
     BadFreeRow& bad_free = rows.emplace_back();
     bad_free.id = row.int64(0);
     bad_free.upid = row.int64(1);
@@ -439,6 +570,7 @@ std::vector<MarkerRecord> TraceReader::markers() const {
       "color, category, end_seq, end_ns, end_utid FROM marker ORDER BY upid, start_seq, id");
   std::vector<MarkerRecord> markers;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "marker", {0, 1, 2, 3, 4, 6, 7, 8, 9}, {9}, {11, 12});
     MarkerRecord& record = markers.emplace_back();
     MarkerRow& start = record.start;
     start.id = row.int64(0);
@@ -499,6 +631,7 @@ std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
       "FROM allocation");
   std::map<std::tuple<std::int64_t, int, int, int>, AllocationTotalsRow> totals;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 7}, {1, 2, 3});
     const auto key = std::tuple(row.int64(0), row.int32(1), row.int32(2), row.int32(3));
     auto [it, added] = totals.try_emplace(key);
     AllocationTotalsRow& t = it->second;
@@ -538,6 +671,7 @@ std::vector<StatRecord> TraceReader::stats() const {
       impl_->prepare("SELECT name, severity, value, description FROM stats ORDER BY name");
   std::vector<StatRecord> stats;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "stats", {0, 1, 2, 3});
     // A severity this build does not know is shown as the most serious one.
     stats.push_back({row.text(0), parse_severity(row.text(1)).value_or(Severity::kError),
                      row.int64(2), row.text(3)});
@@ -563,6 +697,8 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
   statement.bind_int64(2, kMaxStackDepth);
   std::vector<StackFrame> frames;
   impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "callsite", {0, 1});
+    impl_->check_row(row, "frame", {}, {4});
     StackFrame& frame = frames.emplace_back();
     frame.callsite_id = row.int64(0);
     frame.frame_id = row.int64(1);

@@ -4,7 +4,10 @@
 // - Opens read-only, also while a collector is still writing (WAL mode): every query sees
 //   what the collector had committed when the query started.
 // - open() tells apart the ways a file can fail to be a readable trace, each with a one-line
-//   message naming the file and what to do. An incomplete trace (the collector did not finish)
+//   message naming the file and what to do. A write that was interrupted (a rollback journal left
+//   next to the trace: the time index's build killed) is rolled back first, as SQLite does on
+//   a read-write open; where this user cannot write the trace, open() says so and how to
+//   recover instead. An incomplete trace (the collector did not finish)
 //   is not a failure: complete() is false and the reports say so.
 // - A query that fails later (the file is damaged past its first pages, or vanished) throws
 //   TraceError, whose what() is again one line naming the file.
@@ -33,7 +36,8 @@ class TraceError : public std::runtime_error {
 struct OpenFailure {
   enum class Reason {
     kMissing,      // no such file
-    kUnreadable,   // a directory, no permission, an I/O error
+    kUnreadable,   // a directory, a FIFO or other non-regular file, no permission, an I/O
+                   // error, or a write interrupted in a file this user cannot write
     kNotATrace,    // not SQLite, or SQLite without vramtrace's application_id and tables
     kNewerSchema,  // written by a newer vramtrace (user_version above kSchemaVersion)
     kOlderSchema,  // a schema before kSchemaVersion, which no release wrote
@@ -84,6 +88,11 @@ class TraceReader {
   std::optional<std::string> meta_value(std::string_view key) const;
   // meta 'command' (the recorded command's argv); empty when the collector did not set it.
   std::vector<std::string> recorded_command() const;
+  // Fields that do not hold what the schema says (a process.argv that is not a JSON array of
+  // strings, ...) but that the reader can read around, one sentence each, found at open():
+  // the reports show them as warnings. A NULL where the schema forbids one, or a value out of
+  // its field's range, is not read around: the query throws TraceError naming table.column.
+  const std::vector<std::string>& damaged_fields() const;
 
   // Names from the trace's own allocation_kind and api tables; "kind_<id>" or "api_<id>" for
   // an id the trace does not name.

@@ -1,9 +1,14 @@
 #include "random_trace.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <random>
 #include <vector>
 
 #include "storage/schema.h"
+#include "storage/time_index.h"
 #include "storage/trace_writer.h"
 
 namespace vramtrace::testing {
@@ -59,6 +64,70 @@ std::string write_random_trace(const std::filesystem::path& path, std::uint64_t*
   }
   *last_seq = seq;
   return writer->finish(&error) ? std::string() : error;
+}
+
+std::string write_many_allocations_trace(const std::filesystem::path& path, std::int64_t count) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  storage::ProcessRow process;
+  process.upid = 1;
+  process.pid = 78;
+  process.exe = "/usr/bin/many";
+  process.argv = {"many"};
+  process.unwinder = "frame_pointer";
+  writer->add_process(process);
+  writer->add_thread(1, 1, 78);
+  std::uint64_t seq = 0;
+  for (std::int64_t id = 1; id <= count; ++id) {
+    storage::AllocationRow row;
+    row.id = id;
+    row.upid = 1;
+    row.kind = storage::allocation_kind::kDevice;
+    row.size = row.requested_size = M;
+    row.address = 0x7f0000000000 + M * static_cast<std::uint64_t>(id);
+    row.alloc_seq = ++seq;
+    row.alloc_ns = static_cast<std::int64_t>(seq) * 1000;
+    row.alloc_utid = 1;
+    writer->add_allocation(row);
+    if (id % 2 == 1) {
+      storage::FreeRow free;
+      free.free_seq = ++seq;
+      free.free_ns = static_cast<std::int64_t>(seq) * 1000;
+      free.free_utid = 1;
+      writer->set_free(id, free);
+    }
+  }
+  storage::ProcessEndRow end;
+  end.upid = 1;
+  end.end_ns = static_cast<std::int64_t>(seq + 1) * 1000;
+  end.exit_status = 0;
+  end.complete = true;
+  writer->end_process(end);
+  return writer->finish(&error, storage::TraceWriter::AllocationIndexes::kLeaveToTimeIndex)
+             ? std::string()
+             : error;
+}
+
+std::string kill_while_indexing(const std::filesystem::path& path) {
+  const pid_t child = fork();
+  if (child < 0) return "fork failed";
+  if (child == 0) {
+    std::string error;
+    // The rollups are built last, inside the build's transaction.
+    storage::TimeIndex::open(
+        path, [](const storage::RollupSource&, const storage::RollupSink&) { raise(SIGKILL); },
+        &error);
+    _exit(3);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child) return "waitpid failed";
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+    return "the indexing child was not killed in the build (status " + std::to_string(status) + ")";
+  std::error_code ec;
+  if (!std::filesystem::exists(path.string() + "-journal", ec))
+    return "the killed build left no " + path.string() + "-journal";
+  return "";
 }
 
 }  // namespace vramtrace::testing
