@@ -22,11 +22,19 @@ CallsiteNode& child_for(std::vector<CallsiteNode>* children, const storage::Stac
   return added;
 }
 
-void sort_largest_first(std::vector<CallsiteNode>* nodes) {
-  std::stable_sort(nodes->begin(), nodes->end(), [](const CallsiteNode& a, const CallsiteNode& b) {
-    return std::tie(b.bytes, b.count) < std::tie(a.bytes, a.count);
-  });
-  for (CallsiteNode& node : *nodes) sort_largest_first(&node.children);
+// Level by level, without recursion: a tree is as deep as its deepest stack.
+void sort_largest_first(std::vector<CallsiteNode>* roots) {
+  std::vector<std::vector<CallsiteNode>*> pending{roots};
+  while (!pending.empty()) {
+    std::vector<CallsiteNode>* nodes = pending.back();
+    pending.pop_back();
+    std::stable_sort(nodes->begin(), nodes->end(),
+                     [](const CallsiteNode& a, const CallsiteNode& b) {
+                       return std::tie(b.bytes, b.count) < std::tie(a.bytes, a.count);
+                     });
+    // After the sort: the children stay where they are from now on.
+    for (CallsiteNode& node : *nodes) pending.push_back(&node.children);
+  }
 }
 
 }  // namespace

@@ -149,7 +149,7 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
                                 const LeakReportOptions& options) {
   LeakReport report;
   report.trace_complete = trace.complete();
-  report.warnings = trace_warnings(trace, options.processes);
+  report.warnings = trace_warnings(trace, options.processes, &index);
   const ProcessSelection selected = selected_processes(options);
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
   for (const std::int64_t upid : with_allocator)

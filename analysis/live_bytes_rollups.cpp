@@ -24,12 +24,19 @@ std::uint32_t bucket_of(const storage::RollupSource& source, std::int64_t ns) {
 
 }  // namespace
 
-// Running sums per process, flushed when the next process's events begin.
+// Running sums per process, flushed when the next process's events begin. Times need not rise
+// with the sequence (storage::RollupSource): a slice that an earlier event left is taken up
+// again where it was, so each slice is one row, whatever order its events come in.
 void build_live_bytes_rollups(const storage::RollupSource& source,
                               const storage::RollupSink& sink) {
-  struct Series {
-    std::optional<std::uint32_t> bucket;
+  struct Slice {
     std::uint64_t min = 0, max = 0, last = 0;
+  };
+  struct Series {
+    std::uint64_t live = 0;
+    std::map<std::uint32_t, Slice> slices;  // by bucket
+    std::uint32_t bucket = 0;
+    Slice* at = nullptr;  // the slice of the last event, `bucket`
   };
   struct Peak {
     std::uint64_t live = 0, bytes = 0, seq = 0;
@@ -39,12 +46,11 @@ void build_live_bytes_rollups(const storage::RollupSource& source,
   std::map<std::pair<int, int>, Series> series;       // (device, kind)
   std::map<std::pair<int, std::string>, Peak> peaks;  // (device, group)
 
-  const auto flush_bucket = [&](const std::pair<int, int>& key, const Series& s) {
-    if (!s.bucket) return;
-    sink.add_bucket({upid, key.first, key.second, *s.bucket, s.min, s.max, s.last});
-  };
   const auto flush_process = [&] {
-    for (const auto& [key, s] : series) flush_bucket(key, s);
+    for (const auto& [key, s] : series) {
+      for (const auto& [bucket, slice] : s.slices)
+        sink.add_bucket({upid, key.first, key.second, bucket, slice.min, slice.max, slice.last});
+    }
     for (const auto& [key, peak] : peaks) {
       if (peak.bytes == 0) continue;
       sink.add_peak({upid, key.first, key.second, peak.bytes, peak.seq, peak.ns});
@@ -61,14 +67,18 @@ void build_live_bytes_rollups(const storage::RollupSource& source,
     const std::pair<int, int> key{event.device, event.kind};
     Series& s = series[key];
     const std::uint32_t bucket = bucket_of(source, event.ns);
-    if (s.bucket != bucket) {
-      flush_bucket(key, s);
+    if (s.at == nullptr || s.bucket != bucket) {
+      // The value the slice starts with (or has again) is in its range.
+      Slice& slice = s.slices.try_emplace(bucket, Slice{s.live, s.live, s.live}).first->second;
+      slice.min = std::min(slice.min, s.live);
+      slice.max = std::max(slice.max, s.live);
       s.bucket = bucket;
-      s.min = s.max = s.last;
+      s.at = &slice;
     }
-    s.last = is_free ? s.last - std::min(s.last, event.size) : s.last + event.size;
-    s.min = std::min(s.min, s.last);
-    s.max = std::max(s.max, s.last);
+    s.live = is_free ? s.live - std::min(s.live, event.size) : s.live + event.size;
+    s.at->last = s.live;
+    s.at->min = std::min(s.at->min, s.live);
+    s.at->max = std::max(s.at->max, s.live);
     const char* group = event.kind == storage::allocation_kind::kBlock ? kPeakGroupBlocks
                         : occupies_device_memory(event.kind)           ? kPeakGroupDeviceMemory
                                                                        : nullptr;

@@ -1,9 +1,59 @@
 #include "analysis/trace_warnings.h"
 
+#include <map>
+#include <memory>
+
+#include "analysis/time_index.h"
+
 namespace vramtrace::analysis {
+namespace {
+
+// "process 4242 on node1 (/usr/bin/leaky)"
+std::string process_name(const storage::ProcessRecord& process) {
+  // A merged trace holds several hosts, whose pids can be the same.
+  const std::string on_host =
+      process.start.host.empty() ? std::string() : " on " + process.start.host;
+  return "process " + std::to_string(process.start.pid) + on_host + " (" + process.start.exe + ")";
+}
+
+// The index's time problems, from `index` or the one the trace keeps; none where neither is.
+std::vector<storage::TimeProblem> time_problems(const storage::TraceReader& trace,
+                                                const storage::TimeIndex* index) {
+  if (index != nullptr) return index->time_problems();
+  try {
+    const std::unique_ptr<storage::TimeIndex> kept = open_time_index_if_kept(trace);
+    if (kept) return kept->time_problems();
+  } catch (const storage::TraceError&) {
+    // A trace that cannot be indexed says so in the reports that need the index.
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string time_problem_warning(const storage::ProcessRecord& process,
+                                 const storage::TimeProblem& problem) {
+  const bool one = problem.events == 1;
+  std::string what, taken;
+  if (problem.problem == storage::kTimeBeforeProcessStart) {
+    what = "timed before the process started";
+    taken = "reports over time take " + std::string(one ? "it" : "them") + " as at its start";
+  } else if (problem.problem == storage::kTimeAfterProcessEnd) {
+    what = "timed after the process ended";
+    taken = "reports over time take " + std::string(one ? "it" : "them") + " as at its end";
+  } else {
+    what = std::string("timed earlier than the event before ") + (one ? "it" : "them");
+    taken =
+        "a moment given as a time can fall on either side of " + std::string(one ? "it" : "them");
+  }
+  return process_name(process) + ": " + std::to_string(problem.events) +
+         (one ? " event " : " events ") + what + " (time_problem " + problem.problem +
+         ", the first at seq " + std::to_string(problem.first_seq) + "); " + taken;
+}
 
 std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
-                                        const ProcessSelection& processes) {
+                                        const ProcessSelection& processes,
+                                        const storage::TimeIndex* index) {
   std::vector<std::string> warnings;
   if (!trace.complete()) {
     warnings.push_back(
@@ -12,14 +62,18 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
   }
   for (const std::string& field : trace.damaged_fields())
     warnings.push_back("the trace is damaged: " + field);
+  std::map<std::int64_t, std::vector<storage::TimeProblem>> problems;  // by upid
+  for (storage::TimeProblem& problem : time_problems(trace, index))
+    problems[problem.upid].push_back(std::move(problem));
   for (const storage::ProcessRecord& process : trace.processes()) {
-    if (!process.end.complete && is_selected(processes, process.start.upid)) {
-      // A merged trace holds several hosts, whose pids can be the same.
-      const std::string on_host =
-          process.start.host.empty() ? std::string() : " on " + process.start.host;
-      warnings.push_back("process " + std::to_string(process.start.pid) + on_host + " (" +
-                         process.start.exe +
-                         ") was not recorded to its end; its last events may be missing");
+    if (!is_selected(processes, process.start.upid)) continue;
+    if (!process.end.complete) {
+      warnings.push_back(process_name(process) +
+                         " was not recorded to its end; its last events may be missing");
+    }
+    if (const auto found = problems.find(process.start.upid); found != problems.end()) {
+      for (const storage::TimeProblem& problem : found->second)
+        warnings.push_back(time_problem_warning(process, problem));
     }
   }
   bool preload = false, cupti = false;

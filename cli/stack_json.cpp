@@ -5,13 +5,17 @@ namespace vramtrace::cli {
 using Json = nlohmann::ordered_json;
 
 Json frame_json(const storage::StackFrame& frame) {
-  return {
+  Json out = {
       {"function", frame.function.value_or("??")},
       {"file", frame.file ? Json(*frame.file) : Json(nullptr)},
       {"line", frame.line ? Json(*frame.line) : Json(nullptr)},
       {"module", frame.module},
       {"language", storage::frame_language_name(frame.language)},
   };
+  // The mark of a stack cut short (storage::StackFrame::cut): why, in a word.
+  if (frame.cut != storage::StackCut::kNone)
+    out["cut"] = frame.cut == storage::StackCut::kCycle ? "cycle" : "too_deep";
+  return out;
 }
 
 Json stack_json(const std::vector<storage::StackFrame>& stack) {

@@ -9,7 +9,9 @@
 
 namespace vramtrace::cli {
 
-// {"function": STR ("??" when unknown), "file": STR|null, "line": N|null, "module": STR}
+// {"function": STR ("??" when unknown), "file": STR|null, "line": N|null, "module": STR,
+//  "language": "native"|"python"}, and for the mark of a stack cut short (its last entry, with
+// the reason in "function") "cut": "cycle"|"too_deep".
 nlohmann::ordered_json frame_json(const storage::StackFrame& frame);
 nlohmann::ordered_json stack_json(const std::vector<storage::StackFrame>& stack);
 

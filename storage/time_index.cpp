@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <utility>
 
 #include "storage/allocation_columns.h"
@@ -20,8 +21,8 @@ namespace {
 using sqlite::Statement;
 
 // Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
-// so that an older build's index is rebuilt.
-constexpr std::int64_t kTimeIndexVersion = 1;
+// so that an older build's index is rebuilt. 2: time_problem, and times within their process.
+constexpr std::int64_t kTimeIndexVersion = 2;
 // Level L of live_span files intervals whose first and last live events share one bin of
 // 2^(kFirstShift + kShiftStep * L) events; never-freed allocations go to kNeverFreedLevel.
 constexpr int kFirstShift = 12;
@@ -58,6 +59,24 @@ std::string bin_expression() {
   }
   return sql + " ELSE 0 END";
 }
+
+// A process's start and end (either unknown in a damaged or unfinished trace): every event of
+// the process is taken as happening between them.
+struct ProcessSpan {
+  std::optional<std::int64_t> start_ns, end_ns;
+
+  std::int64_t place(std::int64_t ns) const {
+    if (start_ns) ns = std::max(ns, *start_ns);
+    if (end_ns) ns = std::min(ns, *end_ns);
+    return ns;
+  }
+  // kTimeBeforeProcessStart, kTimeAfterProcessEnd, or null for a time within the span.
+  const char* problem(std::int64_t ns) const {
+    if (start_ns && ns < *start_ns) return kTimeBeforeProcessStart;
+    if (end_ns && ns > *end_ns) return kTimeAfterProcessEnd;
+    return nullptr;
+  }
+};
 
 bool writable(const std::filesystem::path& path) {
   std::error_code ec;
@@ -178,6 +197,7 @@ struct TimeIndex::Impl {
         "DROP TABLE IF EXISTS $X.time_index_info; DROP TABLE IF EXISTS $X.live_span;"
         "DROP TABLE IF EXISTS $X.allocator_segment; DROP TABLE IF EXISTS $X.allocator_process;"
         "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
+        "DROP TABLE IF EXISTS $X.time_problem;"
         "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;"
         "CREATE TABLE $X.live_span (upid INTEGER, level INTEGER, bin INTEGER, alloc_seq INTEGER,"
         "  end_seq INTEGER, allocation_id INTEGER,"
@@ -189,7 +209,9 @@ struct TimeIndex::Impl {
         "  PRIMARY KEY (upid, device, kind, bucket)) WITHOUT ROWID;"
         "CREATE TABLE $X.live_bytes_peak (upid INTEGER, device INTEGER, peak_group TEXT,"
         "  bytes INTEGER, seq INTEGER, ns INTEGER,"
-        "  PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;");
+        "  PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;"
+        "CREATE TABLE $X.time_problem (upid INTEGER, problem TEXT, events INTEGER,"
+        "  first_seq INTEGER, PRIMARY KEY (upid, problem)) WITHOUT ROWID;");
     // Sorted as the primary key, so the table is written in order rather than by random
     // inserts.
     execute("INSERT INTO $X.live_span SELECT upid, level, " + bin_expression() +
@@ -205,12 +227,26 @@ struct TimeIndex::Impl {
         "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
         "WHERE kind = " +
         block + " ORDER BY 1;");
+    // Each process's times placed within its span: placing is monotonic, so the extremes of
+    // the placed times are the placed extremes.
+    const std::map<std::int64_t, ProcessSpan> spans = process_spans();
     Statement range = prepare(
-        "SELECT min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation WHERE result = 0");
+        "SELECT upid, min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation "
+        "WHERE result = 0 GROUP BY upid");
+    std::optional<std::int64_t> first, last;
     each_row(range, [&](const Statement& row) {
-      start_ns = row.optional_int64(0).value_or(0);
-      end_ns = std::max(row.optional_int64(1).value_or(0), row.optional_int64(2).value_or(0));
+      const auto span = spans.find(row.int64(0));
+      const auto place = [&](std::int64_t ns) {
+        return span == spans.end() ? ns : span->second.place(ns);
+      };
+      const std::int64_t from = place(row.int64(1));
+      std::int64_t to = place(row.int64(2));
+      if (const auto free_ns = row.optional_int64(3)) to = std::max(to, place(*free_ns));
+      first = first ? std::min(*first, from) : from;
+      last = last ? std::max(*last, to) : to;
     });
+    start_ns = first.value_or(0);
+    end_ns = std::max(start_ns, last.value_or(0));
     Statement put = prepare(
         "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
         " ('start_ns', ?3), ('end_ns', ?4)");
@@ -219,6 +255,15 @@ struct TimeIndex::Impl {
     put.bind_int64(3, start_ns);
     put.bind_int64(4, end_ns);
     each_row(put, [](const Statement&) {});
+  }
+
+  std::map<std::int64_t, ProcessSpan> process_spans() const {
+    std::map<std::int64_t, ProcessSpan> spans;
+    Statement statement = prepare("SELECT upid, start_ns, end_ns FROM $T.process");
+    each_row(statement, [&](const Statement& row) {
+      spans[row.int64(0)] = {row.optional_int64(1), row.optional_int64(2)};
+    });
+    return spans;
   }
 
   // merge_allocation_events (event_merge.h), failing as this index does.
@@ -241,18 +286,45 @@ struct TimeIndex::Impl {
     Statement put_bucket =
         prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    const std::map<std::int64_t, ProcessSpan> spans = process_spans();
+    std::map<std::pair<std::int64_t, std::string>, TimeProblem> problems;
     RollupSource source;
     source.start_ns = start_ns;
     source.end_ns = end_ns;
     source.for_each_event = [&](const std::function<void(const AllocationEvent&)>& visit) {
+      problems.clear();
       Statement allocs = prepare(
           "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
           "FROM $T.allocation WHERE result = 0 ORDER BY upid, alloc_seq");
-      merge_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
-                               [&](const AllocationEvent& event) {
-                                 visit(event);
-                                 return true;
-                               });
+      std::optional<std::int64_t> upid;
+      const ProcessSpan* span = nullptr;
+      std::optional<std::int64_t> previous_ns;  // of the process's last event within its span
+      merge_events_in_one_scan(
+          allocs, static_cast<std::uint64_t>(INT64_MAX), [&](const AllocationEvent& event) {
+            if (event.upid != upid) {
+              upid = event.upid;
+              const auto found = spans.find(event.upid);
+              span = found == spans.end() ? nullptr : &found->second;
+              previous_ns.reset();
+            }
+            AllocationEvent placed = event;
+            const char* problem = span != nullptr ? span->problem(event.ns) : nullptr;
+            if (span != nullptr) placed.ns = span->place(event.ns);
+            if (problem == nullptr) {
+              if (previous_ns && event.ns < *previous_ns) problem = kTimeOutOfOrder;
+              previous_ns = event.ns;
+            }
+            if (problem != nullptr) {
+              TimeProblem& counted = problems[{event.upid, problem}];
+              if (counted.events++ == 0) {
+                counted.upid = event.upid;
+                counted.problem = problem;
+                counted.first_seq = event.seq;
+              }
+            }
+            visit(placed);
+            return true;
+          });
     };
     RollupSink sink;
     sink.add_bucket = [&](const LiveBytesBucket& row) {
@@ -275,6 +347,14 @@ struct TimeIndex::Impl {
       each_row(put_peak, [](const Statement&) {});
     };
     build(source, sink);
+    Statement put_problem = prepare("INSERT INTO $X.time_problem VALUES (?1, ?2, ?3, ?4)");
+    for (const auto& [key, problem] : problems) {
+      put_problem.bind_int64(1, problem.upid);
+      put_problem.bind_text(2, problem.problem);
+      put_problem.bind_uint64(3, problem.events);
+      put_problem.bind_uint64(4, problem.first_seq);
+      each_row(put_problem, [](const Statement&) {});
+    }
   }
 
   void load_range() {
@@ -287,7 +367,9 @@ struct TimeIndex::Impl {
   }
 
   // The largest value of `seq_column` at or before `ns` (its time in `ns_column`), by binary
-  // search over the (upid, seq) index: sequence and time rise together within a process.
+  // search over the (upid, seq) index: sequence and time rise together within a process (where
+  // a damaged trace's do not, time_problem counts it, and the answer is one of the events
+  // about that time).
   std::uint64_t last_at(std::int64_t upid, std::int64_t ns, std::string_view seq_column,
                         std::string_view ns_column) const {
     const std::string seq(seq_column), time(ns_column);
@@ -552,6 +634,16 @@ std::unordered_set<std::int64_t> TimeIndex::allocator_segments() const {
   std::unordered_set<std::int64_t> ids;
   impl_->each_row(statement, [&](const Statement& row) { ids.insert(row.int64(0)); });
   return ids;
+}
+
+std::vector<TimeProblem> TimeIndex::time_problems() const {
+  Statement statement = impl_->prepare(
+      "SELECT upid, problem, events, first_seq FROM $X.time_problem ORDER BY upid, problem");
+  std::vector<TimeProblem> rows;
+  impl_->each_row(statement, [&](const Statement& row) {
+    rows.push_back({row.int64(0), row.text(1), row.uint64(2), row.uint64(3)});
+  });
+  return rows;
 }
 
 std::set<std::int64_t> TimeIndex::processes_with_allocator_events() const {

@@ -16,6 +16,9 @@
 //   live_bytes_bucket, live_bytes_peak: the rollups, rows that the caller's BuildRollups makes
 //     from one ordered pass over the trace's events (analysis/live_bytes_rollups.h says what
 //     they mean); the index stores them and reads them back.
+//   time_problem: the events of that pass whose times cannot be right (before their process
+//     started, after it ended, earlier than the event before them), counted per process. A
+//     trace is untrusted input: such a time is taken as far as it can be, never an error.
 // - Queries that fail throw TraceError (one line, naming the file), as TraceReader's do.
 #pragma once
 
@@ -54,12 +57,28 @@ struct LiveBytesPeak {
   std::int64_t ns = 0;
 };
 
+// What time_problem counts (its column `problem`).
+inline constexpr const char* kTimeBeforeProcessStart = "before_process_start";
+inline constexpr const char* kTimeAfterProcessEnd = "after_process_end";
+inline constexpr const char* kTimeOutOfOrder = "out_of_order";
+
+// A row of time_problem: one process's events with one kind of impossible time.
+struct TimeProblem {
+  std::int64_t upid = 0;
+  std::string problem;  // kTimeBeforeProcessStart, kTimeAfterProcessEnd or kTimeOutOfOrder
+  std::uint64_t events = 0;
+  std::uint64_t first_seq = 0;  // the first such event
+};
+
 // What the rollups are built from, once per build.
 struct RollupSource {
   // The span of the index (TimeIndex::start_ns() and end_ns()).
   std::int64_t start_ns = 0, end_ns = 0;
   // Every successful allocation and free of the trace: processes in upid order, each process's
-  // events in sequence order (a free before an allocation of the same number).
+  // events in sequence order (a free before an allocation of the same number). A time before
+  // its process's start or after its end comes as that start or end; a time earlier than the
+  // event before it comes as it is (the trace's times need not rise with its sequence, and the
+  // rollups must not rely on it). time_problem counts both.
   std::function<void(const std::function<void(const AllocationEvent&)>& visit)> for_each_event;
 };
 
@@ -89,7 +108,8 @@ class TimeIndex {
   // Empty when the index came from the file; otherwise one line on how it was made.
   const std::string& note() const;
 
-  // The time range of the trace's events: the first allocation to the last allocation or free.
+  // The time range of the trace's events: the first allocation to the last allocation or free,
+  // each time within its process's start and end.
   std::int64_t start_ns() const;
   std::int64_t end_ns() const;
 
@@ -123,6 +143,8 @@ class TimeIndex {
   std::unordered_set<std::int64_t> allocator_segments() const;
   // Processes with allocator events (a block, or an allocator out-of-memory report).
   std::set<std::int64_t> processes_with_allocator_events() const;
+  // Events whose times cannot be right, in (upid, problem) order; empty for a sound trace.
+  std::vector<TimeProblem> time_problems() const;
 
  private:
   struct Impl;

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,8 +29,6 @@ using sqlite::Statement;
 // How long a query waits when the collector's checkpoint or WAL recovery briefly locks a live
 // trace.
 constexpr int kBusyTimeoutMs = 5000;
-// A callsite chain longer than this is a cycle in a damaged trace, not a stack.
-constexpr int kMaxStackDepth = 100000;
 
 constexpr std::string_view kRecordHint = "record one with 'vramtrace run -o FILE -- PROGRAM'";
 
@@ -694,9 +693,21 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
       "  LEFT JOIN module ON module.id = frame.module_id "
       "ORDER BY chain.hops");
   statement.bind_int64(1, *callsite_id);
-  statement.bind_int64(2, kMaxStackDepth);
+  // One row more than a stack may have, to tell a chain that goes deeper.
+  statement.bind_int64(2, static_cast<std::int64_t>(kMaxStackDepth));
   std::vector<StackFrame> frames;
+  std::unordered_set<std::int64_t> seen;
+  StackCut cut = StackCut::kNone;
   impl_->each_row(statement, [&](const Statement& row) {
+    if (cut != StackCut::kNone) return;
+    if (!seen.insert(row.int64(0)).second) {
+      cut = StackCut::kCycle;
+      return;
+    }
+    if (frames.size() == kMaxStackDepth) {
+      cut = StackCut::kTooDeep;
+      return;
+    }
     impl_->check_row(row, "callsite", {0, 1});
     impl_->check_row(row, "frame", {}, {4});
     StackFrame& frame = frames.emplace_back();
@@ -710,6 +721,13 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
     frame.module = row.optional_text(7).value_or("");
     frame.language = frame_language_from_name(row.optional_text(8).value_or(""));
   });
+  if (cut != StackCut::kNone) {
+    StackFrame& mark = frames.emplace_back();
+    mark.cut = cut;
+    mark.function = cut == StackCut::kCycle
+                        ? "[stack cut: its callsites loop back in the trace]"
+                        : "[stack cut: deeper than " + std::to_string(kMaxStackDepth) + " frames]";
+  }
   return frames;
 }
 

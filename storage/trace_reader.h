@@ -144,8 +144,14 @@ class TraceReader {
   std::vector<StatRecord> stats() const;  // by name
 
   // The stack whose leaf is callsite_id, innermost frame first; empty for no callsite. A chain
-  // that breaks off (a parent id without a row) ends where it breaks, as far as it is known.
+  // that breaks off (a parent id without a row) ends where it breaks, as far as it is known. A
+  // chain that comes back to a callsite already in it ends before the repeat, and one deeper
+  // than kMaxStackDepth after that many frames; either then ends with a frame marking the cut
+  // (StackFrame::cut).
   std::vector<StackFrame> stack(std::optional<std::int64_t> callsite_id) const;
+  // The wire's 256 native and 128 Python frames, with room for the inlined calls that
+  // symbolizing adds: a chain deeper than this is damage, not a stack.
+  static constexpr std::size_t kMaxStackDepth = 4096;
 
  private:
   struct Impl;

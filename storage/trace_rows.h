@@ -193,6 +193,11 @@ struct AllocationEvent {
   std::uint64_t size = 0;
 };
 
+// Why a stack read from a trace stops before its outermost frame: its callsites' parents lead
+// back to one of them (a damaged or hostile trace), or the chain is deeper than any stack the
+// shim records (TraceReader::kMaxStackDepth).
+enum class StackCut { kNone, kCycle, kTooDeep };
+
 // One frame of a resolved stack.
 struct StackFrame {
   std::int64_t callsite_id = 0, frame_id = 0;
@@ -202,6 +207,9 @@ struct StackFrame {
   std::uint64_t rel_pc = 0;
   bool inlined = false;
   FrameLanguage language = FrameLanguage::kNative;
+  // Not kNone: no frame but the mark of a stack cut there, its outermost entry, with the reason
+  // in `function` ("[stack cut: ...]") and no callsite, frame, file or module.
+  StackCut cut = StackCut::kNone;
 };
 
 struct StatRecord {

@@ -38,6 +38,8 @@ std::string count_of(std::uint64_t count, std::string_view singular, std::string
 
 std::string format_frame(std::size_t index, const storage::StackFrame& frame) {
   std::string line = fmt::format("#{} {}", index, frame.function.value_or("??"));
+  // The mark of a stack cut short (StackFrame::cut) says it all.
+  if (frame.cut != storage::StackCut::kNone) return line;
   if (frame.file) {
     line += fmt::format(" at {}", *frame.file);
     if (frame.line) line += fmt::format(":{}", *frame.line);

@@ -20,6 +20,7 @@ std::string format_seconds(std::int64_t ns);
 std::string count_of(std::uint64_t count, std::string_view singular, std::string_view plural);
 // "#3 function at file:line (module)", as LeakSanitizer and heaptrack_print write a frame.
 // An unknown function is "??" and is followed by the module offset, as in (libfoo.so+0x12a0).
+// The mark of a stack cut short is "#3 [stack cut: ...]".
 std::string format_frame(std::size_t index, const storage::StackFrame& frame);
 
 }  // namespace vramtrace::text

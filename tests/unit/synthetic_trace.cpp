@@ -296,4 +296,91 @@ std::string write_synthetic_trace(const std::filesystem::path& path, bool finish
   return writer->finish(&error) ? std::string() : error;
 }
 
+namespace {
+
+// A process of one thread (utid = upid) and module 1 (/usr/bin/leaky).
+void add_single_process(storage::TraceWriter& writer, std::uint32_t pid, std::int64_t start_ns) {
+  storage::ProcessRow process;
+  process.upid = 1;
+  process.pid = pid;
+  process.exe = kLeakyExe;
+  process.argv = {"leaky"};
+  process.start_ns = start_ns;
+  process.unwinder = "libunwind";
+  writer.add_process(process);
+  writer.add_thread(1, 1, pid);
+  writer.add_module(1, kLeakyExe, "");
+}
+
+std::string finished(storage::TraceWriter& writer) {
+  std::string error;
+  return writer.finish(&error) ? std::string() : error;
+}
+
+}  // namespace
+
+std::string write_untrusted_times_trace(const std::filesystem::path& path) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  constexpr std::int64_t kSecond = 1'000'000'000;
+  add_single_process(*writer, kUntrustedTimesPid, kSecond);
+  writer->add_frame({1, 1, 0x1000, "main", "leaky.cu", 40, false});
+  writer->add_frame({2, 1, 0x1100, "make_buffers", "leaky.cu", 12, false});
+  writer->add_callsite(1, std::nullopt, 1, 0);
+  writer->add_callsite(2, 1, 2, 1);
+  const auto allocate = [&](std::int64_t id, std::uint64_t seq, std::int64_t ns) {
+    storage::AllocationRow row =
+        allocation(id, 1, kind::kDevice, api::kCudaMalloc,
+                   0x7f0000000000 + static_cast<std::uint64_t>(id) * kMiB, kMiB, seq, 2);
+    row.alloc_ns = ns;
+    row.alloc_utid = 1;
+    writer->add_allocation(row);
+  };
+  const auto release = [&](std::int64_t id, std::uint64_t seq, std::int64_t ns) {
+    storage::FreeRow row = free_at(1, seq, api::kCudaFree, 2);
+    row.free_ns = ns;
+    row.free_utid = 1;
+    writer->set_free(id, row);
+  };
+  allocate(1, 1, kSecond);
+  allocate(2, 2, 2 * kSecond + 1);
+  allocate(3, 3, kSecond / 2);
+  allocate(4, 4, 2 * kSecond + 4);
+  release(2, 5, 2 * kSecond + 5);
+  release(4, 6, 2 * kSecond + 3);
+  allocate(5, 7, 4 * kSecond);
+  allocate(6, 8, 2 * kSecond + kSecond / 2);
+  writer->end_process({1, 3 * kSecond, 0, std::nullopt, true});
+  return finished(*writer);
+}
+
+std::string write_callsite_cycle_trace(const std::filesystem::path& path) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(path, &error);
+  if (!writer) return error;
+  add_single_process(*writer, kCallsiteCyclePid, kFirstStartNs);
+  writer->add_frame({1, 1, 0x1000, "main", "leaky.cu", 40, false});
+  writer->add_frame({2, 1, 0x1200, "loop_a", "loop.cu", 2, false});
+  writer->add_frame({3, 1, 0x1300, "loop_b", "loop.cu", 3, false});
+  writer->add_frame({4, 1, 0x1400, "self_loop", "loop.cu", 4, false});
+  writer->add_callsite(1, std::nullopt, 1, 0);
+  writer->add_callsite(2, 3, 2, 1);
+  writer->add_callsite(3, 2, 3, 2);
+  writer->add_callsite(4, 4, 4, 1);
+  const auto allocate = [&](std::int64_t id, std::uint64_t size, std::uint64_t seq,
+                            std::int64_t callsite) {
+    storage::AllocationRow row = allocation(
+        id, 1, kind::kDevice, api::kCudaMalloc,
+        0x7f0000000000 + static_cast<std::uint64_t>(id) * 16 * kMiB, size, seq, callsite);
+    row.alloc_utid = 1;
+    writer->add_allocation(row);
+  };
+  allocate(1, kMiB, 1, 2);
+  allocate(2, 2 * kMiB, 2, 4);
+  allocate(3, 4 * kMiB, 3, 1);
+  writer->end_process({1, kLastEndNs, 0, std::nullopt, true});
+  return finished(*writer);
+}
+
 }  // namespace vramtrace::testing

@@ -94,4 +94,29 @@ inline constexpr std::uint64_t kVmmHandle = 0x1001;
 std::string write_node_trace(const std::filesystem::path& path, const NodeTraceSpec& spec,
                              bool finish = true);
 
+// A trace whose times cannot all be right, as a scribbled ring or clocks that disagree across
+// cores leave one. Process upid 1 (pid 7000, started at 1 s, ended at 3 s, exited 0), device 0,
+// every allocation 1 MiB of kind device at callsite 2 (make_buffers, main):
+//   seq  event                                     time
+//    1   a1 allocated (leaked)                     1.000 s
+//    2   a2 allocated                              2 s + 1 ns
+//    3   a3 allocated (leaked)                     0.5 s: before the process started
+//    4   a4 allocated                              2 s + 4 ns
+//    5   a2 freed                                  2 s + 5 ns
+//    6   a4 freed                                  2 s + 3 ns: before a4 was allocated
+//    7   a5 allocated (leaked)                     4 s: after the process ended
+//    8   a6 allocated (leaked)                     2.5 s
+// Events 2 to 6 share one slice of the time index, which event 3 leaves and event 4 takes up
+// again. Device memory in use peaks at 4 MiB, first at seq 4 (and again at seq 8).
+inline constexpr std::uint32_t kUntrustedTimesPid = 7000;
+std::string write_untrusted_times_trace(const std::filesystem::path& path);
+
+// A trace whose callsites loop, as a damaged or hostile file can have them. Process upid 1
+// (pid 7100, exited 0), device 0, leaked:
+//   a1 device 1 MiB at callsite 2, a2 device 2 MiB at callsite 4, a3 device 4 MiB at callsite 1
+// Callsites: 1 main (no parent); 2 loop_a, whose parent is 3; 3 loop_b, whose parent is 2;
+// 4 self_loop, its own parent. The stacks of 2 and 4 never reach a root.
+inline constexpr std::uint32_t kCallsiteCyclePid = 7100;
+std::string write_callsite_cycle_trace(const std::filesystem::path& path);
+
 }  // namespace vramtrace::testing
