@@ -71,6 +71,12 @@ void AllocationTracker::on_free(ProcessAllocations& p, const ring::RecordHeader&
   recent.ended.clear();
   p.live.remove_for_free(m.api(), m.address(), m.size(), &recent.ended);
   if (recent.ended.empty()) {
+    // A free nested in another hook, of memory the trace never saw allocated: the library's
+    // own (its allocation was nested too), or a signal handler's of such memory.
+    if (m.nested()) {
+      stats_.add(Stat::kNestedFreeUnmatched);
+      return;
+    }
     recent.bad_free_id = add_bad_free(origin.upid, recent, storage::kBadFreeUnknownAddress, 0);
     return;
   }

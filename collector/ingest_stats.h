@@ -78,6 +78,9 @@ namespace vramtrace::collector {
     "allocations at an address still live in the trace (its free was not recorded)")              \
   X(kFreeFailedUnmatched, "free_failed_unmatched", kInfo, kIfCounted,                             \
     "failed frees whose free record was not found")                                               \
+  X(kNestedFreeUnmatched, "nested_free_unmatched", kInfo, kIfCounted,                             \
+    "frees made inside another hook (a signal handler's, or the library's own work) at an "       \
+    "address not live: the library's bookkeeping, not reported as bad frees")                     \
   X(kMarkerPopWithoutPush, "marker_pop_without_push", kInfo, kIfCounted,                          \
     "range pops on a thread with no range pushed")                                                \
   X(kMarkerEndWithoutStart, "marker_end_without_start", kInfo, kIfCounted,                        \

@@ -6,6 +6,9 @@
 
 namespace vramtrace::preload {
 
+constinit thread_local OuterHookCall t_outer_hook_call
+    __attribute__((tls_model("initial-exec"))) = {false, 0};
+
 int report_missing_function(const char* name, int error) {
   static std::atomic<bool> said{false};
   if (!said.exchange(true))

@@ -36,6 +36,8 @@ namespace {
 constexpr uint64_t kDefaultRingBytes = 8ull << 20;
 
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+// Inside write_record, from before the ring's lock is asked for until after it is given back.
+thread_local constinit bool t_ring_write __attribute__((tls_model("initial-exec"))) = false;
 
 // Process-wide state. Plain globals with constant initialisation: they must be usable from
 // hooks that run before or during other libraries' constructors.
@@ -87,35 +89,55 @@ void stop_recording(const char* why) {
 namespace {
 
 // Asked while a writer waits for room in the ring (under the ring's lock: one caller at a
-// time). The socket tells whether the collector is there; once the program has closed it,
-// only the reader's progress can: the collector is taken for gone when it has not read a byte
-// for kReaderStallNs.
-constexpr int64_t kReaderStallNs = 5'000'000'000;
-
+// time). The socket tells whether the collector is there; once the program has closed it, only
+// the reader's progress can, and the ring itself gives up on a reader that has not advanced for
+// its stall limit (VRAMTRACE_STALL_SECONDS, 10 s by default), socket or not.
 bool collector_still_reading() {
-  if (!g_link.socket_lost()) return g_link.collector_alive();
-  static uint64_t last_position = ~0ull;
-  static int64_t last_progress_ns = 0;
-  const uint64_t position = g_ring.reader_position();
-  const int64_t now = ring::monotonic_ns();
-  if (position != last_position) {
-    last_position = position;
-    last_progress_ns = now;
-    return true;
-  }
-  return now - last_progress_ns < kReaderStallNs;
+  return g_link.socket_lost() || g_link.collector_alive();
 }
 
-}  // namespace
+int64_t g_stall_ns = ring::kDefaultStallNs;
 
-uint64_t write_record(const uint8_t* payload, size_t bytes) {
+int64_t parse_stall_ns(const char* text) {
+  if (text == nullptr || *text == '\0') return ring::kDefaultStallNs;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seconds = strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || seconds == 0 || seconds > 86'400)
+    return ring::kDefaultStallNs;
+  return static_cast<int64_t>(seconds) * 1'000'000'000;
+}
+
+// Why recording stopped on a stalled reader, with the stall limit in seconds.
+const char* stalled_text() {
+  static constexpr char kBefore[] = "the collector has not read this process's events for ";
+  static constexpr char kAfter[] = " s (stopped?)";
+  static char text[sizeof kBefore + 24 + sizeof kAfter];
+  char digits[24];
+  int n = 0;
+  for (uint64_t s = static_cast<uint64_t>(g_ring.stall_limit_ns() / 1'000'000'000); n == 0 || s;
+       s /= 10)
+    digits[n++] = static_cast<char>('0' + s % 10);
+  size_t at = sizeof kBefore - 1;
+  std::memcpy(text, kBefore, at);
+  while (n > 0) text[at++] = digits[--n];
+  std::memcpy(text + at, kAfter, sizeof kAfter);
+  return text;
+}
+
+// Puts one record on the ring, nothing more.
+uint64_t write_now(const uint8_t* payload, size_t bytes) {
   if (bytes == 0) {
     stop_recording("internal error: an event did not encode");
     return 0;
   }
   uint64_t seq = 0;
+  t_ring_write = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   auto result = g_ring.write(payload, static_cast<uint32_t>(bytes), &seq,
                              [] { return collector_still_reading(); });
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_ring_write = false;
   switch (result) {
     case ring::RingProducer::WriteResult::kOk:
       return seq;
@@ -125,8 +147,90 @@ uint64_t write_record(const uint8_t* payload, size_t bytes) {
     case ring::RingProducer::WriteResult::kGaveUp:
       stop_recording("the collector went away");
       return 0;
+    case ring::RingProducer::WriteResult::kStalled:
+      stop_recording(stalled_text());
+      return 0;
+    case ring::RingProducer::WriteResult::kHeaderOverwritten:
+      stop_recording(
+          "the ring's header was overwritten (the program wrote over vramtrace's "
+          "shared memory)");
+      return 0;
   }
   return 0;
+}
+
+std::atomic<bool (*)(FreeEvent*)> g_deferred_frees{nullptr};
+std::atomic<uint64_t> g_unrecorded_calls{0};
+std::atomic<uint64_t> g_unrecorded_said{0};
+
+uint64_t write_nested_free(FreeEvent e) {
+  e.tid = current_tid();
+  e.nested = true;
+  uint8_t buf[kMaxEventBytes];
+  return write_now(buf, encode_free(e, Stack{}, buf, sizeof buf));
+}
+
+// Whether this thread is writing its deferred frees: a signal handler that interrupts it leaves
+// them to it (its own, deferred, included), so that the queue has one consumer at a time.
+thread_local constinit bool t_writing_deferred __attribute__((tls_model("initial-exec"))) = false;
+
+void write_deferred_frees() {
+  auto pop = g_deferred_frees.load(std::memory_order_relaxed);
+  if (pop == nullptr || t_writing_deferred) return;
+  t_writing_deferred = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  FreeEvent e;
+  while (pop(&e)) write_nested_free(e);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  t_writing_deferred = false;
+}
+
+// What a write leaves to do once the ring's lock is given back: the frees a signal handler
+// deferred while this thread was inside the write, then the count of calls not recorded.
+void after_write() {
+  write_deferred_frees();
+  const uint64_t unrecorded = g_unrecorded_calls.load(std::memory_order_relaxed);
+  uint64_t said = g_unrecorded_said.load(std::memory_order_relaxed);
+  if (unrecorded == said || !g_unrecorded_said.compare_exchange_strong(said, unrecorded)) return;
+  uint8_t buf[512];
+  write_now(buf,
+            encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_DATA_LOSS, "calls_unrecorded",
+                          "allocation calls that a signal handler made while the shim was "
+                          "inside a hook on the same thread, and frees of such handlers "
+                          "that found the shim's queue of deferred frees full: not recorded",
+                          buf, sizeof buf, unrecorded - said));
+  write_deferred_frees();  // any a handler made during the notice's write
+}
+
+}  // namespace
+
+uint64_t write_record(const uint8_t* payload, size_t bytes) {
+  const uint64_t seq = write_now(payload, bytes);
+  after_write();
+  return seq;
+}
+
+bool inside_ring_write() {
+  return t_ring_write;
+}
+
+void set_deferred_free_source(bool (*pop)(FreeEvent* out)) {
+  g_deferred_frees.store(pop, std::memory_order_relaxed);
+}
+
+void count_unrecorded_call() {
+  g_unrecorded_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint64_t record_nested_free(FreeEvent e) {
+  const uint64_t seq = write_nested_free(e);
+  after_write();
+  return seq;
+}
+
+void record_nested_free_failed(uint64_t free_seq, int32_t result) {
+  uint8_t buf[64];
+  write_record(buf, encode_free_failed(free_seq, result, Stack{}, buf, sizeof buf));
 }
 
 bool read_live_reply(uint64_t query_id, int timeout_ms, wire::LiveReplyHeader* header, char* report,
@@ -245,8 +349,11 @@ void connect_process() {
     return;
   }
   g_ring.init(g_link.ring(), g_link.capacity(), static_cast<uint32_t>(getpid()), g_tsc_clock);
-  g_shim_state.store(static_cast<int>(ShimState::kRecording));
+  g_ring.set_stall_limit_ns(g_stall_ns);
+  // The process's start is its ring's first record: no event, not even a signal handler's free
+  // (hook_support.h), may precede it.
   send_process_start();
+  g_shim_state.store(static_cast<int>(ShimState::kRecording));
 }
 
 // Stacks the walk by frame rules declined (libunwind walked them): the first is said at once,
@@ -300,6 +407,8 @@ void after_fork_in_child() {
   g_unwinder.forget_declined_walks();
   forget_stack_names_after_fork();
   g_declined_walks_said.store(0, std::memory_order_relaxed);
+  g_unrecorded_calls.store(0, std::memory_order_relaxed);
+  g_unrecorded_said.store(0, std::memory_order_relaxed);
   g_shim_state.store(static_cast<int>(ShimState::kOff));
   if (was_recording) {
     ReentryGuard guard;
@@ -320,6 +429,7 @@ void shim_start() {
   }
   std::strcpy(g_socket_path, socket_path);
   g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
+  g_stall_ns = parse_stall_ns(getenv("VRAMTRACE_STALL_SECONDS"));
   const char* free_stacks = getenv("VRAMTRACE_FREE_STACKS");
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;
   const char* stack_names = getenv("VRAMTRACE_STACK_NAMES");

@@ -60,6 +60,29 @@ uint64_t record_free(FreeEvent e);
 // The free recorded as `free_seq` failed with `result`: the memory is still allocated.
 void record_free_failed(uint64_t free_seq, int32_t result);
 
+// Frees made inside another hook on the same thread: a signal handler's that interrupted it, or
+// the library's own work (hook_support.h). Recorded without a stack and marked `nested`, so that
+// the collector takes one whose address is not live for the library's bookkeeping rather than a
+// bad free. Safe in a signal handler, provided the thread is not inside write_record
+// (inside_ring_write()). Return and arguments as record_free and record_free_failed.
+uint64_t record_nested_free(FreeEvent e);
+void record_nested_free_failed(uint64_t free_seq, int32_t result);
+
+// Whether this thread is inside write_record now (waiting for or holding the ring's lock): a
+// signal handler that interrupted it must not write, or it would wait on a lock held beneath it.
+bool inside_ring_write();
+
+// Where write_record finds the frees a signal handler could not record while its thread was
+// inside write_record (deferred_frees.h): `pop` hands them out one at a time, oldest first, and
+// returns false when none is left. Each write_record writes them when its own write ends, before
+// it returns. Async-signal-safe.
+void set_deferred_free_source(bool (*pop)(FreeEvent* out));
+
+// An event the shim saw and could not record (an allocation in a signal handler that interrupted
+// a hook, a deferred free with no room): counted, and said to the collector as the data-loss
+// notice "calls_unrecorded" at the next record and at exit. Async-signal-safe.
+void count_unrecorded_call();
+
 // For records that carry no stack (markers): the calling thread's id, and the record path's
 // last step. write_record puts one encoded message on the ring and returns its sequence
 // number, or 0 (on failure recording stops). Call only inside an outermost ReentryGuard.

@@ -227,6 +227,7 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
     w.present_varint(vramtrace_wire_Free_allocator_reserved_tag, e.allocator_reserved);
   }
   w.varint(vramtrace_wire_Free_correlation_id_tag, e.correlation_id);
+  w.varint(vramtrace_wire_Free_nested_tag, e.nested ? 1 : 0);
   write_stack(w, stack, VRAMTRACE_STACK_TAGS(Free));
   return wrap_in_envelope(vramtrace_wire_Envelope_free_tag, body, w.size(), out, capacity);
 }

@@ -45,6 +45,7 @@ struct FreeEvent {
   uint64_t allocator_allocated;
   uint64_t allocator_reserved;
   uint32_t correlation_id;  // as in AllocEvent
+  bool nested;              // made inside another hook on the thread (recorder.h)
 };
 
 struct Stack {

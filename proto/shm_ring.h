@@ -13,6 +13,11 @@
 // - Full ring: the writer waits (futex on `read_wakeups`) until the reader frees space. It
 //   asks its caller every wait interval whether the collector is still alive, and gives up
 //   when it is not: the program must run on, untraced, rather than hang.
+// - No wait without bound: a writer gives up (kStalled) when the reader has not advanced for
+//   the stall limit (kDefaultStallNs unless set) while it waits for space or for the lock, and
+//   (kHeaderOverwritten) when the header's fields that only writers change are not what they
+//   wrote (the writers keep their own copies): the target scribbled on its ring. Either is
+//   final: every later write returns the same at once.
 // - Records are contiguous: one that does not fit before the end of the buffer is preceded
 //   by a padding marker (or by nothing, when fewer than a header's bytes remain) and starts
 //   at offset 0.
@@ -51,6 +56,8 @@ inline constexpr uint32_t kHeaderBytes = 4096;  // the data area starts one page
 inline constexpr uint32_t kPaddingMarker = 0xffffffffu;
 inline constexpr uint64_t kMinCapacity = 64 * 1024;
 inline constexpr uint64_t kMaxCapacity = 1ull << 30;
+// How long a writer waits on a reader that does not advance before it gives up.
+inline constexpr int64_t kDefaultStallNs = 10'000'000'000;
 
 // Precedes every record's payload (an encoded vramtrace.wire.Envelope).
 struct RecordHeader {
@@ -79,13 +86,13 @@ struct SharedHeader {
   uint32_t unused;
 
   alignas(64) std::atomic<uint64_t> write_pos;  // bytes published, monotonic
-  uint64_t next_seq;                            // guarded by `lock`
+  uint64_t next_seq;                            // guarded by `lock`; for diagnostics only
 
   alignas(64) std::atomic<uint64_t> read_pos;  // bytes consumed, monotonic
   std::atomic<uint32_t> read_wakeups;          // futex word, bumped when read_pos advances
   std::atomic<uint32_t> writer_waiting;        // non-zero while a writer waits for space
 
-  alignas(64) std::atomic<uint32_t> lock;  // 0 free, 1 held, 2 held with waiters
+  alignas(64) std::atomic<uint32_t> lock;  // 0 free, 1 held, 2 held with waiters; nothing else
   std::atomic<uint32_t> closed;            // the process exited through exit()
 };
 static_assert(sizeof(SharedHeader) <= kHeaderBytes);
@@ -107,7 +114,10 @@ inline void futex_wake(std::atomic<uint32_t>* word, bool shared, int count) {
 // The writing side, inside the traced process.
 class RingProducer {
  public:
-  enum class WriteResult { kOk, kTooLarge, kGaveUp };
+  // kGaveUp: still_alive() said the reader is gone. kStalled: the reader did not advance for
+  // the stall limit. kHeaderOverwritten: the header is not what the writers left. The last
+  // three are final (gave_up()).
+  enum class WriteResult { kOk, kTooLarge, kGaveUp, kStalled, kHeaderOverwritten };
 
   // Takes over a zero-filled mapping of kHeaderBytes + capacity bytes. `tsc_clock`: records are
   // stamped by the time-stamp counter (record_clock.h; only where tsc_is_the_kernels_clock()).
@@ -124,11 +134,21 @@ class RingProducer {
     header_->capacity = capacity;
     header_->pid = pid;
     header_->next_seq = 1;
+    next_seq_ = 1;
+    write_pos_ = 0;
     cached_read_pos_ = 0;
+    gave_up_.store(WriteResult::kOk, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     header_->magic = kMagic;
     return true;
   }
+
+  // How long a writer waits on a reader that does not advance (kDefaultStallNs by default).
+  void set_stall_limit_ns(int64_t ns) { stall_limit_ns_ = ns > 0 ? ns : kDefaultStallNs; }
+  int64_t stall_limit_ns() const { return stall_limit_ns_; }
+
+  // kOk, or the final result that ended writing to this ring.
+  WriteResult gave_up() const { return gave_up_.load(std::memory_order_relaxed); }
 
   // Largest payload one record can carry. Half the buffer, so that a wrap never starves.
   uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordHeader); }
@@ -151,20 +171,32 @@ class RingProducer {
 
   // Stamps and publishes one record. While the ring is full, waits for the reader and calls
   // `still_alive()` every wait interval; when it returns false the record is dropped and
-  // kGaveUp returned. On kOk, *seq_out is the record's sequence number.
+  // kGaveUp returned. Never waits longer than the stall limit on a reader that does not
+  // advance (kStalled). On kOk, *seq_out is the record's sequence number.
   template <class StillAlive>
   WriteResult write(const void* payload, uint32_t payload_bytes, uint64_t* seq_out,
                     StillAlive&& still_alive) {
     if (payload_bytes > max_payload()) return WriteResult::kTooLarge;
+    if (WriteResult ended = gave_up(); ended != WriteResult::kOk) return ended;
     const uint64_t needed = record_bytes(payload_bytes);
-    lock();
-    uint64_t pos = header_->write_pos.load(std::memory_order_relaxed);
+    if (WriteResult locked = lock(); locked != WriteResult::kOk) return give_up(locked);
+    // Another writer gave up while this one waited for the lock.
+    if (WriteResult ended = gave_up(); ended != WriteResult::kOk) {
+      unlock();
+      return ended;
+    }
+    if (!header_intact()) {
+      unlock();
+      return give_up(WriteResult::kHeaderOverwritten);
+    }
+    uint64_t pos = write_pos_;
     uint64_t offset = pos & (capacity_ - 1);
     uint64_t tail = capacity_ - offset;
     uint64_t skip = tail < needed ? tail : 0;
-    if (!wait_for_space(pos, skip + needed, still_alive)) {
+    if (WriteResult room = wait_for_space(pos, skip + needed, still_alive);
+        room != WriteResult::kOk) {
       unlock();
-      return WriteResult::kGaveUp;
+      return give_up(room);
     }
     if (skip != 0) {
       if (skip >= sizeof(RecordHeader)) {
@@ -174,10 +206,12 @@ class RingProducer {
       pos += skip;
       offset = 0;
     }
-    RecordHeader rec{payload_bytes, 0, header_->next_seq++, clock_.now()};
+    RecordHeader rec{payload_bytes, 0, next_seq_++, clock_.now()};
     std::memcpy(data_ + offset, &rec, sizeof rec);
     std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
-    header_->write_pos.store(pos + needed, std::memory_order_release);
+    write_pos_ = pos + needed;
+    header_->next_seq = next_seq_;
+    header_->write_pos.store(write_pos_, std::memory_order_release);
     unlock();
     *seq_out = rec.seq;
     return WriteResult::kOk;
@@ -215,44 +249,101 @@ class RingProducer {
 #endif
   }
 
+  // The wait interval: how often a waiting writer looks at the reader and the clock.
+  static constexpr long kWaitIntervalNs = 50'000'000;
+
+  // Ends writing to this ring for good; the first reason stays.
+  WriteResult give_up(WriteResult why) {
+    WriteResult expected = WriteResult::kOk;
+    gave_up_.compare_exchange_strong(expected, why, std::memory_order_relaxed);
+    return why;
+  }
+
+  // The fields only writers change (under the lock, or once at init) are what they wrote. The
+  // reader never writes them; a difference is the target's scribbling. Called under the lock.
+  bool header_intact() const {
+    return header_->magic == kMagic && header_->version == kVersion &&
+           header_->header_bytes == kHeaderBytes && header_->capacity == capacity_ &&
+           header_->write_pos.load(std::memory_order_relaxed) == write_pos_;
+  }
+
+  // Watches the reader while a writer waits: not advanced for the stall limit is a stall.
+  class StallClock {
+   public:
+    StallClock(const SharedHeader* header, int64_t limit_ns)
+        : header_(header), limit_ns_(limit_ns) {}
+    // False once the reader has not moved for the limit since the first call.
+    bool reader_moving() {
+      const uint64_t read = header_->read_pos.load(std::memory_order_relaxed);
+      const int64_t now = monotonic_ns();
+      if (since_ns_ == 0 || read != read_) {
+        read_ = read;
+        since_ns_ = now;
+        return true;
+      }
+      return now - since_ns_ < limit_ns_;
+    }
+
+   private:
+    const SharedHeader* header_;
+    int64_t limit_ns_;
+    uint64_t read_ = 0;
+    int64_t since_ns_ = 0;
+  };
+
   template <class StillAlive>
-  bool wait_for_space(uint64_t pos, uint64_t bytes, StillAlive& still_alive) {
+  WriteResult wait_for_space(uint64_t pos, uint64_t bytes, StillAlive& still_alive) {
     // The reader's position only grows, so a copy from an earlier record is a safe answer
     // while it shows room; reading the shared one each time would fetch a line the reader
     // writes at every turn. Guarded by the lock, as the caller holds it.
-    if (pos + bytes - cached_read_pos_ <= capacity_ && cached_read_pos_ <= pos) return true;
+    if (pos + bytes - cached_read_pos_ <= capacity_ && cached_read_pos_ <= pos)
+      return WriteResult::kOk;
+    StallClock stall(header_, stall_limit_ns_);
     for (;;) {
       uint64_t read = header_->read_pos.load(std::memory_order_acquire);
       cached_read_pos_ = read;
       // A reader position ahead of ours, or one that lags by more than the buffer, can only
       // come from a broken reader: treat it as gone rather than overwrite unread records.
-      if (read > pos || pos - read > capacity_) return false;
-      if (pos + bytes - read <= capacity_) return true;
+      if (read > pos || pos - read > capacity_) return WriteResult::kGaveUp;
+      if (pos + bytes - read <= capacity_) return WriteResult::kOk;
       uint32_t wakeups = header_->read_wakeups.load(std::memory_order_acquire);
       header_->writer_waiting.store(1, std::memory_order_seq_cst);
       read = header_->read_pos.load(std::memory_order_seq_cst);
       if (pos + bytes - read <= capacity_) continue;
-      timespec timeout{0, 50'000'000};
+      if (!stall.reader_moving()) return WriteResult::kStalled;
+      timespec timeout{0, kWaitIntervalNs};
       detail::futex_wait(&header_->read_wakeups, wakeups, /*shared=*/true, &timeout);
-      if (!still_alive()) return false;
+      if (!still_alive()) return WriteResult::kGaveUp;
     }
   }
 
   // Drepper's three-state futex mutex ("Futexes Are Tricky", mutex #2), with a short spin.
-  // Only threads of this process contend, so the futex can be process-private.
-  void lock() {
+  // Only threads of this process contend, so the futex can be process-private. Bounded: the
+  // word is in memory the target can scribble on, so a value that is not a state ends writing
+  // (kHeaderOverwritten), and so does a wait through which neither the lock nor the reader
+  // moved for the stall limit (kStalled): a holder waits for space only while the reader moves.
+  WriteResult lock() {
     uint32_t c = 0;
-    if (header_->lock.compare_exchange_strong(c, 1, std::memory_order_acquire)) return;
+    if (header_->lock.compare_exchange_strong(c, 1, std::memory_order_acquire))
+      return WriteResult::kOk;
     for (int spin = 0; spin < 100; ++spin) {
       c = 0;
-      if (header_->lock.compare_exchange_weak(c, 1, std::memory_order_acquire)) return;
+      if (header_->lock.compare_exchange_weak(c, 1, std::memory_order_acquire))
+        return WriteResult::kOk;
       __builtin_ia32_pause();
     }
+    if (c > 2) return WriteResult::kHeaderOverwritten;
     if (c != 2) c = header_->lock.exchange(2, std::memory_order_acquire);
+    StallClock stall(header_, stall_limit_ns_);
     while (c != 0) {
-      detail::futex_wait(&header_->lock, 2, /*shared=*/false, nullptr);
+      if (c > 2) return WriteResult::kHeaderOverwritten;
+      if (WriteResult ended = gave_up(); ended != WriteResult::kOk) return ended;
+      if (!stall.reader_moving()) return WriteResult::kStalled;
+      timespec timeout{0, kWaitIntervalNs};
+      detail::futex_wait(&header_->lock, 2, /*shared=*/false, &timeout);
       c = header_->lock.exchange(2, std::memory_order_acquire);
     }
+    return WriteResult::kOk;
   }
   void unlock() {
     if (header_->lock.fetch_sub(1, std::memory_order_release) != 1) {
@@ -265,7 +356,11 @@ class RingProducer {
   unsigned char* data_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t cached_read_pos_ = 0;  // the reader's position when last read; guarded by `lock`
+  uint64_t write_pos_ = 0;        // what the header's write_pos must hold; guarded by `lock`
+  uint64_t next_seq_ = 1;         // guarded by `lock`
   RecordClock clock_;             // guarded by `lock`
+  int64_t stall_limit_ns_ = kDefaultStallNs;
+  std::atomic<WriteResult> gave_up_{WriteResult::kOk};
   std::atomic<bool> faulted_in_{false};
 };
 

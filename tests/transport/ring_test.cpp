@@ -5,7 +5,12 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -232,6 +237,113 @@ TEST(Ring, RecordsStampedByTheCounterCarryTheKernelsTime) {
   }
   // A preemption between the reads can widen single brackets' error, never many.
   EXPECT_LE(outside, static_cast<int>(stamped.size() / 100)) << "of " << stamped.size();
+}
+
+// Runs `write` on a thread of its own and waits at most `limit` for it: a writer that never
+// returns fails the test rather than hanging it (its thread is left behind, blocked).
+std::optional<RingProducer::WriteResult> write_within(
+    std::chrono::milliseconds limit, std::function<RingProducer::WriteResult()> write) {
+  auto done = std::make_shared<std::promise<RingProducer::WriteResult>>();
+  std::future<RingProducer::WriteResult> result = done->get_future();
+  std::thread([done, write] { done->set_value(write()); }).detach();
+  if (result.wait_for(limit) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+constexpr auto kStallLimit = std::chrono::milliseconds(300);
+constexpr auto kPatience = std::chrono::seconds(10);
+
+// A full ring whose reader is there (the socket says so) but never advances: a stopped
+// collector. The writer gives up after the stall limit, and every later write at once.
+TEST(Ring, FullRingGivesUpOnAReaderThatDoesNotAdvance) {
+  auto m = std::make_shared<Mapping>(kMinCapacity);
+  auto producer = std::make_shared<RingProducer>();
+  ASSERT_TRUE(producer->init(m->base(), kMinCapacity, 1));
+  producer->set_stall_limit_ns(std::chrono::nanoseconds(kStallLimit).count());
+  const std::string payload(1000, 'x');
+  const auto started = std::chrono::steady_clock::now();
+  auto r = write_within(kPatience, [producer, m, payload] {
+    uint64_t seq;
+    RingProducer::WriteResult w;
+    while ((w = producer->write(payload.data(), 1000, &seq, kAlive)) ==
+           RingProducer::WriteResult::kOk) {
+    }
+    return w;
+  });
+  ASSERT_TRUE(r.has_value()) << "the writer still waits on a reader that never advances";
+  EXPECT_EQ(*r, RingProducer::WriteResult::kStalled);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, kStallLimit);
+  uint64_t seq;
+  EXPECT_EQ(producer->write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kStalled);
+  EXPECT_EQ(producer->gave_up(), RingProducer::WriteResult::kStalled);
+}
+
+// A reader that advances, however slowly, is waited for past the stall limit.
+TEST(Ring, FullRingWaitsForAReaderThatAdvancesSlowly) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  producer.set_stall_limit_ns(std::chrono::nanoseconds(kStallLimit).count());
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
+  std::atomic<bool> stop{false};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      size_t delivered = 0;
+      consumer.drain([](const RecordHeader&, const unsigned char*) {}, 1, &delivered);
+      std::this_thread::sleep_for(kStallLimit / 3);
+    }
+  });
+  const std::string payload(8000, 'x');
+  uint64_t seq;
+  const auto until = std::chrono::steady_clock::now() + 4 * kStallLimit;
+  while (std::chrono::steady_clock::now() < until)
+    ASSERT_EQ(producer.write(payload.data(), 8000, &seq, kAlive), RingProducer::WriteResult::kOk);
+  stop.store(true);
+  reader.join();
+}
+
+// The target scribbled on the header: the writer sees fields it did not write and gives up at
+// once, for good, rather than wait on a lock no one holds or write where the reader cannot look.
+TEST(Ring, WriterGivesUpOnAScribbledHeader) {
+  struct Case {
+    const char* what;
+    void (*scribble)(SharedHeader*);
+    RingProducer::WriteResult expected;
+  };
+  const Case cases[] = {
+      {"all of it", [](SharedHeader* h) { std::memset(static_cast<void*>(h), 0xa5, sizeof *h); },
+       RingProducer::WriteResult::kHeaderOverwritten},
+      {"the magic", [](SharedHeader* h) { h->magic = 0; },
+       RingProducer::WriteResult::kHeaderOverwritten},
+      {"the capacity", [](SharedHeader* h) { h->capacity *= 2; },
+       RingProducer::WriteResult::kHeaderOverwritten},
+      {"the write position", [](SharedHeader* h) { h->write_pos.store(h->write_pos + 8); },
+       RingProducer::WriteResult::kHeaderOverwritten},
+      {"the lock, with a value no lock has", [](SharedHeader* h) { h->lock.store(0xdeadbeef); },
+       RingProducer::WriteResult::kHeaderOverwritten},
+      // Looks held, by no one: only the stall limit can tell, the reader never advancing.
+      {"the lock, as held with waiters", [](SharedHeader* h) { h->lock.store(2); },
+       RingProducer::WriteResult::kStalled},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    auto m = std::make_shared<Mapping>(kMinCapacity);
+    auto producer = std::make_shared<RingProducer>();
+    ASSERT_TRUE(producer->init(m->base(), kMinCapacity, 1));
+    producer->set_stall_limit_ns(std::chrono::nanoseconds(kStallLimit).count());
+    uint64_t seq;
+    ASSERT_EQ(producer->write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+    c.scribble(m->header());
+    auto r = write_within(kPatience, [producer, m] {
+      uint64_t s;
+      return producer->write("abcd", 4, &s, kAlive);
+    });
+    ASSERT_TRUE(r.has_value()) << "the writer hangs on a scribbled header";
+    EXPECT_EQ(*r, c.expected);
+    EXPECT_EQ(producer->write("abcd", 4, &seq, kAlive), c.expected);
+  }
 }
 
 }  // namespace

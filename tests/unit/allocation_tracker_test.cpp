@@ -26,10 +26,11 @@ class AllocationTrackerTest : public ::testing::Test {
     m.set_correlation_id(correlation_id);
     tracker_.on_alloc(process_, next(), m, {kUpid, kUtid, std::nullopt});
   }
-  uint64_t free(uint64_t address) {
+  uint64_t free(uint64_t address, bool nested = false) {
     wire::Free m;
     m.set_api(wire::API_CUDA_FREE);
     m.set_address(address);
+    m.set_nested(nested);
     tracker_.on_free(process_, next(), m, {kUpid, kUtid, std::nullopt});
     return seq_;
   }
@@ -72,6 +73,22 @@ TEST_F(AllocationTrackerTest, AFreeOfAnUnknownAddressIsABadFree) {
   EXPECT_EQ(bad[0].address, 0x3000u);
   EXPECT_EQ(bad[0].reason, storage::kBadFreeUnknownAddress);
   EXPECT_EQ(bad[0].result, 0);
+}
+
+// A free made inside another hook (a signal handler's, or the library's own work) ends a live
+// allocation as any free does; one of an address that is not live is the library's bookkeeping,
+// counted, and not a bad free.
+TEST_F(AllocationTrackerTest, ANestedFreeOfAnUnknownAddressIsCountedNotABadFree) {
+  alloc(0x1000, 64);
+  const uint64_t freed_at = free(0x1000, /*nested=*/true);
+  free(0x7000, /*nested=*/true);
+  EXPECT_EQ(stats_.value(Stat::kNestedFreeUnmatched), 1);
+  const auto& reader = trace_.finish();
+  EXPECT_TRUE(reader.bad_frees().empty());
+  const auto rows = reader.allocations(storage::AllocationFilter{});
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].free);
+  EXPECT_EQ(rows[0].free->free_seq, freed_at);
 }
 
 TEST_F(AllocationTrackerTest, AFailedFreeLeavesTheAllocationLive) {
