@@ -200,159 +200,158 @@ TEST_F(CliErrorsTest, RunOfACommandThatCannotStartLeavesNoTrace) {
       {"run", "-o", trace.string(), "--", "/bin/sh", "-c", "exit 127"}, scratch_.path());
   EXPECT_EQ(started.exit_status, 127) << started.err;
   EXPECT_TRUE(fs::exists(trace)) << started.err;
+}
 
-  TEST_F(CliErrorsTest, AFifo) {
-    // Opened as a file, a FIFO blocks until something writes to it: the command would hang.
-    ASSERT_EQ(mkfifo((dir_ / "pipe.db").c_str(), 0600), 0);
-    expect_clean_failure(dir_ / "pipe.db", "FIFO");
-  }
+TEST_F(CliErrorsTest, AFifo) {
+  // Opened as a file, a FIFO blocks until something writes to it: the command would hang.
+  ASSERT_EQ(mkfifo((dir_ / "pipe.db").c_str(), 0600), 0);
+  expect_clean_failure(dir_ / "pipe.db", "FIFO");
+}
 
-  // `vramtrace run` killed (SIGKILL, or the machine going down) while it indexes the trace by
-  // time leaves the trace's pages partly overwritten and a hot journal beside them. Each report,
-  // the first to meet that trace, rolls the write back and reads every allocation.
-  TEST_F(CliErrorsTest, EveryReportReadsATraceWhoseIndexingWasKilled) {
-    constexpr std::int64_t kAllocations = 200000;
-    const auto killed = dir_ / "killed";
-    std::filesystem::create_directory(killed);
-    const auto trace = killed / "run.db";
-    ASSERT_EQ(write_many_allocations_trace(trace, kAllocations), "");
-    ASSERT_EQ(kill_while_indexing(trace), "");
-    const std::vector<std::vector<std::string>> reports{
-        {"summary", "--format", "json"},
-        {"leaks", "--format", "json"},
-        {"timeline", "--format", "json"},
-        {"peak", "--format", "json"},
-        {"frag", "--format", "json"},
-        {"oom", "--format", "json"},
-        {"gate", "--max-leaked-count", std::to_string(kAllocations / 2)},
-        {"export", "--no-allocation-events", "--chrome", (dir_ / "out.json").string(), "--force"},
-        {"diff"},
-    };
-    for (const auto& report : reports) {
-      SCOPED_TRACE(report[0]);
-      // Each report meets the trace as the killed run left it.
-      const auto copy = dir_ / report[0];
-      std::filesystem::create_directory(copy);
-      for (const char* suffix : {"", "-journal"}) {
-        std::filesystem::copy_file(killed / ("run.db" + std::string(suffix)),
-                                   copy / ("run.db" + std::string(suffix)));
-      }
-      std::vector<std::string> args{report[0], (copy / "run.db").string()};
-      if (report[0] == "diff") args.push_back((copy / "run.db").string());
-      args.insert(args.end(), report.begin() + 1, report.end());
-      const CommandResult result = run_vramtrace(args, scratch_.path());
-      EXPECT_EQ(result.exit_status, 0) << result.err;
-      EXPECT_FALSE(std::filesystem::exists(copy / "run.db-journal"));
-      if (report[0] == "summary") {
-        const auto summary = nlohmann::json::parse(result.out, nullptr, false);
-        ASSERT_FALSE(summary.is_discarded()) << result.out;
-        EXPECT_EQ(summary.at("kinds").at(0).at("allocations"), kAllocations);
-        EXPECT_EQ(summary.at("incomplete"), false);
-      }
-      if (report[0] == "leaks") {
-        const auto leaks = nlohmann::json::parse(result.out, nullptr, false);
-        ASSERT_FALSE(leaks.is_discarded()) << result.out;
-        EXPECT_EQ(leaks.at("total_count"), kAllocations / 2);
-      }
+// `vramtrace run` killed (SIGKILL, or the machine going down) while it indexes the trace by
+// time leaves the trace's pages partly overwritten and a hot journal beside them. Each report,
+// the first to meet that trace, rolls the write back and reads every allocation.
+TEST_F(CliErrorsTest, EveryReportReadsATraceWhoseIndexingWasKilled) {
+  constexpr std::int64_t kAllocations = 200000;
+  const auto killed = dir_ / "killed";
+  std::filesystem::create_directory(killed);
+  const auto trace = killed / "run.db";
+  ASSERT_EQ(write_many_allocations_trace(trace, kAllocations), "");
+  ASSERT_EQ(kill_while_indexing(trace), "");
+  const std::vector<std::vector<std::string>> reports{
+      {"summary", "--format", "json"},
+      {"leaks", "--format", "json"},
+      {"timeline", "--format", "json"},
+      {"peak", "--format", "json"},
+      {"frag", "--format", "json"},
+      {"oom", "--format", "json"},
+      {"gate", "--max-leaked-count", std::to_string(kAllocations / 2)},
+      {"export", "--no-allocation-events", "--chrome", (dir_ / "out.json").string(), "--force"},
+      {"diff"},
+  };
+  for (const auto& report : reports) {
+    SCOPED_TRACE(report[0]);
+    // Each report meets the trace as the killed run left it.
+    const auto copy = dir_ / report[0];
+    std::filesystem::create_directory(copy);
+    for (const char* suffix : {"", "-journal"}) {
+      std::filesystem::copy_file(killed / ("run.db" + std::string(suffix)),
+                                 copy / ("run.db" + std::string(suffix)));
+    }
+    std::vector<std::string> args{report[0], (copy / "run.db").string()};
+    if (report[0] == "diff") args.push_back((copy / "run.db").string());
+    args.insert(args.end(), report.begin() + 1, report.end());
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(copy / "run.db-journal"));
+    if (report[0] == "summary") {
+      const auto summary = nlohmann::json::parse(result.out, nullptr, false);
+      ASSERT_FALSE(summary.is_discarded()) << result.out;
+      EXPECT_EQ(summary.at("kinds").at(0).at("allocations"), kAllocations);
+      EXPECT_EQ(summary.at("incomplete"), false);
+    }
+    if (report[0] == "leaks") {
+      const auto leaks = nlohmann::json::parse(result.out, nullptr, false);
+      ASSERT_FALSE(leaks.is_discarded()) << result.out;
+      EXPECT_EQ(leaks.at("total_count"), kAllocations / 2);
     }
   }
+}
 
-  TEST_F(CliErrorsTest, ANullWhereTheSchemaForbidsOneIsNamedByEveryCommand) {
-    const auto path = dir_ / "null_argv.db";
-    ASSERT_EQ(write_synthetic_trace(path), "");
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(
-        sqlite3_exec(db,
-                     "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = "
-                     "replace(sql, 'argv TEXT NOT NULL', 'argv TEXT') WHERE name = 'process';",
-                     nullptr, nullptr, nullptr),
-        SQLITE_OK);
-    sqlite3_close(db);
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE process SET argv = NULL WHERE upid = 1", nullptr, nullptr,
-                           nullptr),
-              SQLITE_OK)
-        << sqlite3_errmsg(db);
-    sqlite3_close(db);
-    expect_clean_failure(path, "process.argv is NULL");
-    // merge blames the input, not the file it writes.
-    const CommandResult merged = run_vramtrace(
-        {"merge", path.string(), "-o", (dir_ / "merged.db").string()}, scratch_.path());
-    EXPECT_EQ(merged.exit_status, 2);
-    EXPECT_EQ(line_count(merged.err), 1u) << merged.err;
-    EXPECT_NE(merged.err.find(path.string() + ": the trace is damaged: process.argv is NULL"),
+TEST_F(CliErrorsTest, ANullWhereTheSchemaForbidsOneIsNamedByEveryCommand) {
+  const auto path = dir_ / "null_argv.db";
+  ASSERT_EQ(write_synthetic_trace(path), "");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = "
+                         "replace(sql, 'argv TEXT NOT NULL', 'argv TEXT') WHERE name = 'process';",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "UPDATE process SET argv = NULL WHERE upid = 1", nullptr, nullptr, nullptr),
+      SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  expect_clean_failure(path, "process.argv is NULL");
+  // merge blames the input, not the file it writes.
+  const CommandResult merged =
+      run_vramtrace({"merge", path.string(), "-o", (dir_ / "merged.db").string()}, scratch_.path());
+  EXPECT_EQ(merged.exit_status, 2);
+  EXPECT_EQ(line_count(merged.err), 1u) << merged.err;
+  EXPECT_NE(merged.err.find(path.string() + ": the trace is damaged: process.argv is NULL"),
+            std::string::npos)
+      << merged.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "merged.db"));
+}
+
+// A process.argv that is not JSON: every report reads the trace, shows the text as it is and
+// names the field in its warnings; merge keeps it as it is.
+TEST_F(CliErrorsTest, AnArgvThatIsNotJsonIsReadAndNamedByEveryCommand) {
+  const auto path = dir_ / "text_argv.db";
+  ASSERT_EQ(write_synthetic_trace(path), "");
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE process SET argv = 'leaky --size 1' WHERE upid = 1", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  for (const std::string command : {"summary", "leaks"}) {
+    SCOPED_TRACE(command);
+    const CommandResult result =
+        run_vramtrace({command, path.string(), "--format", "json"}, scratch_.path());
+    EXPECT_EQ(result.exit_status, 0) << result.err;
+    const auto report = nlohmann::json::parse(result.out, nullptr, false);
+    ASSERT_FALSE(report.is_discarded()) << result.out;
+    EXPECT_NE(report.at("warnings").dump().find("process.argv of upid 1 is not a JSON array"),
               std::string::npos)
-        << merged.err;
-    EXPECT_FALSE(std::filesystem::exists(dir_ / "merged.db"));
-  }
-
-  // A process.argv that is not JSON: every report reads the trace, shows the text as it is and
-  // names the field in its warnings; merge keeps it as it is.
-  TEST_F(CliErrorsTest, AnArgvThatIsNotJsonIsReadAndNamedByEveryCommand) {
-    const auto path = dir_ / "text_argv.db";
-    ASSERT_EQ(write_synthetic_trace(path), "");
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE process SET argv = 'leaky --size 1' WHERE upid = 1", nullptr,
-                           nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-    for (const std::string command : {"summary", "leaks"}) {
-      SCOPED_TRACE(command);
-      const CommandResult result =
-          run_vramtrace({command, path.string(), "--format", "json"}, scratch_.path());
-      EXPECT_EQ(result.exit_status, 0) << result.err;
-      const auto report = nlohmann::json::parse(result.out, nullptr, false);
-      ASSERT_FALSE(report.is_discarded()) << result.out;
-      EXPECT_NE(report.at("warnings").dump().find("process.argv of upid 1 is not a JSON array"),
-                std::string::npos)
-          << report.at("warnings").dump();
-      if (command == "summary") {
-        EXPECT_EQ(report.at("processes").at(0).at("argv"),
-                  nlohmann::json::array({"leaky --size 1"}));
-      }
-    }
-    const auto merged = dir_ / "merged.db";
-    const CommandResult merge =
-        run_vramtrace({"merge", path.string(), "-o", merged.string()}, scratch_.path());
-    EXPECT_EQ(merge.exit_status, 0) << merge.err;
-    const CommandResult summary =
-        run_vramtrace({"summary", merged.string(), "--format", "json"}, scratch_.path());
-    EXPECT_EQ(summary.exit_status, 0) << summary.err;
-    EXPECT_NE(summary.out.find("process.argv of upid 1 is not a JSON array"), std::string::npos);
-  }
-
-  TEST_F(CliErrorsTest, UsageErrorsExit2WithOneLine) {
-    const std::vector<std::vector<std::string>> usages{
-        {},
-        {"frobnicate"},
-        {"leaks"},
-        {"summary", "a.db", "--format", "xml"},
-        {"leaks", "a.db", "--no-such-option"},
-    };
-    for (const auto& args : usages) {
-      const CommandResult result = run_vramtrace(args, scratch_.path());
-      EXPECT_EQ(result.exit_status, 2) << ::testing::PrintToString(args);
-      EXPECT_EQ(line_count(result.err), 1u) << result.err;
+        << report.at("warnings").dump();
+    if (command == "summary") {
+      EXPECT_EQ(report.at("processes").at(0).at("argv"), nlohmann::json::array({"leaky --size 1"}));
     }
   }
+  const auto merged = dir_ / "merged.db";
+  const CommandResult merge =
+      run_vramtrace({"merge", path.string(), "-o", merged.string()}, scratch_.path());
+  EXPECT_EQ(merge.exit_status, 0) << merge.err;
+  const CommandResult summary =
+      run_vramtrace({"summary", merged.string(), "--format", "json"}, scratch_.path());
+  EXPECT_EQ(summary.exit_status, 0) << summary.err;
+  EXPECT_NE(summary.out.find("process.argv of upid 1 is not a JSON array"), std::string::npos);
+}
 
-  TEST_F(CliErrorsTest, HelpAndVersionExit0AndDocumentTheExitStatus) {
-    for (const std::vector<std::string>& args :
-         {std::vector<std::string>{"--help"}, {"summary", "--help"}, {"leaks", "--help"}}) {
-      const CommandResult result = run_vramtrace(args, scratch_.path());
-      EXPECT_EQ(result.exit_status, 0) << ::testing::PrintToString(args);
-      EXPECT_NE(result.out.find("Exit status"), std::string::npos) << result.out;
-      EXPECT_TRUE(result.err.empty()) << result.err;
-    }
-    const CommandResult leaks_help = run_vramtrace({"leaks", "--help"}, scratch_.path());
-    EXPECT_NE(leaks_help.out.find("--format"), std::string::npos) << leaks_help.out;
-
-    const CommandResult version = run_vramtrace({"--version"}, scratch_.path());
-    EXPECT_EQ(version.exit_status, 0);
-    EXPECT_EQ(version.out, "vramtrace " VRAMTRACE_VERSION "\n");
+TEST_F(CliErrorsTest, UsageErrorsExit2WithOneLine) {
+  const std::vector<std::vector<std::string>> usages{
+      {},
+      {"frobnicate"},
+      {"leaks"},
+      {"summary", "a.db", "--format", "xml"},
+      {"leaks", "a.db", "--no-such-option"},
+  };
+  for (const auto& args : usages) {
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 2) << ::testing::PrintToString(args);
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
   }
+}
+
+TEST_F(CliErrorsTest, HelpAndVersionExit0AndDocumentTheExitStatus) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"summary", "--help"}, {"leaks", "--help"}}) {
+    const CommandResult result = run_vramtrace(args, scratch_.path());
+    EXPECT_EQ(result.exit_status, 0) << ::testing::PrintToString(args);
+    EXPECT_NE(result.out.find("Exit status"), std::string::npos) << result.out;
+    EXPECT_TRUE(result.err.empty()) << result.err;
+  }
+  const CommandResult leaks_help = run_vramtrace({"leaks", "--help"}, scratch_.path());
+  EXPECT_NE(leaks_help.out.find("--format"), std::string::npos) << leaks_help.out;
+
+  const CommandResult version = run_vramtrace({"--version"}, scratch_.path());
+  EXPECT_EQ(version.exit_status, 0);
+  EXPECT_EQ(version.out, "vramtrace " VRAMTRACE_VERSION "\n");
+}
 
 }  // namespace
 }  // namespace vramtrace::testing
