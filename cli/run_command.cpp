@@ -25,6 +25,7 @@
 #include "collector/recording.h"
 #include "install_layout.h"
 #include "progress_line.h"
+#include "ring_size.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 
@@ -40,10 +41,10 @@ struct RunOptions {
   std::string written;  // the trace's path, once chosen
   std::optional<analysis::GateLimits> gate;
   bool force = false;
-  bool index = true;         // build the time index once the trace is finished
-  bool free_stacks = false;  // a stack for every free (VRAMTRACE_FREE_STACKS)
-  std::string ring_size;
-  std::string backend = "preload";  // "preload", "cupti" or "both"
+  bool index = true;                     // build the time index once the trace is finished
+  bool free_stacks = false;              // a stack for every free (VRAMTRACE_FREE_STACKS)
+  std::optional<std::string> ring_size;  // unset: VRAMTRACE_RING_BYTES, else the default
+  std::string backend = "preload";       // "preload", "cupti" or "both"
   std::vector<std::string> command;
 };
 
@@ -88,7 +89,7 @@ std::string default_output(const std::string& program) {
 }
 
 std::vector<std::string> child_environment(const BackendLibraries& libraries,
-                                           const std::string& socket, const std::string& ring_size,
+                                           const std::string& socket, const std::string& ring_bytes,
                                            bool free_stacks) {
   const std::string& shim = libraries.shim;
   std::vector<std::string> env;
@@ -133,7 +134,7 @@ std::vector<std::string> child_environment(const BackendLibraries& libraries,
   if (!libraries.cupti.empty() && !cuda_injection_taken)
     env.push_back("CUDA_INJECTION64_PATH=" + libraries.cupti);
   env.push_back("VRAMTRACE_SOCKET=" + socket);
-  if (!ring_size.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_size);
+  if (!ring_bytes.empty()) env.push_back("VRAMTRACE_RING_BYTES=" + ring_bytes);
   if (free_stacks) env.push_back("VRAMTRACE_FREE_STACKS=1");
   return env;
 }
@@ -228,6 +229,24 @@ int run(RunOptions& options) {
         "vramtrace run: no command given (usage: vramtrace run [-o FILE] -- CMD ARGS...)\n");
     return kUsageError;
   }
+  // Checked here, before anything is created, with the shim's own parser: a value the shim
+  // would not take is refused, never replaced by another size.
+  std::string ring_bytes;
+  {
+    const bool from_option = options.ring_size.has_value();
+    const char* text =
+        from_option ? options.ring_size->c_str() : std::getenv("VRAMTRACE_RING_BYTES");
+    if (text != nullptr) {
+      const ring::RingSize size = ring::parse_ring_size(text);
+      if (size.problem != ring::RingSizeProblem::kNone) {
+        std::fprintf(stderr, "vramtrace run: %s '%s' is %s\n",
+                     from_option ? "--ring-size" : "VRAMTRACE_RING_BYTES", text,
+                     ring::ring_size_problem_text(size.problem));
+        return kUsageError;
+      }
+      ring_bytes = std::to_string(size.bytes);
+    }
+  }
   BackendLibraries libraries;
   if (options.backend != "cupti") {
     const std::optional<std::string> shim = find_preload_library();
@@ -284,8 +303,8 @@ int run(RunOptions& options) {
     return kUsageError;
   }
 
-  std::vector<std::string> env = child_environment(libraries, recording->socket_path(),
-                                                   options.ring_size, options.free_stacks);
+  std::vector<std::string> env =
+      child_environment(libraries, recording->socket_path(), ring_bytes, options.free_stacks);
   std::vector<char*> envp = as_argv(env);
   std::vector<char*> argv = as_argv(options.command);
 
@@ -391,7 +410,8 @@ void register_run_command(CLI::App& app, int* exit_status) {
                 "Record the stack of every free too (allocation.free_callsite_id), not only of "
                 "frees that fail: each free then costs as much as an allocation");
   run->add_option("--ring-size", options->ring_size,
-                  "Shared-memory ring per process, in bytes (K/M/G suffixes; default 8M)");
+                  "Shared-memory ring per process, in bytes: K, M and G suffixes, from 64K to 1G, "
+                  "rounded up to a power of two (default 8M; also VRAMTRACE_RING_BYTES)");
   run->add_option("--backend", options->backend,
                   "What records: preload (the LD_PRELOAD shim, the default), cupti (CUPTI's "
                   "callbacks and activity records), or both, to check one against the other")

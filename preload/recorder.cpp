@@ -19,6 +19,7 @@
 #include "python_stack.h"
 #include "real_functions.h"
 #include "reentry_guard.h"
+#include "ring_size.h"
 #include "shim_log.h"
 #include "shim_markers.h"
 #include "shm_ring.h"
@@ -32,8 +33,6 @@ std::atomic<int> g_shim_state{static_cast<int>(ShimState::kOff)};
 std::atomic<bool> g_started{false};
 
 namespace {
-
-constexpr uint64_t kDefaultRingBytes = 8ull << 20;
 
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
 // Inside write_record, from before the ring's lock is asked for until after it is given back.
@@ -51,7 +50,7 @@ std::atomic<void*> g_real_cudaGetDevice{nullptr};
 // interpreter again only then.
 std::atomic<uint64_t> g_loader_generation{0};
 char g_socket_path[256];
-uint64_t g_ring_bytes = kDefaultRingBytes;
+uint64_t g_ring_bytes = ring::kDefaultCapacity;
 int g_backend = vramtrace_wire_Backend_BACKEND_PRELOAD;
 // VRAMTRACE_FREE_STACKS=1: a stack for every free too. Off by default, as heaptrack and memray
 // do: it doubles the unwinding (and the Python walk) of a program's allocations for a column
@@ -290,18 +289,15 @@ void ask_loader_at_next_event() {
   g_declined_when_asked.store(kNotAsked, std::memory_order_relaxed);
 }
 
-uint64_t parse_ring_bytes(const char* text) {
-  if (text == nullptr || *text == '\0') return kDefaultRingBytes;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (errno != 0 || end == text) return kDefaultRingBytes;
-  if (*end == 'K' || *end == 'k') v <<= 10;
-  if (*end == 'M' || *end == 'm') v <<= 20;
-  if (*end == 'G' || *end == 'g') v <<= 30;
-  uint64_t pow2 = ring::kMinCapacity;
-  while (pow2 < v && pow2 < ring::kMaxCapacity) pow2 <<= 1;
-  return pow2;
+// `vramtrace run` checks the value before it passes it on; a value set by hand that is not a
+// size is said once, and the default ring is used.
+uint64_t ring_bytes_from(const char* text) {
+  if (text == nullptr) return ring::kDefaultCapacity;
+  const ring::RingSize size = ring::parse_ring_size(text);
+  if (size.problem == ring::RingSizeProblem::kNone) return size.bytes;
+  shim_log("VRAMTRACE_RING_BYTES is ", ring::ring_size_problem_text(size.problem),
+           "; the default ring is used");
+  return ring::kDefaultCapacity;
 }
 
 void send_process_start() {
@@ -375,6 +371,23 @@ void say_declined_walks(bool at_exit) {
                          buf, sizeof buf, declined - said));
 }
 
+// At exit: how often and how long the program waited on a full ring, said only when it did.
+void say_ring_waits() {
+  const uint64_t waits = g_ring.full_waits();
+  if (waits == 0) return;
+  uint8_t buf[512];
+  write_record(buf, encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_INFO, "ring_full_waits",
+                                  "writes that found the process's ring full and waited for the "
+                                  "collector: the program ran at the collector's pace (a larger "
+                                  "--ring-size absorbs a longer burst)",
+                                  buf, sizeof buf, waits));
+  const uint64_t ms = (g_ring.full_wait_ns() + 999'999) / 1'000'000;
+  write_record(buf, encode_notice(vramtrace_wire_Notice_Severity_SEVERITY_INFO, "ring_full_wait_ms",
+                                  "milliseconds the process's writes waited on a full ring, in "
+                                  "all threads together",
+                                  buf, sizeof buf, ms));
+}
+
 void on_process_exit(int status, void*) {
   if (!is_recording()) return;
   ReentryGuard guard;
@@ -383,6 +396,7 @@ void on_process_exit(int status, void*) {
   // is left out; the collector learns the status from whoever waits for the process.
   if (!guard.outermost()) return;
   say_declined_walks(true);
+  say_ring_waits();
   uint8_t buf[64];
   write_record(buf, encode_process_exit(status, buf, sizeof buf));
   g_ring.mark_closed();
@@ -428,7 +442,7 @@ void shim_start() {
     return;
   }
   std::strcpy(g_socket_path, socket_path);
-  g_ring_bytes = parse_ring_bytes(getenv("VRAMTRACE_RING_BYTES"));
+  g_ring_bytes = ring_bytes_from(getenv("VRAMTRACE_RING_BYTES"));
   g_stall_ns = parse_stall_ns(getenv("VRAMTRACE_STALL_SECONDS"));
   const char* free_stacks = getenv("VRAMTRACE_FREE_STACKS");
   g_free_stacks = free_stacks != nullptr && std::strcmp(free_stacks, "1") == 0;

@@ -138,6 +138,8 @@ class RingProducer {
     write_pos_ = 0;
     cached_read_pos_ = 0;
     gave_up_.store(WriteResult::kOk, std::memory_order_relaxed);
+    full_waits_.store(0, std::memory_order_relaxed);
+    full_wait_ns_.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     header_->magic = kMagic;
     return true;
@@ -217,6 +219,11 @@ class RingProducer {
     return WriteResult::kOk;
   }
 
+  // Writes that found the ring full and waited for the reader, and how long they waited in
+  // all: for that long the program ran at the collector's pace. Read at any time.
+  uint64_t full_waits() const { return full_waits_.load(std::memory_order_relaxed); }
+  uint64_t full_wait_ns() const { return full_wait_ns_.load(std::memory_order_relaxed); }
+
   // How far the reader has read (bytes, monotonic): its progress, for a writer that can no
   // longer tell otherwise whether the reader is there.
   uint64_t reader_position() const { return header_->read_pos.load(std::memory_order_acquire); }
@@ -229,15 +236,19 @@ class RingProducer {
   // bytes, and the first line is often the previous record's last.
   static constexpr int kPreparedLines = 4;
 
-  // Faults the whole mapping in, at its writer's first event: otherwise the program's first
-  // lap of records (8 MiB by default) takes a page fault every 4 KiB inside its hooked calls,
-  // 2,048 of them, which cost 35 ns an allocation over a run of 200,000 (docs/performance.md).
-  // One system call instead, once; the memory is the ring's own, which the first lap commits
-  // anyway. A process that never writes (shells, data-loader workers) never pays it. Where
-  // the kernel lacks MADV_POPULATE_WRITE (before 5.14) the pages fault as they come.
+  // Faults the first kEagerBytes of the mapping in, at its writer's first event: otherwise the
+  // program's first lap of records takes a page fault every 4 KiB inside its hooked calls,
+  // 2,048 for 8 MiB, which cost 35 ns an allocation over a run of 200,000
+  // (docs/performance.md). One system call instead, once. The rest of a larger ring is left
+  // to fault as a burst reaches it: a memfd is sparse, so a ring sized for bursts costs
+  // memory only in the processes that have them. A process that never writes (shells,
+  // data-loader workers) pays nothing. Where the kernel lacks MADV_POPULATE_WRITE (before
+  // 5.14) the pages fault as they come.
+  static constexpr uint64_t kEagerBytes = 8ull << 20;
   void fault_in_once() {
     if (faulted_in_.exchange(true, std::memory_order_relaxed)) return;
-    madvise(header_, kHeaderBytes + capacity_, MADV_POPULATE_WRITE);
+    const uint64_t eager = capacity_ < kEagerBytes ? capacity_ : kEagerBytes;
+    madvise(header_, kHeaderBytes + eager, MADV_POPULATE_WRITE);
   }
 
   static void prefetch_for_write(const void* p) {
@@ -291,6 +302,27 @@ class RingProducer {
     int64_t since_ns_ = 0;
   };
 
+  // Counts one write's wait for space, if it waited, when it ends.
+  class FullWait {
+   public:
+    explicit FullWait(RingProducer* ring) : ring_(ring) {}
+    FullWait(const FullWait&) = delete;
+    FullWait& operator=(const FullWait&) = delete;
+    void begin() {
+      if (since_ns_ == 0) since_ns_ = monotonic_ns();
+    }
+    ~FullWait() {
+      if (since_ns_ == 0) return;
+      ring_->full_waits_.fetch_add(1, std::memory_order_relaxed);
+      ring_->full_wait_ns_.fetch_add(static_cast<uint64_t>(monotonic_ns() - since_ns_),
+                                     std::memory_order_relaxed);
+    }
+
+   private:
+    RingProducer* ring_;
+    int64_t since_ns_ = 0;
+  };
+
   template <class StillAlive>
   WriteResult wait_for_space(uint64_t pos, uint64_t bytes, StillAlive& still_alive) {
     // The reader's position only grows, so a copy from an earlier record is a safe answer
@@ -299,6 +331,7 @@ class RingProducer {
     if (pos + bytes - cached_read_pos_ <= capacity_ && cached_read_pos_ <= pos)
       return WriteResult::kOk;
     StallClock stall(header_, stall_limit_ns_);
+    FullWait full_wait(this);
     for (;;) {
       uint64_t read = header_->read_pos.load(std::memory_order_acquire);
       cached_read_pos_ = read;
@@ -311,6 +344,7 @@ class RingProducer {
       read = header_->read_pos.load(std::memory_order_seq_cst);
       if (pos + bytes - read <= capacity_) continue;
       if (!stall.reader_moving()) return WriteResult::kStalled;
+      full_wait.begin();
       timespec timeout{0, kWaitIntervalNs};
       detail::futex_wait(&header_->read_wakeups, wakeups, /*shared=*/true, &timeout);
       if (!still_alive()) return WriteResult::kGaveUp;
@@ -362,6 +396,7 @@ class RingProducer {
   int64_t stall_limit_ns_ = kDefaultStallNs;
   std::atomic<WriteResult> gave_up_{WriteResult::kOk};
   std::atomic<bool> faulted_in_{false};
+  std::atomic<uint64_t> full_waits_{0}, full_wait_ns_{0};
 };
 
 // The reading side, in the collector.

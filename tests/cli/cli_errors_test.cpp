@@ -202,6 +202,37 @@ TEST_F(CliErrorsTest, RunOfACommandThatCannotStartLeavesNoTrace) {
   EXPECT_TRUE(fs::exists(trace)) << started.err;
 }
 
+// A ring size the shim would not take is refused before anything is created or run: the
+// option's and the environment variable's alike, never replaced by some other size.
+TEST_F(CliErrorsTest, ARingSizeThatIsNotOne) {
+  const auto trace = dir_ / "t.db";
+  const auto marker = dir_ / "ran";
+  const std::string command = "touch " + marker.string();
+  struct Case {
+    std::string value, reason;
+  };
+  const std::string how = "give bytes with an optional K, M or G suffix, from 64K to 1G";
+  for (const Case& c : {Case{"abc", "is not a size; " + how}, Case{"-5", "is not a size; " + how},
+                        Case{"8.5M", "is not a size; " + how}, Case{"", "is empty; " + how},
+                        Case{"1000", "is smaller than the smallest ring, 64K"},
+                        Case{"2G", "is larger than the largest ring, 1G"},
+                        Case{"1T", "is larger than the largest ring, 1G"}}) {
+    SCOPED_TRACE(c.value);
+    CommandResult result = run_vramtrace(
+        {"run", "--ring-size", c.value, "-o", trace.string(), "--", "/bin/sh", "-c", command},
+        scratch_.path());
+    EXPECT_EQ(result.exit_status, 2);
+    EXPECT_EQ(result.err, "vramtrace run: --ring-size '" + c.value + "' " + c.reason + "\n");
+    result = run_vramtrace({"run", "-o", trace.string(), "--", "/bin/sh", "-c", command},
+                           scratch_.path(), {"VRAMTRACE_RING_BYTES=" + c.value});
+    EXPECT_EQ(result.exit_status, 2);
+    EXPECT_EQ(result.err,
+              "vramtrace run: VRAMTRACE_RING_BYTES '" + c.value + "' " + c.reason + "\n");
+    EXPECT_FALSE(std::filesystem::exists(trace));
+    EXPECT_FALSE(std::filesystem::exists(marker));
+  }
+}
+
 TEST_F(CliErrorsTest, AFifo) {
   // Opened as a file, a FIFO blocks until something writes to it: the command would hang.
   ASSERT_EQ(mkfifo((dir_ / "pipe.db").c_str(), 0600), 0);

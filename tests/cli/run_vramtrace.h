@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace vramtrace::testing {
@@ -26,8 +27,10 @@ inline std::string slurp(const std::filesystem::path& path) {
 }
 
 // Output goes through files in `scratch` rather than pipes, so a large report cannot block.
+// `extra_env`: "NAME=value" entries added to (or replacing in) this process's environment.
 inline CommandResult run_vramtrace(const std::vector<std::string>& args,
-                                   const std::filesystem::path& scratch) {
+                                   const std::filesystem::path& scratch,
+                                   const std::vector<std::string>& extra_env = {}) {
   const auto out_path = scratch / "stdout.txt";
   const auto err_path = scratch / "stderr.txt";
   posix_spawn_file_actions_t actions;
@@ -42,9 +45,23 @@ inline CommandResult run_vramtrace(const std::vector<std::string>& args,
   for (std::string& arg : argv_strings) argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string& extra : extra_env)
+      replaced =
+          replaced || entry.substr(0, entry.find('=') + 1) == extra.substr(0, extra.find('=') + 1);
+    if (!replaced) env_strings.emplace_back(entry);
+  }
+  env_strings.insert(env_strings.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (std::string& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
   CommandResult result;
   pid_t pid = 0;
-  if (posix_spawn(&pid, VRAMTRACE_BINARY, &actions, nullptr, argv.data(), environ) == 0) {
+  if (posix_spawn(&pid, VRAMTRACE_BINARY, &actions, nullptr, argv.data(), envp.data()) == 0) {
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);

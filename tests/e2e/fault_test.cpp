@@ -32,8 +32,10 @@ class FaultTest : public ScratchDirTest {
   // on to the command) if it has not ended after `deadline`: a hang fails the test instead of
   // stalling the suite.
   ProcessResult record(std::vector<std::string> command, std::vector<std::string> run_options = {},
-                       std::chrono::seconds deadline = 60s) const {
+                       std::chrono::seconds deadline = 60s,
+                       std::vector<std::string> extra_env = {}) const {
     ProcessOptions o;
+    o.extra_env = std::move(extra_env);
     o.argv = {VRAMTRACE_BIN, "run"};
     o.argv.insert(o.argv.end(), run_options.begin(), run_options.end());
     o.argv.insert(o.argv.end(), {"-o", trace(), "--"});
@@ -250,6 +252,43 @@ TEST_F(FaultTest, SixtyFourThreadsLoseNothing) {
   EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL"), 0);
   EXPECT_EQ(q.integer("SELECT count(DISTINCT alloc_utid) FROM allocation"), 64);
   EXPECT_EQ(q.integer("SELECT count(*) FROM bad_free"), 0);
+}
+
+// A storm of back-to-back pairs, through rings of two sizes, given by the option and by the
+// environment: a ring smaller than the storm fills, and the shim says how often it waited; a
+// ring larger than everything the program writes never does. Either way the trace holds every
+// event.
+TEST_F(FaultTest, TheRingSizeAskedForIsTheRingUsedAndAStormLosesNothing) {
+  constexpr int kPairs = 100000;  // about 8 MB of records
+  struct Case {
+    std::vector<std::string> options, env;
+    bool fills;
+  };
+  for (const Case& c :
+       {Case{{"--ring-size", "64K"}, {}, true}, Case{{"--ring-size", "64M"}, {}, false},
+        Case{{}, {"VRAMTRACE_RING_BYTES=64K"}, true}, Case{{}, {"VRAMTRACE_RING_BYTES=64M"}, false},
+        Case{{"--ring-size", "64M"}, {"VRAMTRACE_RING_BYTES=64K"}, false}}) {
+    SCOPED_TRACE(::testing::PrintToString(c.options) + " " + ::testing::PrintToString(c.env));
+    fs::remove(trace());
+    ProcessResult run =
+        record({THREAD_STORM_BIN, "1", std::to_string(kPairs)}, c.options, 120s, c.env);
+    ASSERT_EQ(run.exit_code(), 0) << run.err;
+    TraceQuery q(trace());
+    EXPECT_EQ(q.integer("SELECT count(*) FROM allocation"), kPairs);
+    EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL"), 0);
+    EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE severity != 'info'"), 0);
+    const int64_t waits =
+        q.integer("SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_waits'");
+    const int64_t waited_ms =
+        q.integer("SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_wait_ms'");
+    if (c.fills) {
+      EXPECT_GT(waits, 0);
+      EXPECT_GT(waited_ms, 0);
+    } else {
+      EXPECT_EQ(waits, 0);
+      EXPECT_EQ(waited_ms, 0);
+    }
+  }
 }
 
 TEST_F(FaultTest, StackThousandDeepIsCutAtTheLimitWithItsInnermostFrames) {
