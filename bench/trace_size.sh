@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trace bytes per allocation (issue #9's goal: at most 40 at 10 million events).
+# Trace bytes per allocation (the target: at most 40 at 10 million events).
 #
 #   bench/trace_size.sh [BUILD_DIR] [N] [D]      (defaults: build/release 10000000 16)
 #

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# vramtrace side by side with heaptrack (issue #9): one workload, three runs.
+# vramtrace side by side with heaptrack: two workloads, each untraced and under both tools.
 #
 #   bench/vs-heaptrack.sh [BUILD_DIR] [N] [D]      (defaults: build/release 200000 16)
+#   environment: RUNS (5), BASE (1), STORM_N (1200000), WORKLOADS (both, alloc or storm)
 #
 # The workload (bench/alloc_workload.cpp) makes N iterations, each at stack depth D, of one
 # malloc/free pair and one cudaMalloc/cudaFree pair on the simulated GPU (tests/simcuda),
@@ -77,6 +78,9 @@ best_loop_ns() {
   rm -f "$scratch/loops"
 }
 
+# WORKLOADS=storm runs the storm alone, WORKLOADS=alloc the first workload alone.
+workloads="${WORKLOADS:-both}"
+if [ "$workloads" != storm ]; then
 untraced0=$(best_ns ":" "$workload" "$base" "$d")
 untraced_loop0=$(best_loop_ns)
 heaptrack0=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$base" "$d")
@@ -149,4 +153,92 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   hi = ((hl - hl0) - (ul - ul0)) / hd; vi = ((vl - vl0) - (ul - ul0)) / vd;
   printf "inside the program (its loop timed by itself, less its loop at N=%d: no start-up or finishing): heaptrack %.0f ns, vramtrace %.0f ns per event, ratio %.2f\n", base, hi, vi, vi / hi;
   printf "collector ingest (bench, depth %d): %s\n", idepth, ingest;
+}'
+fi
+
+# The storm (bench/storm_workload.cpp): STORM_N (default 1,200,000) back-to-back
+# cudaMalloc/cudaFree pairs at depth D and nothing else, through a stand-in runtime whose
+# cudaMalloc is one malloc (bench/malloc_cudart.cpp), so that both tools record one event per
+# call. vramtrace runs with its defaults (the trace indexed when `run` returns, as a user gets
+# it); `--no-index` is for information. Three costs apart, each per event, less the untraced
+# program's, between the BASE run and the STORM_N run: the whole run (start-up apart, finishing
+# in), the program's own loop (what the program is slowed by), and the finishing: from the
+# program's last act (it prints its clock) to the tool's return, what a user waits for once the
+# program is done (absolute, of the STORM_N run).
+if [ "$workloads" = alloc ]; then exit 0; fi
+storm="$build/bin/vramtrace_storm_workload"
+storm_n="${STORM_N:-1200000}"
+[ -x "$storm" ] || { echo "vs-heaptrack: $storm not found" >&2; exit 2; }
+
+# Runs a command $runs times; prints "wall loop finishing" in nanoseconds: the shortest wall
+# time, the shortest loop, and the finishing of the run with the shortest wall time.
+storm_best() {
+  local prepare="$1"
+  shift
+  local best="" best_loop="" best_finish=""
+  for _ in $(seq "$runs"); do
+    eval "$prepare"
+    local t0 t1 loop exited
+    t0=$(date +%s%N)
+    "$@" >"$scratch/out" 2>"$scratch/err" || {
+      echo "vs-heaptrack: failed: $*" >&2
+      cat "$scratch/err" >&2
+      exit 1
+    }
+    t1=$(date +%s%N)
+    loop=$(sed -n 's/^loop_ns \([0-9]*\)$/\1/p' "$scratch/out")
+    exited=$(sed -n 's/^exit_realtime_ns \([0-9]*\)$/\1/p' "$scratch/out")
+    if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then
+      best=$((t1 - t0))
+      best_finish=$((t1 - exited))
+    fi
+    if [ -z "$best_loop" ] || [ "$loop" -lt "$best_loop" ]; then best_loop=$loop; fi
+  done
+  echo "$best $best_loop $best_finish"
+}
+
+heaptrack_calls() {
+  heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
+    sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
+}
+
+storm_untraced0=$(storm_best ":" "$storm" "$base" "$d")
+storm_untraced=$(storm_best ":" "$storm" "$storm_n" "$d")
+storm_heaptrack0=$(storm_best "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$base" "$d")
+storm_heaptrack_calls0=$(heaptrack_calls)
+storm_heaptrack=$(storm_best "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$storm_n" "$d")
+storm_heaptrack_calls=$(heaptrack_calls)
+storm_vramtrace0=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$base" "$d")
+storm_vramtrace=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d")
+storm_rows=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
+if [ "$storm_rows" -ne "$storm_n" ]; then
+  echo "vs-heaptrack: the storm's trace holds $storm_rows freed allocations of $storm_n" >&2
+  exit 1
+fi
+storm_waited=$(sqlite3 "$scratch/vt.db" "SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_wait_ms'")
+storm_no_index0=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$base" "$d")
+storm_no_index=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d")
+
+awk -v n="$storm_n" -v base="$base" -v d="$d" -v runs="$runs" \
+  -v u0="$storm_untraced0" -v u="$storm_untraced" -v h0="$storm_heaptrack0" -v h="$storm_heaptrack" \
+  -v hc0="$storm_heaptrack_calls0" -v hc="$storm_heaptrack_calls" \
+  -v v0="$storm_vramtrace0" -v v="$storm_vramtrace" -v x0="$storm_no_index0" -v x="$storm_no_index" \
+  -v waited="$storm_waited" 'BEGIN {
+  split(u0, U0, " "); split(u, U, " "); split(h0, H0, " "); split(h, H, " ");
+  split(v0, V0, " "); split(v, V, " "); split(x0, X0, " "); split(x, X, " ");
+  he = hc - hc0; ve = n - base;  # events between the BASE run and the STORM_N run
+  printf "\nstorm: %d back-to-back cudaMalloc/cudaFree pairs at stack depth %d, cudaMalloc = malloc (best of %d runs, wall clock)\n", n, d, runs;
+  printf "%-22s %9s %9s %9s %13s %16s %15s\n", "run", "N=" base " (s)", "N (s)", "loop (s)", "finishing (s)", "whole-run/event", "in-loop/event";
+  printf "%-22s %9.3f %9.3f %9.3f %13.3f %16s %15s\n", "untraced", U0[1] / 1e9, U[1] / 1e9, U[2] / 1e9, U[3] / 1e9, "-", "-";
+  hw = ((H[1] - H0[1]) - (U[1] - U0[1])) / he; hl = ((H[2] - H0[2]) - (U[2] - U0[2])) / he;
+  vw = ((V[1] - V0[1]) - (U[1] - U0[1])) / ve; vl = ((V[2] - V0[2]) - (U[2] - U0[2])) / ve;
+  xw = ((X[1] - X0[1]) - (U[1] - U0[1])) / ve; xl = ((X[2] - X0[2]) - (U[2] - U0[2])) / ve;
+  printf "%-22s %9.3f %9.3f %9.3f %13.3f %13.0f ns %12.0f ns\n", "heaptrack", H0[1] / 1e9, H[1] / 1e9, H[2] / 1e9, H[3] / 1e9, hw, hl;
+  printf "%-22s %9.3f %9.3f %9.3f %13.3f %13.0f ns %12.0f ns\n", "vramtrace (defaults)", V0[1] / 1e9, V[1] / 1e9, V[2] / 1e9, V[3] / 1e9, vw, vl;
+  printf "%-22s %9.3f %9.3f %9.3f %13.3f %13.0f ns %12.0f ns\n", "vramtrace --no-index", X0[1] / 1e9, X[1] / 1e9, X[2] / 1e9, X[3] / 1e9, xw, xl;
+  printf "events: heaptrack %d, vramtrace %d; the program waited %d ms on its full ring (defaults)\n", he, ve, waited;
+  printf "storm, defaults, finishing included, per event, vramtrace / heaptrack: %.2f (target at most 1)\n", vw / hw;
+  printf "storm, inside the program'"'"'s loop, per event, vramtrace / heaptrack: %.2f (target at most 0.5)\n", vl / hl;
+  printf "storm, finishing: vramtrace %.3f s per million allocations, heaptrack %.3f s per million (target at most 0.25 s)\n", V[3] / 1e9 / (n / 1e6), H[3] / 1e9 / (n / 1e6);
+  printf "for information, --no-index: %.2f of heaptrack'"'"'s whole run, %.3f s per million finishing\n", xw / hw, X[3] / 1e9 / (n / 1e6);
 }'
