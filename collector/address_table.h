@@ -35,7 +35,10 @@ class AddressTable {
     for (size_t i = home(address);; i = next(i)) {
       Slot& s = slots_[i];
       if (!s.used) {
-        s = {address, value, true};
+        // Field by field: a Slot built aside and copied in stalls on store forwarding.
+        s.address = address;
+        s.value = value;
+        s.used = true;
         ++size_;
         return true;
       }
