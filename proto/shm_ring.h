@@ -125,7 +125,7 @@ class RingProducer {
     if (capacity < kMinCapacity || capacity > kMaxCapacity || (capacity & (capacity - 1)) != 0)
       return false;
     clock_.init(tsc_clock);
-    faulted_in_.store(false, std::memory_order_relaxed);
+    populated_.store(0, std::memory_order_relaxed);
     header_ = static_cast<SharedHeader*>(mapping);
     data_ = static_cast<unsigned char*>(mapping) + kHeaderBytes;
     capacity_ = capacity;
@@ -160,10 +160,12 @@ class RingProducer {
   // the stores wait for them at unlock(), whose locked instruction drains the store buffer.
   // Called on the way into an event, before the stack walk, so that the transfer overlaps
   // it. A hint only: the position is read without the lock, and another thread may take it.
-  // The first call also faults the whole ring in (fault_in_once()).
+  // It also faults in the ring ahead of the writers (populate_ahead()).
   void prepare_to_write() {
-    if (!faulted_in_.load(std::memory_order_relaxed)) fault_in_once();
     const uint64_t pos = header_->write_pos.load(std::memory_order_relaxed);
+    if (pos + kPopulateLeadBytes > populated_.load(std::memory_order_relaxed) &&
+        populated_.load(std::memory_order_relaxed) < capacity_)
+      populate_ahead(pos);
     const unsigned char* next = data_ + (pos & (capacity_ - 1));
     const unsigned char* end = data_ + capacity_;
     prefetch_for_write(&header_->write_pos);
@@ -236,19 +238,27 @@ class RingProducer {
   // bytes, and the first line is often the previous record's last.
   static constexpr int kPreparedLines = 4;
 
-  // Faults the first kEagerBytes of the mapping in, at its writer's first event: otherwise the
-  // program's first lap of records takes a page fault every 4 KiB inside its hooked calls,
-  // 2,048 for 8 MiB, which cost 35 ns an allocation over a run of 200,000
-  // (docs/performance.md). One system call instead, once. The rest of a larger ring is left
-  // to fault as a burst reaches it: a memfd is sparse, so a ring sized for bursts costs
-  // memory only in the processes that have them. A process that never writes (shells,
-  // data-loader workers) pays nothing. Where the kernel lacks MADV_POPULATE_WRITE (before
-  // 5.14) the pages fault as they come.
-  static constexpr uint64_t kEagerBytes = 8ull << 20;
-  void fault_in_once() {
-    if (faulted_in_.exchange(true, std::memory_order_relaxed)) return;
-    const uint64_t eager = capacity_ < kEagerBytes ? capacity_ : kEagerBytes;
-    madvise(header_, kHeaderBytes + eager, MADV_POPULATE_WRITE);
+  // Faults the ring in ahead of the writers, kPopulateChunkBytes at a time, the first chunk at
+  // the first event: otherwise the first lap of records takes a page fault every 4 KiB inside
+  // the program's hooked calls, 2,048 for 8 MiB, which cost 35 ns an allocation over a run of
+  // 200,000 (docs/performance.md). One system call a chunk instead, once. A memfd is sparse:
+  // a ring sized for bursts costs memory only as far as its writers have come, and a process
+  // that never writes (shells, data-loader workers) pays nothing. Two threads may populate the
+  // same chunk; the second call finds it done. Where the kernel lacks MADV_POPULATE_WRITE
+  // (before 5.14) the pages fault as they come.
+  static constexpr uint64_t kPopulateChunkBytes = 8ull << 20;
+  static constexpr uint64_t kPopulateLeadBytes = 4ull << 20;
+  void populate_ahead(uint64_t pos) {
+    uint64_t done = populated_.load(std::memory_order_relaxed);
+    while (done < capacity_ && pos + kPopulateLeadBytes > done) {
+      const uint64_t end =
+          done + kPopulateChunkBytes < capacity_ ? done + kPopulateChunkBytes : capacity_;
+      if (!populated_.compare_exchange_weak(done, end, std::memory_order_relaxed)) continue;
+      // The header page comes with the first chunk.
+      unsigned char* from = done == 0 ? reinterpret_cast<unsigned char*>(header_) : data_ + done;
+      madvise(from, static_cast<size_t>(data_ + end - from), MADV_POPULATE_WRITE);
+      done = end;
+    }
   }
 
   static void prefetch_for_write(const void* p) {
@@ -395,7 +405,7 @@ class RingProducer {
   RecordClock clock_;             // guarded by `lock`
   int64_t stall_limit_ns_ = kDefaultStallNs;
   std::atomic<WriteResult> gave_up_{WriteResult::kOk};
-  std::atomic<bool> faulted_in_{false};
+  std::atomic<uint64_t> populated_{0};  // data bytes faulted in from the start, by populate_ahead
   std::atomic<uint64_t> full_waits_{0}, full_wait_ns_{0};
 };
 

@@ -1,12 +1,17 @@
-// Counts the page faults of a run of allocations that fills the shim's ring more than once
-// over: prints "faults N", the minor faults between the first allocation and the last (the
-// shim faults its ring in at the process's first event, so a lap of records takes none).
+// Counts the page faults of a run of allocations: prints "faults N", the minor faults between
+// the first allocation and the last (the shim faults its ring in ahead of its writes, so a
+// lap of records takes none page by page), then "ring R of S": how many bytes of the shim's
+// ring are resident, of its size (a ring costs memory only as far as its writes have come).
 // Usage: ring_faults ITERATIONS.
 #include <cuda_runtime_api.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 namespace {
 
@@ -14,6 +19,26 @@ long minor_faults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
+}
+
+// The shim's ring, as /proc/self/maps names its memfd: resident bytes and size.
+void print_ring_residency() {
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return;
+  char line[512];
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    if (std::strstr(line, "memfd:vramtrace-ring") == nullptr) continue;
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line, "%lx-%lx", &start, &end) != 2) continue;
+    const long page = sysconf(_SC_PAGESIZE);
+    std::vector<unsigned char> resident((end - start) / static_cast<unsigned long>(page));
+    if (mincore(reinterpret_cast<void*>(start), end - start, resident.data()) != 0) continue;
+    unsigned long count = 0;
+    for (unsigned char r : resident) count += r & 1;
+    std::printf("ring %lu of %lu\n", count * static_cast<unsigned long>(page), end - start);
+    break;
+  }
+  std::fclose(maps);
 }
 
 bool alloc_and_free() {
@@ -35,5 +60,6 @@ int main(int argc, char** argv) {
   for (long i = 0; i < iterations; ++i)
     if (!alloc_and_free()) return 1;
   std::printf("faults %ld\n", minor_faults() - before);
+  print_ring_residency();
   return 0;
 }
