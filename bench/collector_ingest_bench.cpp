@@ -4,7 +4,8 @@
 // the first sight of each address and is cached afterwards. Arguments: the stack depth,
 // whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not),
 // and whether stacks come by name after their first time (the shim's default; 0 as before
-// names, or VRAMTRACE_STACK_NAMES=0).
+// names, or VRAMTRACE_STACK_NAMES=0), and whether the writer keeps the reports' indexes up as
+// rows arrive (`vramtrace run`'s default; 0 as `run --no-index`).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
@@ -29,11 +30,14 @@ void BM_CollectorIngest(benchmark::State& state) {
   const int depth = static_cast<int>(state.range(0));
   const bool free_stacks = state.range(1) != 0;
   const bool names = state.range(2) != 0;
+  const auto upkeep = state.range(3) != 0
+                          ? vramtrace::storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive
+                          : vramtrace::storage::TraceWriter::TimeIndexUpkeep::kNone;
   const fs::path path =
       fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
   fs::remove(path);
   std::string error;
-  auto writer = vramtrace::storage::TraceWriter::create(path, &error);
+  auto writer = vramtrace::storage::TraceWriter::create(path, &error, upkeep);
   if (!writer) {
     state.SkipWithError(error.c_str());
     return;
@@ -115,13 +119,15 @@ void BM_CollectorIngest(benchmark::State& state) {
   fs::remove(path.string() + "-shm");
 }
 BENCHMARK(BM_CollectorIngest)
-    ->Args({16, 0, 0})
-    ->Args({64, 0, 0})
-    ->Args({16, 1, 0})
-    ->Args({64, 1, 0})
-    ->Args({16, 0, 1})
-    ->Args({64, 0, 1})
-    ->Args({64, 1, 1})
+    ->Args({16, 0, 1, 1})
+    ->Args({64, 0, 1, 1})
+    ->Args({16, 0, 0, 1})
+    ->Args({64, 0, 0, 1})
+    ->Args({16, 1, 0, 1})
+    ->Args({64, 1, 0, 1})
+    ->Args({64, 1, 1, 1})
+    ->Args({16, 0, 1, 0})
+    ->Args({64, 0, 1, 0})
     ->UseRealTime();
 
 }  // namespace

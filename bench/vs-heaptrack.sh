@@ -124,7 +124,7 @@ if [ "$d" -gt 40 ]; then ingest_depth=64; fi
 ingest="(not built)"
 if [ -x "$ingest_bench" ]; then
   # Frees without stacks, stacks by name after their first time: as `vramtrace run` records.
-  ingest=$("$ingest_bench" --benchmark_filter="BM_CollectorIngest/$ingest_depth/0/1/" \
+  ingest=$("$ingest_bench" --benchmark_filter="BM_CollectorIngest/$ingest_depth/0/1/1/" \
     --benchmark_min_time=1 --benchmark_format=json 2>/dev/null |
     python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.2f M records/s" % (b["items_per_second"]/1e6))')
 fi

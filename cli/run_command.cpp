@@ -288,7 +288,16 @@ int run(RunOptions& options) {
   }
   if (chosen && options.force && fs::exists(output)) remove_trace_files(output);
   std::string error;
-  std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(output, &error);
+  // A file-size limit (ulimit -f) reached while writing the trace must be an error that
+  // vramtrace reports, like a full disk, not a signal that kills it: ignored, the write fails
+  // with EFBIG and SQLite says the disk is full. The command gets the default back.
+  signal(SIGXFSZ, SIG_IGN);
+  // The reports' indexes kept up as rows arrive, so that the end of the run has little left
+  // to do; --no-index records the rows alone.
+  std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(
+      output, &error,
+      options.index ? storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive
+                    : storage::TraceWriter::TimeIndexUpkeep::kNone);
   if (!writer) {
     std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
                  chosen && fs::exists(output) ? " (use --force to replace it)" : "");
@@ -319,10 +328,6 @@ int run(RunOptions& options) {
   sigaction(SIGQUIT, &ignore, &old_quit);
   sigaction(SIGTERM, &forward, nullptr);
   sigaction(SIGHUP, &forward, nullptr);
-  // A file-size limit (ulimit -f) reached while writing the trace must be an error that
-  // vramtrace reports, like a full disk, not a signal that kills it: ignored, the write fails
-  // with EFBIG and SQLite says the disk is full. The command gets the default back.
-  signal(SIGXFSZ, SIG_IGN);
 
   // A failed exec writes its errno here; a successful one closes the pipe. So vramtrace
   // tells a command that never started from one that exited 126 or 127 by itself.
@@ -411,7 +416,7 @@ void register_run_command(CLI::App& app, int* exit_status) {
                 "frees that fail: each free then costs as much as an allocation");
   run->add_option("--ring-size", options->ring_size,
                   "Shared-memory ring per process, in bytes: K, M and G suffixes, from 64K to 1G, "
-                  "rounded up to a power of two (default 8M; also VRAMTRACE_RING_BYTES)");
+                  "rounded up to a power of two (default 32M; also VRAMTRACE_RING_BYTES)");
   run->add_option("--backend", options->backend,
                   "What records: preload (the LD_PRELOAD shim, the default), cupti (CUPTI's "
                   "callbacks and activity records), or both, to check one against the other")

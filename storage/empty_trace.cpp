@@ -38,7 +38,7 @@ int insert_each(sqlite3* db, std::string_view sql, const Rows& rows, Bind bind,
 
 }  // namespace
 
-int write_empty_trace(sqlite3* db, std::string* error) {
+int write_empty_trace(sqlite3* db, std::string* error, const std::string& more_sql) {
   int rc = sqlite::execute(db, "BEGIN", error);
   if (rc != SQLITE_OK) return rc;
   // Pragma values cannot be bound; these two are constants of this file.
@@ -74,6 +74,7 @@ int write_empty_trace(sqlite3* db, std::string* error) {
         },
         error);
   }
+  if (rc == SQLITE_OK && !more_sql.empty()) rc = sqlite::execute(db, more_sql, error);
   if (rc == SQLITE_OK) return sqlite::execute(db, "COMMIT", error);
   sqlite::execute(db, "ROLLBACK", nullptr);
   return rc;

@@ -6,13 +6,15 @@
 #include <new>
 #include <string>
 
+#include "storage/live_span.h"
+
 namespace vramtrace::storage {
 namespace {
 
 using Rows = std::vector<PendingAllocation>;
 
 // The table's columns, by their position: kPendingCompactColumns, then kPendingDetailColumns,
-// then has_detail.
+// then has_detail, then kPendingLiveSpanColumns.
 enum Column {
   kId,
   kUpid,
@@ -34,6 +36,9 @@ enum Column {
   kFreeAllocatorReserved,
   kCorrelationId,
   kHasDetail,
+  kLiveSpanLevel,
+  kLiveSpanBin,
+  kLiveSpanEndSeq,
 };
 
 struct Table {
@@ -74,7 +79,8 @@ int connect(sqlite3* db, void* aux, int, const char* const*, sqlite3_vtab** vtab
   std::string schema;
   try {
     schema = "CREATE TABLE x(" + std::string(kPendingCompactColumns) + ", " +
-             std::string(kPendingDetailColumns) + ", has_detail)";
+             std::string(kPendingDetailColumns) + ", has_detail, " +
+             std::string(kPendingLiveSpanColumns) + ")";
   } catch (...) {
     return SQLITE_NOMEM;
   }
@@ -173,6 +179,20 @@ void put_column(sqlite3_context* context, const PendingAllocation& pending, int 
       break;
   }
   if (!free) return sqlite3_result_null(context);
+  // A failed allocation has no live span; a live one gets its span once its free is known.
+  const auto alloc_seq = static_cast<std::int64_t>(row.alloc_seq);
+  const auto free_seq = static_cast<std::int64_t>(free->free_seq);
+  switch (column) {
+    case kLiveSpanLevel:
+      if (row.result != 0) return sqlite3_result_null(context);
+      return result(context, std::int64_t{live_span_level(alloc_seq, free_seq)});
+    case kLiveSpanBin:
+      return result(context, live_span_bin(live_span_level(alloc_seq, free_seq), alloc_seq));
+    case kLiveSpanEndSeq:
+      return result(context, free_seq);
+    default:
+      break;
+  }
   switch (column) {
     case kFreeSiteId:
       return result(context, pending.free_site_id);

@@ -36,7 +36,8 @@ struct PendingAllocation {
 bool has_detail(const PendingAllocation& pending);
 
 // The table's name, and its columns: allocation_compact's, then allocation_detail's after its
-// id, then `has_detail` (1 or 0).
+// id, then `has_detail` (1 or 0), then the row's live span (storage/live_span.h), NULL for a
+// failed allocation or one whose free is not known yet.
 inline constexpr std::string_view kPendingAllocationTable = "vramtrace_pending_allocation";
 inline constexpr std::string_view kPendingCompactColumns =
     "id, upid, site_id, address, size, size_minus_requested, alloc_seq, alloc_ns, free_site_id, "
@@ -44,6 +45,8 @@ inline constexpr std::string_view kPendingCompactColumns =
 inline constexpr std::string_view kPendingDetailColumns =
     "vmm_handle, vmm_offset, segment_id, allocator_allocated, allocator_reserved, "
     "free_allocator_allocated, free_allocator_reserved, correlation_id";
+inline constexpr std::string_view kPendingLiveSpanColumns =
+    "live_span_level, live_span_bin, live_span_end_seq";
 
 // Registers the table on `db`. Returns the SQLite result code.
 int register_pending_allocation_table(sqlite3* db, const std::vector<PendingAllocation>* rows);

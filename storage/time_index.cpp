@@ -10,6 +10,7 @@
 
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
+#include "storage/live_span.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_uri.h"
@@ -23,41 +24,8 @@ using sqlite::Statement;
 // Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
 // so that an older build's index is rebuilt. 2: time_problem, and times within their process.
 constexpr std::int64_t kTimeIndexVersion = 2;
-// Level L of live_span files intervals whose first and last live events share one bin of
-// 2^(kFirstShift + kShiftStep * L) events; never-freed allocations go to kNeverFreedLevel.
-constexpr int kFirstShift = 12;
-constexpr int kShiftStep = 3;
-constexpr int kLevels = 17;  // shifts 12 .. 60; level kLevels takes what crosses 2^60
-constexpr int kNeverFreedLevel = 255;
-constexpr std::int64_t kNeverFreed = INT64_MAX;
-
-int shift_of(int level) {
-  return kFirstShift + kShiftStep * level;
-}
-
 std::int64_t bin_of(int level, std::uint64_t seq) {
-  if (level >= kLevels) return 0;
-  return static_cast<std::int64_t>(seq >> shift_of(level));
-}
-
-// The SQL that files one allocation row (columns alloc_seq, free_seq) in its level.
-std::string level_expression() {
-  std::string sql = "CASE WHEN free_seq IS NULL THEN " + std::to_string(kNeverFreedLevel);
-  for (int level = 0; level < kLevels; ++level) {
-    const std::string shift = std::to_string(shift_of(level));
-    sql += " WHEN (alloc_seq >> " + shift + ") = ((free_seq - 1) >> " + shift + ") THEN " +
-           std::to_string(level);
-  }
-  return sql + " ELSE " + std::to_string(kLevels) + " END";
-}
-
-std::string bin_expression() {
-  std::string sql = "CASE";
-  for (int level = 0; level < kLevels; ++level) {
-    sql += " WHEN level = " + std::to_string(level) + " THEN alloc_seq >> " +
-           std::to_string(shift_of(level));
-  }
-  return sql + " ELSE 0 END";
+  return live_span_bin(level, static_cast<std::int64_t>(seq));
 }
 
 // A process's start and end (either unknown in a damaged or unfinished trace): every event of
@@ -192,18 +160,32 @@ struct TimeIndex::Impl {
     build_rollups(build_rollups_with);
   }
 
+  // Whether the writer kept up the live spans, each process's time range and the allocator's
+  // tables through the trace's last allocation (TraceWriter's kAsRowsArrive): then the build
+  // reads them rather than the trace.
+  bool upkept_by_writer() const {
+    const auto exists = single_int(
+        "SELECT count(*) FROM $X.sqlite_master WHERE type = 'table' AND name = "
+        "'time_index_upkeep'");
+    if (exists.value_or(0) == 0) return false;
+    const auto value = [&](std::string_view key) {
+      Statement statement = prepare("SELECT value FROM $X.time_index_upkeep WHERE key = ?1");
+      statement.bind_text(1, key);
+      std::optional<std::int64_t> found;
+      each_row(statement, [&](const Statement& row) { found = row.optional_int64(0); });
+      return found;
+    };
+    return value("version") == kTimeIndexUpkeepVersion &&
+           value("allocation_id") == single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+  }
+
   void build() {
+    const bool upkept = upkept_by_writer();
     execute(
-        "DROP TABLE IF EXISTS $X.time_index_info; DROP TABLE IF EXISTS $X.live_span;"
-        "DROP TABLE IF EXISTS $X.allocator_segment; DROP TABLE IF EXISTS $X.allocator_process;"
+        "DROP TABLE IF EXISTS $X.time_index_info;"
         "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
         "DROP TABLE IF EXISTS $X.time_problem;"
         "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;"
-        "CREATE TABLE $X.live_span (upid INTEGER, level INTEGER, bin INTEGER, alloc_seq INTEGER,"
-        "  end_seq INTEGER, allocation_id INTEGER,"
-        "  PRIMARY KEY (upid, level, bin, alloc_seq, allocation_id)) WITHOUT ROWID;"
-        "CREATE TABLE $X.allocator_segment (id INTEGER PRIMARY KEY);"
-        "CREATE TABLE $X.allocator_process (upid INTEGER PRIMARY KEY);"
         "CREATE TABLE $X.live_bytes_bucket (upid INTEGER, device INTEGER, kind INTEGER,"
         "  bucket INTEGER, min_bytes INTEGER, max_bytes INTEGER, last_bytes INTEGER,"
         "  PRIMARY KEY (upid, device, kind, bucket)) WITHOUT ROWID;"
@@ -212,27 +194,38 @@ struct TimeIndex::Impl {
         "  PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;"
         "CREATE TABLE $X.time_problem (upid INTEGER, problem TEXT, events INTEGER,"
         "  first_seq INTEGER, PRIMARY KEY (upid, problem)) WITHOUT ROWID;");
-    // Sorted as the primary key, so the table is written in order rather than by random
-    // inserts.
-    execute("INSERT INTO $X.live_span SELECT upid, level, " + bin_expression() +
-            ", alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
-            std::to_string(kNeverFreed) + ") AS end_seq, " + level_expression() +
-            " AS level FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
-    const std::string block = std::to_string(allocation_kind::kBlock);
-    execute(
-        "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
-        "WHERE kind = " +
-        block +
-        " AND segment_id IS NOT NULL ORDER BY 1;"
-        "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
-        "WHERE kind = " +
-        block + " ORDER BY 1;");
+    if (!upkept) {
+      execute(
+          "DROP TABLE IF EXISTS $X.live_span; DROP TABLE IF EXISTS $X.allocator_segment;"
+          "DROP TABLE IF EXISTS $X.allocator_process; DROP TABLE IF EXISTS $X.process_time_range;"
+          "DROP TABLE IF EXISTS $X.time_index_upkeep;");
+      execute(live_span_tables_sql());
+      // Sorted as the primary key, so the table is written in order rather than by random
+      // inserts.
+      execute(
+          "INSERT INTO $X.live_span SELECT upid, level, vramtrace_live_span_bin(level, alloc_seq), "
+          "alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
+          std::to_string(kNeverFreedEnd) +
+          ") AS end_seq, vramtrace_live_span_level(alloc_seq, free_seq) AS level "
+          "FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
+      const std::string block = std::to_string(allocation_kind::kBlock);
+      execute(
+          "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
+          "WHERE kind = " +
+          block +
+          " AND segment_id IS NOT NULL ORDER BY 1;"
+          "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
+          "WHERE kind = " +
+          block + " ORDER BY 1;");
+      execute(
+          "INSERT INTO $X.process_time_range SELECT upid, min(alloc_ns), max(alloc_ns), "
+          "max(free_ns) FROM $T.allocation WHERE result = 0 GROUP BY upid");
+    }
     // Each process's times placed within its span: placing is monotonic, so the extremes of
     // the placed times are the placed extremes.
     const std::map<std::int64_t, ProcessSpan> spans = process_spans();
     Statement range = prepare(
-        "SELECT upid, min(alloc_ns), max(alloc_ns), max(free_ns) FROM $T.allocation "
-        "WHERE result = 0 GROUP BY upid");
+        "SELECT upid, first_alloc_ns, last_alloc_ns, last_free_ns FROM $X.process_time_range");
     std::optional<std::int64_t> first, last;
     each_row(range, [&](const Statement& row) {
       const auto span = spans.find(row.int64(0));
@@ -441,6 +434,10 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
     *why = "is not a finished trace";
     return nullptr;
   }
+  if (register_live_span_functions(raw) != SQLITE_OK) {
+    *why = "cannot be indexed on this connection";
+    return nullptr;
+  }
   return db;
 }
 
@@ -475,6 +472,8 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
           "", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
       impl->db.reset(raw);
       if (rc != SQLITE_OK) impl->fail(rc);
+      if (const int registered = register_live_span_functions(raw); registered != SQLITE_OK)
+        impl->fail(registered);
       sqlite3_busy_timeout(raw, 5000);
       impl->trace_schema = "trace";
       Statement attach = impl->prepare("ATTACH DATABASE ?1 AS trace");
@@ -533,7 +532,7 @@ std::vector<AllocationRecord> TimeIndex::live_at(std::int64_t upid, std::uint64_
     statement.bind_uint64(4, seq);
     impl_->each_row(statement, [&](const Statement& row) { live.push_back(read_allocation(row)); });
   };
-  for (int level = 0; level <= kLevels; ++level) read_level(level);
+  for (int level = 0; level <= kLiveSpanLevels; ++level) read_level(level);
   read_level(kNeverFreedLevel);
   std::sort(live.begin(), live.end(), [](const AllocationRecord& x, const AllocationRecord& y) {
     return std::pair(x.allocation.alloc_seq, x.allocation.id) <

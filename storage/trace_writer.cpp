@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -17,6 +18,7 @@
 
 #include "storage/empty_trace.h"
 #include "storage/json_string_array.h"
+#include "storage/live_span.h"
 #include "storage/pending_allocation_table.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
@@ -194,6 +196,134 @@ struct TraceWriter::Impl {
   std::unordered_map<SiteKey, std::int64_t, SiteKeyHash> sites;
   std::unordered_map<FreeSiteKey, std::int64_t, SiteKeyHash> free_sites;
 
+  // TimeIndexUpkeep::kAsRowsArrive: what the writer keeps up of the time index, and whether it
+  // still holds (`upkeep` turns false for good when it cannot: finish() then empties the
+  // tables and leaves them to the build).
+  bool upkept_tables = false;  // the tables exist in the file
+  bool upkeep = false;
+  Statement add_live_span, add_pending_live_spans;
+  struct WrittenLive {
+    std::int64_t id = 0, upid = 0;
+    std::uint64_t alloc_seq = 0;
+    bool freed = false;
+  };
+  std::vector<WrittenLive> written_live;  // successful rows written without their free, by id
+  struct TimeRange {
+    std::int64_t first_alloc_ns = 0, last_alloc_ns = 0;
+    std::optional<std::int64_t> last_free_ns;
+  };
+  std::map<std::int64_t, TimeRange> time_ranges;  // by upid: successful allocations only
+  std::set<std::int64_t> allocator_segments, allocator_processes;
+  std::int64_t last_allocation_id = 0;
+
+  void stop_upkeep() {
+    upkeep = false;
+    written_live = {};
+    time_ranges.clear();
+    allocator_segments.clear();
+    allocator_processes.clear();
+  }
+
+  // As the time index's build takes them (storage/time_index.cpp): a range from successful
+  // allocations, segments and processes from every block row.
+  void keep_up_with_allocation(const AllocationRow& row) {
+    if (row.id <= last_allocation_id) return stop_upkeep();
+    last_allocation_id = row.id;
+    if (row.result == 0) {
+      const auto [it, added] =
+          time_ranges.try_emplace(row.upid, TimeRange{row.alloc_ns, row.alloc_ns, {}});
+      if (!added) {
+        it->second.first_alloc_ns = std::min(it->second.first_alloc_ns, row.alloc_ns);
+        it->second.last_alloc_ns = std::max(it->second.last_alloc_ns, row.alloc_ns);
+      }
+    }
+    if (row.kind == allocation_kind::kBlock) {
+      allocator_processes.insert(row.upid);
+      if (row.segment_id) allocator_segments.insert(*row.segment_id);
+    }
+  }
+
+  void keep_up_with_free(std::int64_t upid, const FreeRow& row) {
+    std::optional<std::int64_t>& last = time_ranges[upid].last_free_ns;
+    last = last ? std::max(*last, row.free_ns) : row.free_ns;
+  }
+
+  void put_live_span(std::int64_t upid, std::uint64_t alloc_seq,
+                     std::optional<std::uint64_t> free_seq, std::int64_t id) {
+    const auto alloc = static_cast<std::int64_t>(alloc_seq);
+    const std::optional<std::int64_t> free =
+        free_seq ? std::optional(static_cast<std::int64_t>(*free_seq)) : std::nullopt;
+    const int level = live_span_level(alloc, free);
+    Statement& statement = add_live_span;
+    statement.bind_int64(1, upid);
+    statement.bind_int64(2, level);
+    statement.bind_int64(3, live_span_bin(level, alloc));
+    statement.bind_int64(4, alloc);
+    statement.bind_int64(5, free.value_or(kNeverFreedEnd));
+    statement.bind_int64(6, id);
+    run(statement, "adding a live span");
+  }
+
+  // The free of a row already written: its span now, or the upkeep ends (a row freed twice, or
+  // one never added, which set_free counts).
+  void keep_up_with_written_free(std::int64_t allocation_id, const FreeRow& row) {
+    auto it =
+        std::lower_bound(written_live.begin(), written_live.end(), allocation_id,
+                         [](const WrittenLive& live, std::int64_t key) { return live.id < key; });
+    if (it == written_live.end() || it->id != allocation_id || it->freed) return stop_upkeep();
+    it->freed = true;
+    put_live_span(it->upid, it->alloc_seq, row.free_seq, it->id);
+    keep_up_with_free(it->upid, row);
+  }
+
+  // At finish(): what is still live, and the small tables. Without upkeep, empties them.
+  void write_upkept_tables() {
+    if (!upkept_tables || !error.empty()) return;
+    std::string message;
+    if (!upkeep) {
+      if (sqlite::execute(db.get(),
+                          "DELETE FROM live_span; DELETE FROM allocator_segment; "
+                          "DELETE FROM allocator_process; DELETE FROM process_time_range; "
+                          "DELETE FROM time_index_upkeep;",
+                          &message) != SQLITE_OK)
+        fail("emptying the time index's tables", message);
+      return;
+    }
+    for (const WrittenLive& live : written_live)
+      if (!live.freed) put_live_span(live.upid, live.alloc_seq, std::nullopt, live.id);
+    const auto insert_each = [&](std::string_view sql, const std::set<std::int64_t>& values) {
+      Statement statement;
+      if (Statement::prepare(db.get(), sql, &statement) != SQLITE_OK)
+        return fail("adding the time index's tables", sqlite3_errmsg(db.get()));
+      for (const std::int64_t value : values) {
+        statement.bind_int64(1, value);
+        run(statement, "adding the time index's tables");
+      }
+    };
+    insert_each("INSERT INTO allocator_segment(id) VALUES(?1)", allocator_segments);
+    insert_each("INSERT INTO allocator_process(upid) VALUES(?1)", allocator_processes);
+    Statement range;
+    if (Statement::prepare(db.get(), "INSERT INTO process_time_range VALUES(?1, ?2, ?3, ?4)",
+                           &range) != SQLITE_OK)
+      return fail("adding the time index's tables", sqlite3_errmsg(db.get()));
+    for (const auto& [upid, times] : time_ranges) {
+      range.bind_int64(1, upid);
+      range.bind_int64(2, times.first_alloc_ns);
+      range.bind_int64(3, times.last_alloc_ns);
+      range.bind_optional_int64(4, times.last_free_ns);
+      run(range, "adding the time index's tables");
+    }
+    Statement upkept;
+    if (Statement::prepare(db.get(),
+                           "INSERT INTO time_index_upkeep VALUES('version', ?1), "
+                           "('allocation_id', ?2)",
+                           &upkept) != SQLITE_OK)
+      return fail("adding the time index's tables", sqlite3_errmsg(db.get()));
+    upkept.bind_int64(1, kTimeIndexUpkeepVersion);
+    upkept.bind_int64(2, last_allocation_id);
+    run(upkept, "adding the time index's tables");
+  }
+
   std::int64_t site_id(const AllocationRow& row) {
     const auto [it, added] = sites.try_emplace(SiteKey(row), 0);
     if (!added) return it->second;
@@ -293,6 +423,12 @@ struct TraceWriter::Impl {
       if (std::any_of(pending_allocations.begin(), pending_allocations.end(),
                       [](const PendingAllocation& pending) { return has_detail(pending); }))
         run(statements.add_pending_details, "adding an allocation's details");
+      if (upkeep) {
+        run(add_pending_live_spans, "adding live spans");
+        for (const PendingAllocation& pending : pending_allocations)
+          if (pending.row.result == 0 && !pending.free)
+            written_live.push_back({pending.row.id, pending.row.upid, pending.row.alloc_seq});
+      }
     }
     pending_allocations.clear();
   }
@@ -326,7 +462,7 @@ TraceWriter::~TraceWriter() {
 }
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& path,
-                                                 std::string* error) {
+                                                 std::string* error, TimeIndexUpkeep upkeep) {
   std::string ignored;
   std::string& message = error != nullptr ? *error : ignored;
 
@@ -364,6 +500,14 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
   }
   sqlite3_busy_timeout(raw_db, kBusyTimeoutMs);
 
+  // kAsRowsArrive: the reports' indexes and the time index's kept tables, with the schema.
+  std::string upkept_sql;
+  if (upkeep == TimeIndexUpkeep::kAsRowsArrive) {
+    upkept_sql = std::string(schema_indexes_sql()) + std::string(live_span_tables_sql());
+    for (std::size_t at = upkept_sql.find("$X."); at != std::string::npos;
+         at = upkept_sql.find("$X."))
+      upkept_sql.erase(at, 3);
+  }
   std::string reason;
   // Checkpoints every 256 pages of log rather than SQLite's 1,000: the last one, in finish()
   // after the traced command ended, then copies and syncs at most about a megabyte while the
@@ -373,7 +517,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
                       "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
                       "PRAGMA wal_autocheckpoint = 256;",
                       &reason) != SQLITE_OK ||
-      write_empty_trace(raw_db, &reason) != SQLITE_OK) {
+      write_empty_trace(raw_db, &reason, upkept_sql) != SQLITE_OK) {
     return give_up(reason);
   }
   for (const StatementSql& spec : kStatementSql) {
@@ -393,6 +537,19 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
                              " FROM " + pending_table + " WHERE has_detail",
                          &impl->statements.add_pending_details) != SQLITE_OK) {
     return give_up(sqlite3_errmsg(raw_db));
+  }
+  if (upkeep == TimeIndexUpkeep::kAsRowsArrive) {
+    if (Statement::prepare(raw_db, "INSERT INTO live_span VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                           &impl->add_live_span) != SQLITE_OK ||
+        Statement::prepare(raw_db,
+                           "INSERT INTO live_span SELECT upid, live_span_level, live_span_bin, "
+                           "alloc_seq, live_span_end_seq, id FROM " +
+                               pending_table + " WHERE live_span_level IS NOT NULL",
+                           &impl->add_pending_live_spans) != SQLITE_OK) {
+      return give_up(sqlite3_errmsg(raw_db));
+    }
+    impl->upkept_tables = true;
+    impl->upkeep = true;
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }
@@ -511,6 +668,7 @@ void TraceWriter::add_callsite(std::int64_t id, std::optional<std::int64_t> pare
 
 void TraceWriter::add_allocation(const AllocationRow& row) {
   if (!impl_->begin_write()) return;
+  if (impl_->upkeep) impl_->keep_up_with_allocation(row);
   auto& pending = impl_->pending_allocations;
   if (!pending.empty() && row.id <= pending.back().row.id) {
     // Not the collector's ascending order: write it now, so that a duplicate fails here.
@@ -527,10 +685,18 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
   if (!impl_->begin_write()) return;
   const std::int64_t free_site_id = impl_->free_site_id(row);
   if (PendingAllocation* pending = impl_->find_pending_allocation(allocation_id)) {
+    if (impl_->upkeep) {
+      if (pending->free) {
+        impl_->stop_upkeep();
+      } else if (pending->row.result == 0) {
+        impl_->keep_up_with_free(pending->row.upid, row);
+      }
+    }
     pending->free = row;
     pending->free_site_id = free_site_id;
     return;
   }
+  if (impl_->upkeep) impl_->keep_up_with_written_free(allocation_id, row);
   Statement& statement = impl_->statements.set_free;
   statement.bind_int64(1, allocation_id);
   statement.bind_int64(2, free_site_id);
@@ -548,6 +714,8 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
 
 void TraceWriter::clear_free(std::int64_t allocation_id) {
   if (!impl_->begin_write()) return;
+  // Its span and its process's range are written or counted already: the build redoes them.
+  impl_->stop_upkeep();
   if (PendingAllocation* pending = impl_->find_pending_allocation(allocation_id)) {
     pending->free.reset();
     return;
@@ -653,6 +821,7 @@ bool TraceWriter::finish(std::string* error, AllocationIndexes allocation_indexe
   if (!impl.finished) {
     impl.commit();
     if (impl.begin_write()) {
+      impl.write_upkept_tables();
       std::string message;
       std::string_view indexes = schema_indexes_sql();
       if (allocation_indexes == AllocationIndexes::kLeaveToTimeIndex)
@@ -665,6 +834,8 @@ bool TraceWriter::finish(std::string* error, AllocationIndexes allocation_indexe
     }
     if (impl.error.empty()) impl.leave_wal_mode();
     impl.statements = Statements();
+    impl.add_live_span = Statement();
+    impl.add_pending_live_spans = Statement();
     if (const int rc = sqlite3_close(impl.db.release()); rc != SQLITE_OK) {
       impl.fail("closing", sqlite3_errstr(rc));
     }

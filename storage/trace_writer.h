@@ -30,9 +30,19 @@ namespace vramtrace::storage {
 
 class TraceWriter {
  public:
+  // What the writer keeps up of the reports' indexes while it records, so that finishing
+  // need not read the trace again. kAsRowsArrive: the allocation table's indexes from the
+  // start, and the time index's live spans, each process's time range, the allocator's
+  // segments and processes (storage/live_span.h), written as each allocation's row and free
+  // are; finish() adds what is still live. The time index's build then reads them instead
+  // of the trace (docs/schema.md, "Time index"). A free undone (clear_free) or rows out of
+  // id order leave all of it to the build instead, as kNone does.
+  enum class TimeIndexUpkeep { kNone, kAsRowsArrive };
+
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.
-  static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error);
+  static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error,
+                                             TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

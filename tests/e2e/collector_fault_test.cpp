@@ -139,13 +139,14 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
             (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
-// `vramtrace run -o OUTPUT -- sh -c 'thread_storm 1 100000; exit STATUS'` under a 256 KiB
-// file-size limit (ulimit -f), which also works where no mount namespace can be made.
+// `vramtrace run -o OUTPUT -- sh -c 'thread_storm 1 100000; exit STATUS'` under a 512 KiB
+// file-size limit (ulimit -f, in dash's 512-byte blocks), which also works where no mount
+// namespace can be made: room for the new trace's schema and indexes, not for the storm.
 ProcessResult run_under_file_size_limit(const std::string& output, int status) {
   ProcessOptions o;
   o.argv = {"sh",
             "-c",
-            "ulimit -f 256 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
+            "ulimit -f 1024 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
                 std::to_string(status) + "' \"$3\"",
             "sh",
             VRAMTRACE_BIN,

@@ -1,0 +1,182 @@
+// The time index that a writer keeps up as rows arrive (TraceWriter's kAsRowsArrive) is the
+// one the build makes from the finished trace: the same live spans, time ranges, allocator
+// tables, rollups and answers. And when the upkeep cannot hold (a free undone), the build
+// makes it all from the trace instead.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "analysis/live_bytes_rollups.h"
+#include "sql_query.h"
+#include "storage/schema.h"
+#include "storage/time_index.h"
+#include "storage/trace_writer.h"
+#include "temp_dir.h"
+
+namespace vramtrace {
+namespace {
+
+using storage::TraceWriter;
+using Upkeep = TraceWriter::TimeIndexUpkeep;
+
+struct MixedTraceOptions {
+  Upkeep upkeep = Upkeep::kNone;
+  bool undo_a_free = false;
+};
+
+// Two processes interleaved, each with device segments and blocks in them, failed allocations,
+// lifetimes from one event to never freed, and commits along the way, so that some rows are
+// written before their free and some after.
+void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOptions& options) {
+  std::string error;
+  auto writer = TraceWriter::create(path, &error, options.upkeep);
+  ASSERT_NE(writer, nullptr) << error;
+  for (std::int64_t upid : {1, 2}) {
+    storage::ProcessRow process;
+    process.upid = upid;
+    process.pid = static_cast<std::uint32_t>(100 + upid);
+    process.start_ns = 1000;
+    writer->add_process(process);
+    writer->add_thread(upid, upid, process.pid);
+  }
+  std::mt19937_64 random(11);
+  struct Live {
+    std::int64_t id, upid;
+    std::uint64_t free_after;
+  };
+  std::vector<Live> live;
+  std::uint64_t seq[3] = {0, 0, 0};
+  std::int64_t next_id = 1;
+  std::int64_t segment[3] = {0, 0, 0};
+  bool undone = false;
+  for (int i = 0; i < 30000; ++i) {
+    const std::int64_t upid = 1 + static_cast<std::int64_t>(random() % 2);
+    storage::AllocationRow row;
+    row.id = next_id++;
+    row.upid = upid;
+    row.alloc_utid = upid;
+    const std::uint64_t shape = random() % 10;
+    row.kind = shape < 1                         ? storage::allocation_kind::kDevice
+               : shape < 8 && segment[upid] != 0 ? storage::allocation_kind::kBlock
+                                                 : storage::allocation_kind::kDevice;
+    row.device = static_cast<int>(random() % 2);
+    row.size = 512 * (1 + random() % 4096);
+    row.address = 0x10000 * static_cast<std::uint64_t>(row.id);
+    seq[upid] += 1 + random() % 3000;
+    row.alloc_seq = seq[upid];
+    row.alloc_ns = 1000 + static_cast<std::int64_t>(seq[upid]);
+    if (row.kind == storage::allocation_kind::kBlock) row.segment_id = segment[upid];
+    if (random() % 200 == 0) row.result = 2;  // out of memory: never freed, no span
+    writer->add_allocation(row);
+    if (row.kind == storage::allocation_kind::kDevice && row.result == 0) segment[upid] = row.id;
+    const std::uint64_t roll = random() % 10;
+    if (row.result == 0 && roll >= 2)
+      live.push_back({row.id, upid, roll < 7 ? random() % 4 : random() % 20000});
+    for (auto it = live.begin(); it != live.end();) {
+      if (it->free_after-- > 0) {
+        ++it;
+        continue;
+      }
+      storage::FreeRow free;
+      seq[it->upid] += 1 + random() % 3000;
+      free.free_seq = seq[it->upid];
+      free.free_ns = 1000 + static_cast<std::int64_t>(seq[it->upid]);
+      free.free_utid = it->upid;
+      writer->set_free(it->id, free);
+      if (options.undo_a_free && !undone && i > 20000) {
+        writer->clear_free(it->id);
+        undone = true;
+        ++it;
+        continue;
+      }
+      it = live.erase(it);
+    }
+    if (i % 5000 == 4999) writer->flush();
+  }
+  ASSERT_TRUE(writer->finish(&error, TraceWriter::AllocationIndexes::kLeaveToTimeIndex)) << error;
+}
+
+// Every row of the time index's tables, as text, in key order.
+std::string index_contents(const std::filesystem::path& path) {
+  const std::vector<std::pair<std::string, std::string>> tables{
+      {"live_span", "upid, level, bin, alloc_seq, end_seq, allocation_id"},
+      {"allocator_segment", "id"},
+      {"allocator_process", "upid"},
+      {"process_time_range", "upid, first_alloc_ns, last_alloc_ns, last_free_ns"},
+      {"live_bytes_bucket", "upid, device, kind, bucket, min_bytes, max_bytes, last_bytes"},
+      {"live_bytes_peak", "upid, device, peak_group, bytes, seq, ns"},
+      {"time_problem", "upid, problem, events, first_seq"},
+      {"time_index_info", "key, value"},
+  };
+  std::string contents;
+  for (const auto& [table, columns] : tables) {
+    std::string concatenated;
+    for (const char c : columns)
+      concatenated += c == ',' ? std::string(" || ',' || ") : std::string(1, c);
+    contents += table + ": " +
+                testing::query_one(path, "SELECT count(*) || ' rows, ' || ifnull(group_concat(" +
+                                             concatenated + ", ';'), '') FROM (SELECT * FROM " +
+                                             table + " ORDER BY " + columns + ")") +
+                "\n";
+  }
+  return contents;
+}
+
+void open_index(const std::filesystem::path& path) {
+  std::string error;
+  auto index = storage::TimeIndex::open(path, analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(index, nullptr) << error;
+  EXPECT_EQ(index->note(), "");
+}
+
+TEST(TimeIndexUpkeep, KeptUpAsRowsArriveItIsTheIndexTheBuildMakes) {
+  testing::TempDir dir;
+  const auto upkept = dir / "upkept.db";
+  const auto built = dir / "built.db";
+  write_mixed_trace(upkept, {Upkeep::kAsRowsArrive});
+  write_mixed_trace(built, {Upkeep::kNone});
+  // Before any report: the writer's tables are in the file, through its last allocation.
+  EXPECT_EQ(testing::query_one(upkept,
+                               "SELECT value FROM time_index_upkeep WHERE key = "
+                               "'allocation_id'"),
+            testing::query_one(upkept, "SELECT max(id) FROM allocation"));
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM live_span"),
+            testing::query_one(upkept, "SELECT count(*) FROM allocation WHERE result = 0"));
+  EXPECT_NE(testing::query_one(upkept, "SELECT count(*) FROM allocator_segment"), "0");
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM allocator_process"), "2");
+  EXPECT_EQ(testing::query_one(upkept,
+                               "SELECT count(*) FROM sqlite_master WHERE name = "
+                               "'allocation_by_free_seq'"),
+            "1");
+  EXPECT_EQ(testing::query_one(built,
+                               "SELECT count(*) FROM sqlite_master WHERE name = "
+                               "'live_span'"),
+            "0");
+  open_index(upkept);
+  open_index(built);
+  const std::string from_upkeep = index_contents(upkept);
+  EXPECT_EQ(from_upkeep, index_contents(built));
+  // The build read the writer's tables rather than remaking them: its record of them stays.
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "2");
+  EXPECT_EQ(testing::query_one(built, "SELECT count(*) FROM time_index_upkeep"), "0");
+  EXPECT_NE(from_upkeep.find("live_span: "), std::string::npos);
+}
+
+TEST(TimeIndexUpkeep, AFreeUndoneLeavesTheIndexToTheBuild) {
+  testing::TempDir dir;
+  const auto upkept = dir / "upkept.db";
+  const auto built = dir / "built.db";
+  write_mixed_trace(upkept, {Upkeep::kAsRowsArrive, /*undo_a_free=*/true});
+  write_mixed_trace(built, {Upkeep::kNone, /*undo_a_free=*/true});
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "0");
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM live_span"), "0");
+  open_index(upkept);
+  open_index(built);
+  EXPECT_EQ(index_contents(upkept), index_contents(built));
+  EXPECT_NE(testing::query_one(upkept, "SELECT count(*) FROM live_span"), "0");
+}
+
+}  // namespace
+}  // namespace vramtrace
