@@ -4,7 +4,11 @@
 // The rule (docs/schema.md, "Time index"): an allocation live over [alloc_seq, free_seq) is
 // filed at the smallest level L whose bins of 2^(12 + 3L) events hold its first and last live
 // event in one bin, under that bin's number; one never freed goes to kNeverFreedLevel with
-// end_seq INT64_MAX. "Live just after event s" then reads one bin per level. One rule, in C++,
+// end_seq INT64_MAX. "Live just after event s" then reads one bin per level. Level 0 (a life
+// within one bin of 4096 events: most of a program's allocations) is not filed where the trace
+// has its (upid, alloc_seq) index: the allocations made in s's bin, read through that index,
+// are those candidates already, and a storm of short lives then costs the table nothing.
+// One rule, in C++,
 // for both who file spans: the writer as rows arrive (TraceWriter's kAsRowsArrive) and the
 // time index's build, which calls it from SQL (register_live_span_functions).
 #pragma once

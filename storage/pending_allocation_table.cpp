@@ -183,9 +183,12 @@ void put_column(sqlite3_context* context, const PendingAllocation& pending, int 
   const auto alloc_seq = static_cast<std::int64_t>(row.alloc_seq);
   const auto free_seq = static_cast<std::int64_t>(free->free_seq);
   switch (column) {
-    case kLiveSpanLevel:
-      if (row.result != 0) return sqlite3_result_null(context);
-      return result(context, std::int64_t{live_span_level(alloc_seq, free_seq)});
+    case kLiveSpanLevel: {
+      // Level 0 is read through the (upid, alloc_seq) index instead (storage/live_span.h).
+      const int level = live_span_level(alloc_seq, free_seq);
+      if (row.result != 0 || level == 0) return sqlite3_result_null(context);
+      return result(context, std::int64_t{level});
+    }
     case kLiveSpanBin:
       return result(context, live_span_bin(live_span_level(alloc_seq, free_seq), alloc_seq));
     case kLiveSpanEndSeq:

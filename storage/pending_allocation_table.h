@@ -37,7 +37,7 @@ bool has_detail(const PendingAllocation& pending);
 
 // The table's name, and its columns: allocation_compact's, then allocation_detail's after its
 // id, then `has_detail` (1 or 0), then the row's live span (storage/live_span.h), NULL for a
-// failed allocation or one whose free is not known yet.
+// failed allocation, one whose free is not known yet, or one of level 0.
 inline constexpr std::string_view kPendingAllocationTable = "vramtrace_pending_allocation";
 inline constexpr std::string_view kPendingCompactColumns =
     "id, upid, site_id, address, size, size_minus_requested, alloc_seq, alloc_ns, free_site_id, "

@@ -241,24 +241,35 @@ CREATE VIEW allocation_view AS
   LEFT JOIN api AS free_api ON free_api.id = allocation.free_api;
 )sql";
 
-// The allocation table's, then the small tables'. schema_indexes_sql() is the whole text;
-// allocation_indexes_sql() its first part. free_seq is the expression the view computes, so
-// that queries of the view by free_seq use the index.
-constexpr std::string_view kIndexesSql = R"sql(
-CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation_compact(upid, alloc_seq);
-CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation_compact(upid, alloc_seq + free_seq_delta);
-CREATE INDEX IF NOT EXISTS allocation_by_site ON allocation_compact(site_id);
-CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation_detail(segment_id) WHERE segment_id IS NOT NULL;
-)sql"
-                                         R"sql(
-CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);
-CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);
-CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);
-)sql";
+// The allocation table's kept up as rows arrive, the one built at the end, then the small
+// tables'. free_seq is the expression the view computes, so that queries of the view by
+// free_seq use the index.
+#define VRAMTRACE_KEPT_ALLOCATION_INDEXES                                                        \
+  "CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation_compact(upid, alloc_seq);\n" \
+  "CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation_compact(upid, alloc_seq + "   \
+  "free_seq_delta);\n"                                                                           \
+  "CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation_detail(segment_id) WHERE "     \
+  "segment_id IS NOT NULL;\n"
+#define VRAMTRACE_SITE_INDEX \
+  "CREATE INDEX IF NOT EXISTS allocation_by_site ON allocation_compact(site_id);\n"
+#define VRAMTRACE_SMALL_TABLE_INDEXES                                        \
+  "CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);\n"  \
+  "CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);\n" \
+  "CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);\n"
+
+constexpr std::string_view kIndexesSql =
+    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SITE_INDEX VRAMTRACE_SMALL_TABLE_INDEXES;
+constexpr std::string_view kAllocationIndexesSql =
+    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SITE_INDEX;
+constexpr std::string_view kIndexesKeptUpSql =
+    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SMALL_TABLE_INDEXES;
+#undef VRAMTRACE_KEPT_ALLOCATION_INDEXES
+#undef VRAMTRACE_SITE_INDEX
+#undef VRAMTRACE_SMALL_TABLE_INDEXES
 
 constexpr std::array<std::string_view, 4> kAllocationIndexNames{
-    "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_site",
-    "allocation_by_segment"};
+    "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_segment",
+    "allocation_by_site"};
 
 constexpr std::array<std::string_view, 17> kRequiredTables{
     "meta",
@@ -295,7 +306,10 @@ std::string_view schema_indexes_sql() {
   return kIndexesSql;
 }
 std::string_view allocation_indexes_sql() {
-  return kIndexesSql.substr(0, kIndexesSql.find("CREATE INDEX IF NOT EXISTS callsite_by_parent"));
+  return kAllocationIndexesSql;
+}
+std::string_view indexes_kept_up_sql() {
+  return kIndexesKeptUpSql;
 }
 std::span<const std::string_view> allocation_index_names() {
   return kAllocationIndexNames;

@@ -24,13 +24,17 @@ std::span<const NamedId> api_rows();
 
 // Creates every table and view of the current schema (no indexes, no pragmas, no rows).
 std::string_view schema_tables_sql();
-// Indexes, created once ingest is over: maintaining them row by row would slow the writer.
+// Every index: the allocations' (allocation_indexes_sql()), then the small tables'.
 std::string_view schema_indexes_sql();
 
-// The allocations' part of the indexes (their names below): a third of a trace's bytes and
-// half of the time it takes to finish one, so `vramtrace run` leaves them to the step that
-// indexes the trace by time (storage/time_index.h), which needs them first.
+// The allocations' part of the indexes (their names below), which the step that indexes the
+// trace by time (storage/time_index.h) needs first and builds where they are missing.
 std::string_view allocation_indexes_sql();
+// The indexes a writer that keeps them up as rows arrive creates with the schema
+// (TraceWriter's kAsRowsArrive): all but allocation_by_site, whose inserts land all over its
+// B-tree (one place per call site) and cost as much as the rest together; the time index's
+// step builds it when the recording ends.
+std::string_view indexes_kept_up_sql();
 std::span<const std::string_view> allocation_index_names();
 // Tables (and views) a reader requires before it accepts a file as a trace.
 std::span<const std::string_view> required_tables();

@@ -64,6 +64,8 @@ struct TimeIndex::Impl {
   std::string note;
   std::int64_t start_ns = 0, end_ns = 0;
   bool seq_indexes = false;  // the trace has allocation_by_alloc_seq and allocation_by_free_seq
+  bool level_0_spans =
+      true;  // live_span holds level 0 (else: read through allocation_by_alloc_seq)
 
   [[noreturn]] void fail(int rc) const {
     const std::string reason = sqlite3_errmsg(db.get());
@@ -179,8 +181,17 @@ struct TimeIndex::Impl {
            value("allocation_id") == single_int("SELECT max(id) FROM $T.allocation").value_or(0);
   }
 
+  // The trace's (upid, seq) indexes: level 0's spans are read through the alloc_seq one.
+  bool trace_has_seq_indexes() const {
+    return single_int(
+               "SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN "
+               "('allocation_by_alloc_seq', 'allocation_by_free_seq')")
+               .value_or(0) == 2;
+  }
+
   void build() {
     const bool upkept = upkept_by_writer();
+    level_0_spans = !upkept && !trace_has_seq_indexes();
     execute(
         "DROP TABLE IF EXISTS $X.time_index_info;"
         "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
@@ -207,7 +218,8 @@ struct TimeIndex::Impl {
           "alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
           std::to_string(kNeverFreedEnd) +
           ") AS end_seq, vramtrace_live_span_level(alloc_seq, free_seq) AS level "
-          "FROM $T.allocation WHERE result = 0) ORDER BY 1, 2, 3, 4, 6");
+          "FROM $T.allocation WHERE result = 0) WHERE level != 0 OR " +
+          std::string(level_0_spans ? "1" : "0") + " ORDER BY 1, 2, 3, 4, 6");
       const std::string block = std::to_string(allocation_kind::kBlock);
       execute(
           "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
@@ -242,11 +254,12 @@ struct TimeIndex::Impl {
     end_ns = std::max(start_ns, last.value_or(0));
     Statement put = prepare(
         "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
-        " ('start_ns', ?3), ('end_ns', ?4)");
+        " ('start_ns', ?3), ('end_ns', ?4), ('level_0_spans', ?5)");
     put.bind_int64(1, kTimeIndexVersion);
     put.bind_int64(2, single_int("SELECT max(id) FROM $T.allocation").value_or(0));
     put.bind_int64(3, start_ns);
     put.bind_int64(4, end_ns);
+    put.bind_int64(5, level_0_spans ? 1 : 0);
     each_row(put, [](const Statement&) {});
   }
 
@@ -353,10 +366,11 @@ struct TimeIndex::Impl {
   void load_range() {
     start_ns = info("start_ns");
     end_ns = info("end_ns");
-    seq_indexes = single_int(
-                      "SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN "
-                      "('allocation_by_alloc_seq', 'allocation_by_free_seq')")
-                      .value_or(0) == 2;
+    seq_indexes = trace_has_seq_indexes();
+    // An index without the key has level 0 in live_span: every index before the key did.
+    Statement key = prepare("SELECT value FROM $X.time_index_info WHERE key = 'level_0_spans'");
+    level_0_spans = true;
+    each_row(key, [&](const Statement& row) { level_0_spans = row.int64(0) != 0; });
   }
 
   // The largest value of `seq_column` at or before `ns` (its time in `ns_column`), by binary
@@ -532,8 +546,26 @@ std::vector<AllocationRecord> TimeIndex::live_at(std::int64_t upid, std::uint64_
     statement.bind_uint64(4, seq);
     impl_->each_row(statement, [&](const Statement& row) { live.push_back(read_allocation(row)); });
   };
-  for (int level = 0; level <= kLiveSpanLevels; ++level) read_level(level);
+  for (int level = impl_->level_0_spans ? 0 : 1; level <= kLiveSpanLevels; ++level)
+    read_level(level);
   read_level(kNeverFreedLevel);
+  if (!impl_->level_0_spans) {
+    // Level 0, not filed (storage/live_span.h): of the allocations made in seq's bin and freed
+    // after it, those whose whole life lies in the bin (the others came with their level).
+    Statement made = impl_->prepare("SELECT " + std::string(kAllocationColumns) +
+                                    " FROM $T.allocation WHERE upid = ?1 AND alloc_seq >= ?2 AND "
+                                    "alloc_seq <= ?3 AND free_seq > ?3 AND result = 0");
+    made.bind_int64(1, upid);
+    made.bind_uint64(2, (seq >> kLiveSpanFirstShift) << kLiveSpanFirstShift);
+    made.bind_uint64(3, seq);
+    impl_->each_row(made, [&](const Statement& row) {
+      AllocationRecord record = read_allocation(row);
+      if (!record.free) return;
+      if (live_span_level(static_cast<std::int64_t>(record.allocation.alloc_seq),
+                          static_cast<std::int64_t>(record.free->free_seq)) == 0)
+        live.push_back(std::move(record));
+    });
+  }
   std::sort(live.begin(), live.end(), [](const AllocationRecord& x, const AllocationRecord& y) {
     return std::pair(x.allocation.alloc_seq, x.allocation.id) <
            std::pair(y.allocation.alloc_seq, y.allocation.id);

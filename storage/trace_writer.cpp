@@ -254,6 +254,7 @@ struct TraceWriter::Impl {
     const std::optional<std::int64_t> free =
         free_seq ? std::optional(static_cast<std::int64_t>(*free_seq)) : std::nullopt;
     const int level = live_span_level(alloc, free);
+    if (level == 0) return;  // read through the (upid, alloc_seq) index (storage/live_span.h)
     Statement& statement = add_live_span;
     statement.bind_int64(1, upid);
     statement.bind_int64(2, level);
@@ -503,7 +504,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
   // kAsRowsArrive: the reports' indexes and the time index's kept tables, with the schema.
   std::string upkept_sql;
   if (upkeep == TimeIndexUpkeep::kAsRowsArrive) {
-    upkept_sql = std::string(schema_indexes_sql()) + std::string(live_span_tables_sql());
+    upkept_sql = std::string(indexes_kept_up_sql()) + std::string(live_span_tables_sql());
     for (std::size_t at = upkept_sql.find("$X."); at != std::string::npos;
          at = upkept_sql.find("$X."))
       upkept_sql.erase(at, 3);
