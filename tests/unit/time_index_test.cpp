@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -79,6 +80,104 @@ TEST(TimeIndex, LiveSetMatchesABruteForceSweep) {
     checked_nonempty += expected.empty() ? 0 : 1;
   }
   EXPECT_GT(checked_nonempty, 250u);
+}
+
+// What the reports that add a live set up compare: every field that a column set reads.
+using LiveFields = std::tuple<std::int64_t, std::int64_t, int, int, std::uint64_t, std::uint64_t,
+                              std::optional<std::uint64_t>, std::optional<std::int64_t>,
+                              std::optional<std::int64_t>>;
+LiveFields live_fields(const storage::AllocationRecord& record, bool segment) {
+  const storage::AllocationRow& a = record.allocation;
+  std::optional<std::uint64_t> free_seq;
+  if (record.free) free_seq = record.free->free_seq;
+  return {a.id,
+          a.upid,
+          a.kind,
+          a.device,
+          a.size,
+          a.alloc_seq,
+          free_seq,
+          a.alloc_callsite_id,
+          segment ? a.segment_id : std::nullopt};
+}
+
+// The visits of for_each_live_at, with every column set, are the rows live_at returns, each
+// once: the reports that stream the live set count what the live set holds. On the random
+// trace (lifetimes on every level of the ladder) and on the allocator trace (blocks in
+// segments, callsites), at every event of the latter and at 300 of the former.
+TEST(TimeIndex, ForEachLiveAtVisitsTheRowsLiveAtReturns) {
+  testing::TempDir dir;
+  std::uint64_t random_last = 0;
+  ASSERT_EQ(testing::write_random_trace(dir / "random.db", &random_last), "");
+  ASSERT_EQ(testing::write_allocator_trace(dir / "allocator.db"), "");
+  std::mt19937_64 random(11);
+  std::vector<std::uint64_t> random_seqs{0, random_last, random_last + 1};
+  for (int i = 0; i < 300; ++i) random_seqs.push_back(random() % (random_last + 2));
+  std::vector<std::uint64_t> allocator_seqs;
+  for (std::uint64_t s = 0; s <= 15; ++s) allocator_seqs.push_back(s);
+  std::size_t rows = 0;
+  for (const auto& [name, seqs] : {std::pair(std::string("random.db"), random_seqs),
+                                   std::pair(std::string("allocator.db"), allocator_seqs)}) {
+    const auto index = open_index(dir / name);
+    ASSERT_NE(index, nullptr);
+    for (const std::int64_t upid : {1, 2}) {
+      for (const std::uint64_t s : seqs) {
+        for (const auto columns :
+             {storage::AllocationColumns::kAll, storage::AllocationColumns::kLiveByStack,
+              storage::AllocationColumns::kLiveByStackAndSegment}) {
+          const bool segment = columns != storage::AllocationColumns::kLiveByStack;
+          std::vector<LiveFields> expected, got;
+          for (const auto& record : index->live_at(upid, s))
+            expected.push_back(live_fields(record, segment));
+          index->for_each_live_at(
+              upid, s,
+              [&](const storage::AllocationRecord& record) {
+                got.push_back(live_fields(record, segment));
+              },
+              columns);
+          std::sort(expected.begin(), expected.end());
+          std::sort(got.begin(), got.end());
+          ASSERT_EQ(got, expected) << name << " upid " << upid << " at seq " << s;
+          rows += got.size();
+        }
+      }
+    }
+  }
+  EXPECT_GT(rows, 100000u);
+}
+
+// for_each_live_at_any visits each allocation live at one of several moments once: the union
+// of their live sets, whichever bins the moments share.
+TEST(TimeIndex, ForEachLiveAtAnyVisitsTheUnionOfTheLiveSetsOnce) {
+  testing::TempDir dir;
+  const auto path = dir / "random.db";
+  std::uint64_t last_seq = 0;
+  ASSERT_EQ(testing::write_random_trace(path, &last_seq), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  std::mt19937_64 random(12);
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::uint64_t> seqs;
+    const std::size_t count = 1 + random() % 4;
+    const std::uint64_t near = random() % (last_seq + 2);
+    for (std::size_t k = 0; k < count; ++k) {
+      // Some close together (one bin), some anywhere.
+      seqs.push_back(k % 2 == 0 ? random() % (last_seq + 2) : near + random() % 5000);
+    }
+    std::set<std::int64_t> expected;
+    for (const std::uint64_t s : seqs)
+      for (const auto& record : index->live_at(1, s)) expected.insert(record.allocation.id);
+    for (const auto columns :
+         {storage::AllocationColumns::kAll, storage::AllocationColumns::kLiveByStack}) {
+      std::vector<std::int64_t> got;
+      index->for_each_live_at_any(
+          1, seqs,
+          [&](const storage::AllocationRecord& record) { got.push_back(record.allocation.id); },
+          columns);
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got, std::vector<std::int64_t>(expected.begin(), expected.end())) << "moment " << i;
+    }
+  }
 }
 
 TEST(TimeIndex, KeptInAFinishedTraceAndReused) {
