@@ -189,7 +189,8 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
         [&](const storage::AllocationRecord& record) {
           const storage::AllocationRow& allocation = record.allocation;
           if (since && allocation.alloc_seq <= after->second) return;
-          if (!options.allocations.matches(allocation)) return;
+          if (!options.allocations.matches(allocation) || !allocated_in(options, allocation))
+            return;
           live.add(allocation);
         },
         storage::AllocationColumns::kLiveByStackAndSegment);
@@ -197,6 +198,13 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
   return report;
+}
+
+LeakReport build_leak_report_at_end(const storage::TraceReader& trace,
+                                    const storage::TimeIndex* index,
+                                    const LeakReportOptions& options) {
+  if (index == nullptr) return build_leak_report(trace, options);
+  return build_leak_report_at(trace, *index, MomentSpec{}, std::nullopt, options);
 }
 
 std::vector<CallsiteNode> build_leak_tree(const std::vector<LeakGroup>& groups,

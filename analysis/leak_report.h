@@ -90,10 +90,19 @@ LeakReport build_leak_report(const storage::TraceReader& trace,
 // What was live at a moment (allocated at or before it, not freed by then) counts as leaked
 // there, read from the time index rather than the whole trace. With `since`, only what was
 // allocated after that moment (the same process's) counts: what M1..M2 left behind. The levels
-// are as above; the end of the trace gives build_leak_report()'s report.
+// are as above; the end of the trace gives build_leak_report()'s report (options.allocated_in
+// included).
 LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage::TimeIndex& index,
                                 const MomentSpec& at, const std::optional<MomentSpec>& since,
                                 const LeakReportOptions& options = {});
+
+// The end of the trace: build_leak_report_at()'s report from `index` where one is given (a
+// trace that keeps its time index: analysis/time_index.h's open_time_index_if_kept), which reads
+// only what is live, and build_leak_report()'s, one scan of the trace, otherwise. The same
+// report either way.
+LeakReport build_leak_report_at_end(const storage::TraceReader& trace,
+                                    const storage::TimeIndex* index,
+                                    const LeakReportOptions& options = {});
 
 // The live allocations of one moment as leak groups at a level: the shared step of the reports
 // above and of the growth report. Allocations are added one at a time as they are read, and

@@ -18,6 +18,7 @@
 
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
+#include "analysis/leak_report.h"
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/time_index.h"
 #include "analysis/trace_peaks.h"
@@ -178,6 +179,69 @@ TEST(TimeIndex, ForEachLiveAtAnyVisitsTheUnionOfTheLiveSetsOnce) {
       ASSERT_EQ(got, std::vector<std::int64_t>(expected.begin(), expected.end())) << "moment " << i;
     }
   }
+}
+
+// The leaks at the end and the device peaks, from the index (what `leaks` and `gate` read
+// where the trace keeps one) and from a scan of the trace: the same report, for each level,
+// process and test range (allocated_in) that `gate` asks for.
+TEST(TimeIndex, LeaksAndPeaksAtTheEndAgreeWithTheScan) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  const auto groups = [](const analysis::LeakReport& report) {
+    std::vector<
+        std::tuple<std::optional<std::int64_t>, int, std::uint64_t, std::uint64_t, std::size_t>>
+        out;
+    for (const auto& g : report.groups)
+      out.emplace_back(g.callsite_id, g.kind, g.bytes, g.count, g.stack.size());
+    return out;
+  };
+  std::size_t leaks_seen = 0;
+  for (const auto level :
+       {std::optional<analysis::LeakLevel>(), std::optional(analysis::LeakLevel::kBlock),
+        std::optional(analysis::LeakLevel::kSegment)}) {
+    for (const std::optional<std::int64_t> upid :
+         {std::optional<std::int64_t>(), std::optional<std::int64_t>(1)}) {
+      for (const bool in_range : {false, true}) {
+        analysis::LeakReportOptions options;
+        options.level = level;
+        options.upid = upid;
+        if (in_range) options.allocated_in = analysis::LeakReportOptions::SeqRange{2, 6};
+        const analysis::LeakReport scanned =
+            analysis::build_leak_report_at_end(*trace, nullptr, options);
+        const analysis::LeakReport indexed =
+            analysis::build_leak_report_at_end(*trace, index.get(), options);
+        EXPECT_EQ(groups(indexed), groups(scanned));
+        EXPECT_EQ(indexed.total_bytes, scanned.total_bytes);
+        EXPECT_EQ(indexed.total_count, scanned.total_count);
+        EXPECT_EQ(indexed.cached.bytes, scanned.cached.bytes);
+        EXPECT_EQ(indexed.cached.count, scanned.cached.count);
+        EXPECT_EQ(indexed.level, scanned.level);
+        EXPECT_EQ(indexed.allocator_events, scanned.allocator_events);
+        EXPECT_EQ(indexed.warnings, scanned.warnings);
+        leaks_seen += scanned.groups.size();
+      }
+    }
+  }
+  EXPECT_GT(leaks_seen, 10u);
+  // Blocks B2 and B3 live at the end; S1 cache (2 MiB - 1.25 MiB in them).
+  const analysis::LeakReport end = analysis::build_leak_report_at_end(*trace, index.get());
+  EXPECT_EQ(end.cached.count, 1u);
+  EXPECT_EQ(end.cached.bytes, 2 * M - M - M / 4);
+  const auto peaks = [](const std::vector<analysis::DevicePeak>& list) {
+    std::vector<std::tuple<std::int64_t, std::uint32_t, int, std::uint64_t>> out;
+    for (const auto& p : list) out.emplace_back(p.upid, p.pid, p.device, p.bytes);
+    return out;
+  };
+  EXPECT_EQ(peaks(analysis::find_device_peaks(*trace, index.get(), std::nullopt)),
+            peaks(analysis::find_device_peaks(*trace, nullptr, std::nullopt)));
+  EXPECT_EQ(peaks(analysis::find_device_peaks(*trace, index.get(), std::set<std::int64_t>{2})),
+            peaks(analysis::find_device_peaks(*trace, std::set<std::int64_t>{2})));
 }
 
 TEST(TimeIndex, KeptInAFinishedTraceAndReused) {
