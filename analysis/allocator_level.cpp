@@ -20,11 +20,6 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     totals.upid = process.start.upid;
     totals.pid = process.start.pid;
   }
-  struct LiveSegment {
-    std::int64_t id, upid;
-    std::uint64_t size;
-  };
-  std::vector<LiveSegment> live_non_blocks;
   // The allocator's latest totals per process, by sequence number.
   std::map<std::int64_t, std::uint64_t> latest_seq;
   const auto note_totals = [&](AllocatorTotals& totals, std::uint64_t seq,
@@ -48,10 +43,7 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     auto process = view.processes.find(a.upid);
     if (process == view.processes.end()) return;
     AllocatorTotals& totals = process->second;
-    if (a.kind != storage::allocation_kind::kBlock) {
-      if (trace.live_at_program_end(record)) live_non_blocks.push_back({a.id, a.upid, a.size});
-      return;
-    }
+    if (a.kind != storage::allocation_kind::kBlock) return;  // segments: below
     totals.allocator_events = true;
     note_totals(totals, a.alloc_seq, a.allocator_allocated, a.allocator_reserved);
     if (record.failed()) {
@@ -73,15 +65,24 @@ AllocatorView build_allocator_view(const storage::TraceReader& trace,
     if (a.segment_id) view.live_block_bytes_in[*a.segment_id] += a.size;
   });
 
-  for (const LiveSegment& segment : live_non_blocks) {
-    if (!view.allocator_segments.contains(segment.id)) continue;
-    AllocatorTotals& totals = view.processes[segment.upid];
+  // The segments that held a block, read once that pass has found them all (a program's other
+  // allocations, live or not, can be millions: none is kept).
+  storage::AllocationFilter segments;
+  segments.ids.emplace(view.allocator_segments.begin(), view.allocator_segments.end());
+  segments.columns = storage::AllocationFilter::Columns::kAllocatorTotals;
+  trace.for_each_allocation(segments, [&](const storage::AllocationRecord& record) {
+    const storage::AllocationRow& segment = record.allocation;
+    if (segment.kind == storage::allocation_kind::kBlock || !trace.live_at_program_end(record))
+      return;
+    const auto process = view.processes.find(segment.upid);
+    if (process == view.processes.end()) return;
+    AllocatorTotals& totals = process->second;
     totals.segment_count += 1;
     totals.segment_bytes += segment.size;
     const auto in_use = view.live_block_bytes_in.find(segment.id);
     const std::uint64_t used = in_use == view.live_block_bytes_in.end() ? 0 : in_use->second;
     totals.cached_bytes += segment.size > used ? segment.size - used : 0;
-  }
+  });
   return view;
 }
 

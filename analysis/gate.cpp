@@ -11,6 +11,7 @@
 #include "analysis/leak_growth.h"
 #include "analysis/moment.h"
 #include "analysis/time_index.h"
+#include "analysis/trace_peaks.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -39,11 +40,22 @@ void apply_suppressions(LeakReport* report, const std::vector<SuppressionRule>& 
   report->groups = std::move(kept);
 }
 
+// The trace's time index where it keeps one, else null (the leaks are then found by a scan,
+// the same report): a trace that cannot be indexed is judged all the same.
+std::unique_ptr<storage::TimeIndex> index_if_kept(const storage::TraceReader& trace) {
+  try {
+    return open_time_index_if_kept(trace);
+  } catch (const storage::TraceError&) {
+    return nullptr;
+  }
+}
+
 LeakReport leaks_after_suppressions(const storage::TraceReader& trace,
+                                    const storage::TimeIndex* index,
                                     const LeakReportOptions& options,
                                     const std::vector<SuppressionRule>& rules,
                                     std::vector<SuppressionUse>* uses) {
-  LeakReport report = build_leak_report(trace, options);
+  LeakReport report = build_leak_report_at_end(trace, index, options);
   apply_suppressions(&report, rules, uses);
   return report;
 }
@@ -62,15 +74,16 @@ GateCheck at_most(std::string name, std::string subject, std::string unit, doubl
 
 // The largest peak of any selected process, per device.
 std::map<int, std::uint64_t> peak_by_device(const storage::TraceReader& trace,
+                                            const storage::TimeIndex* index,
                                             const ProcessSelection& processes) {
   std::map<int, std::uint64_t> peaks;
-  for (const DevicePeak& peak : find_device_peaks(trace, processes))
+  for (const DevicePeak& peak : find_device_peaks(trace, index, processes))
     peaks[peak.device] = std::max(peaks[peak.device], peak.bytes);
   return peaks;
 }
 
 std::vector<TestLeaks> leaks_by_test(const storage::TraceReader& trace,
-                                     const GateOptions& options) {
+                                     const storage::TimeIndex* index, const GateOptions& options) {
   std::vector<TestLeaks> tests;
   for (const storage::MarkerRecord& marker : trace.markers()) {
     const storage::MarkerRow& start = marker.start;
@@ -82,7 +95,7 @@ std::vector<TestLeaks> leaks_by_test(const storage::TraceReader& trace,
     in_test.allocated_in =
         LeakReportOptions::SeqRange{start.start_seq, marker.end ? marker.end->end_seq : UINT64_MAX};
     const LeakReport report =
-        leaks_after_suppressions(trace, in_test, options.suppressions, nullptr);
+        leaks_after_suppressions(trace, index, in_test, options.suppressions, nullptr);
     TestLeaks test;
     test.test = start.name.substr(kTestMarkerPrefix.size());
     test.upid = start.upid;
@@ -147,8 +160,11 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
   LeakReportOptions leak_options;
   leak_options.processes = options.processes;
   leak_options.level = options.level;
-  const LeakReport leaks =
-      leaks_after_suppressions(trace, leak_options, options.suppressions, &result.suppressions);
+  const std::unique_ptr<storage::TimeIndex> index = index_if_kept(trace);
+  const std::unique_ptr<storage::TimeIndex> baseline_index =
+      limits.needs_baseline() ? index_if_kept(*baseline) : nullptr;
+  const LeakReport leaks = leaks_after_suppressions(trace, index.get(), leak_options,
+                                                    options.suppressions, &result.suppressions);
   result.level = leaks.level;
   result.warnings = leaks.warnings;
 
@@ -167,15 +183,16 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
     result.checks.push_back(std::move(check));
   }
   if (limits.max_peak) {
-    for (const DevicePeak& peak : find_device_peaks(trace, options.processes)) {
+    for (const DevicePeak& peak : find_device_peaks(trace, index.get(), options.processes)) {
       result.checks.push_back(
           at_most("peak", fmt::format("pid {}, device {}", peak.pid, peak.device), "bytes",
                   static_cast<double>(peak.bytes), static_cast<double>(*limits.max_peak)));
     }
   }
   if (limits.max_peak_increase_percent) {
-    const std::map<int, std::uint64_t> now = peak_by_device(trace, options.processes);
-    const std::map<int, std::uint64_t> before = peak_by_device(*baseline, std::nullopt);
+    const std::map<int, std::uint64_t> now = peak_by_device(trace, index.get(), options.processes);
+    const std::map<int, std::uint64_t> before =
+        peak_by_device(*baseline, baseline_index.get(), std::nullopt);
     for (const auto& [device, bytes] : now) {
       const auto old = before.find(device);
       const double base = old == before.end() ? 0.0 : static_cast<double>(old->second);
@@ -189,8 +206,8 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
   if (limits.max_leak_increase) {
     LeakReportOptions whole;
     whole.level = options.level;
-    const LeakReport old =
-        leaks_after_suppressions(*baseline, whole, options.suppressions, nullptr);
+    const LeakReport old = leaks_after_suppressions(*baseline, baseline_index.get(), whole,
+                                                    options.suppressions, nullptr);
     GateCheck check =
         at_most("leak_increase", "all processes", "bytes",
                 static_cast<double>(leaks.total_bytes) - static_cast<double>(old.total_bytes),
@@ -202,7 +219,7 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
     for (GateCheck& check : growth_checks(trace, options, leak_options))
       result.checks.push_back(std::move(check));
   }
-  result.tests = leaks_by_test(trace, options);
+  result.tests = leaks_by_test(trace, index.get(), options);
   return result;
 }
 

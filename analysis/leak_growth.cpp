@@ -56,11 +56,14 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
     // (callsite, kind) -> bytes at each sampled iteration.
     std::map<std::pair<std::optional<std::int64_t>, int>, GrowingGroup> series;
     for (std::size_t i = 0; i < taken; ++i) {
-      std::vector<storage::AllocationRecord> records = index.live_at(upid, process.sampled_seq[i]);
-      std::erase_if(records, [&](const storage::AllocationRecord& record) {
-        return !options.allocations.matches(record.allocation);
-      });
-      const LiveGroups live = group_live(records, block_level, segments);
+      LiveGrouper grouper(block_level, segments);
+      index.for_each_live_at(
+          upid, process.sampled_seq[i],
+          [&](const storage::AllocationRecord& record) {
+            if (options.allocations.matches(record.allocation)) grouper.add(record.allocation);
+          },
+          storage::AllocationColumns::kLiveByStackAndSegment);
+      const LiveGroups live = grouper.take();
       for (const LeakGroup& group : live.groups) {
         GrowingGroup& entry = series[{group.callsite_id, group.kind}];
         entry.bytes.resize(taken, 0);

@@ -28,37 +28,44 @@ bool larger_first(const LeakGroup& a, const LeakGroup& b) {
 
 }  // namespace
 
-LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool block_level,
-                      const std::unordered_set<std::int64_t>& allocator_segments) {
-  std::unordered_map<std::int64_t, std::uint64_t> live_block_bytes_in;  // by segment id
-  for (const storage::AllocationRecord& record : live) {
-    const storage::AllocationRow& a = record.allocation;
-    if (a.kind == storage::allocation_kind::kBlock && a.segment_id)
-      live_block_bytes_in[*a.segment_id] += a.size;
-  }
-  LiveGroups out;
-  std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups;
-  for (const storage::AllocationRecord& record : live) {
-    const storage::AllocationRow& a = record.allocation;
-    const bool is_block = a.kind == storage::allocation_kind::kBlock;
-    if (!block_level && is_block) continue;  // inside segments, which count at this level
-    if (block_level && allocator_segments.contains(a.id)) {
-      const auto in_use = live_block_bytes_in.find(a.id);
-      const std::uint64_t used = in_use == live_block_bytes_in.end() ? 0 : in_use->second;
-      out.cached.bytes += a.size > used ? a.size - used : 0;
-      out.cached.count += 1;
-      continue;
+LiveGrouper::LiveGrouper(bool block_level,
+                         const std::unordered_set<std::int64_t>& allocator_segments)
+    : block_level_(block_level), allocator_segments_(allocator_segments) {}
+
+void LiveGrouper::add(const storage::AllocationRow& a) {
+  const bool is_block = a.kind == storage::allocation_kind::kBlock;
+  if (!block_level_) {
+    if (is_block) return;  // inside segments, which count at this level
+  } else {
+    if (is_block && a.segment_id) live_block_bytes_in_[*a.segment_id] += a.size;
+    if (!allocator_segments_.empty() && allocator_segments_.contains(a.id)) {
+      // Cache or not is known once every live block in it has been added.
+      live_segments_.emplace_back(a.id, a.size);
+      return;
     }
-    LeakGroup& group = groups[{a.alloc_callsite_id, a.kind}];
-    group.bytes += a.size;
-    group.count += 1;
   }
-  out.groups.reserve(groups.size());
-  for (auto& [key, group] : groups) {
+  LeakGroup& group = groups_[{a.alloc_callsite_id, a.kind}];
+  group.bytes += a.size;
+  group.count += 1;
+}
+
+LiveGroups LiveGrouper::take() {
+  LiveGroups out;
+  for (const auto& [id, size] : live_segments_) {
+    const auto in_use = live_block_bytes_in_.find(id);
+    const std::uint64_t used = in_use == live_block_bytes_in_.end() ? 0 : in_use->second;
+    out.cached.bytes += size > used ? size - used : 0;
+    out.cached.count += 1;
+  }
+  out.groups.reserve(groups_.size());
+  for (auto& [key, group] : groups_) {
     group.callsite_id = key.first;
     group.kind = key.second;
     out.groups.push_back(std::move(group));
   }
+  groups_.clear();
+  live_segments_.clear();
+  live_block_bytes_in_.clear();
   return out;
 }
 
@@ -83,6 +90,12 @@ ProcessSelection selected_processes(const LeakReportOptions& options) {
       selected = std::set<std::int64_t>{};
   }
   return selected;
+}
+
+// Within the allocation range asked for, if any.
+bool allocated_in(const LeakReportOptions& options, const storage::AllocationRow& allocation) {
+  return !options.allocated_in || (allocation.alloc_seq >= options.allocated_in->first &&
+                                   allocation.alloc_seq <= options.allocated_in->last);
 }
 
 // "block" when asked for, or by default where a selected process had allocator events.
@@ -128,18 +141,19 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   storage::AllocationFilter live_at_end;
   live_at_end.upid = options.upid;
   live_at_end.lifetime = storage::AllocationFilter::Lifetime::kLiveAtEnd;
-  std::vector<storage::AllocationRecord> live;
+  // Added up as they come, so any order will do: one pass over the table.
+  live_at_end.in_table_order = true;
+  live_at_end.columns = storage::AllocationFilter::Columns::kLiveByStackAndSegment;
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  LiveGrouper live(block_level, allocator.allocator_segments);
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
     if (!is_selected(selected, allocation.upid) || !options.allocations.matches(allocation)) return;
-    if (options.allocated_in && (allocation.alloc_seq < options.allocated_in->first ||
-                                 allocation.alloc_seq > options.allocated_in->last))
-      return;
-    live.push_back(record);
+    if (!allocated_in(options, allocation)) return;
+    live.add(allocation);
   });
   report.ended_at_python_finalizing = ended_at_python_finalizing(trace, selected, options.upid);
-  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
-  add_totals(&report, group_live(live, block_level, allocator.allocator_segments));
+  add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
   return report;
 }
@@ -164,20 +178,33 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
     report.since = resolve_moment(trace, index, *since, selected);
     for (const ProcessMoment& moment : report.since) since_seq[moment.upid] = moment.seq;
   }
-  std::vector<storage::AllocationRecord> live;
+  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
+  const std::unordered_set<std::int64_t> allocator_segments = index.allocator_segments();
+  LiveGrouper live(block_level, allocator_segments);
   for (const ProcessMoment& moment : report.at) {
     const auto after = since_seq.find(moment.upid);
     if (since && after == since_seq.end()) continue;  // M1 never happened in this process
-    for (storage::AllocationRecord& record : index.live_at(moment.upid, moment.seq)) {
-      if (since && record.allocation.alloc_seq <= after->second) continue;
-      if (!options.allocations.matches(record.allocation)) continue;
-      live.push_back(std::move(record));
-    }
+    index.for_each_live_at(
+        moment.upid, moment.seq,
+        [&](const storage::AllocationRecord& record) {
+          const storage::AllocationRow& allocation = record.allocation;
+          if (since && allocation.alloc_seq <= after->second) return;
+          if (!options.allocations.matches(allocation) || !allocated_in(options, allocation))
+            return;
+          live.add(allocation);
+        },
+        storage::AllocationColumns::kLiveByStackAndSegment);
   }
-  const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
-  add_totals(&report, group_live(live, block_level, index.allocator_segments()));
+  add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
   return report;
+}
+
+LeakReport build_leak_report_at_end(const storage::TraceReader& trace,
+                                    const storage::TimeIndex* index,
+                                    const LeakReportOptions& options) {
+  if (index == nullptr) return build_leak_report(trace, options);
+  return build_leak_report_at(trace, *index, MomentSpec{}, std::nullopt, options);
 }
 
 std::vector<CallsiteNode> build_leak_tree(const std::vector<LeakGroup>& groups,

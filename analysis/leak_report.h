@@ -15,9 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "analysis/allocation_scope.h"
@@ -87,19 +90,43 @@ LeakReport build_leak_report(const storage::TraceReader& trace,
 // What was live at a moment (allocated at or before it, not freed by then) counts as leaked
 // there, read from the time index rather than the whole trace. With `since`, only what was
 // allocated after that moment (the same process's) counts: what M1..M2 left behind. The levels
-// are as above; the end of the trace gives build_leak_report()'s report.
+// are as above; the end of the trace gives build_leak_report()'s report (options.allocated_in
+// included).
 LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage::TimeIndex& index,
                                 const MomentSpec& at, const std::optional<MomentSpec>& since,
                                 const LeakReportOptions& options = {});
 
+// The end of the trace: build_leak_report_at()'s report from `index` where one is given (a
+// trace that keeps its time index: analysis/time_index.h's open_time_index_if_kept), which reads
+// only what is live, and build_leak_report()'s, one scan of the trace, otherwise. The same
+// report either way.
+LeakReport build_leak_report_at_end(const storage::TraceReader& trace,
+                                    const storage::TimeIndex* index,
+                                    const LeakReportOptions& options = {});
+
 // The live allocations of one moment as leak groups at a level: the shared step of the reports
-// above and of the growth report. `allocator_segments`: allocation ids that held a block.
+// above and of the growth report. Allocations are added one at a time as they are read, and
+// what is kept is one entry per group and per live allocator segment, never the allocations:
+// a live set can be millions. Each allocation needs only the fields that
+// storage::AllocationColumns::kLiveByStackAndSegment reads. `allocator_segments`: allocation ids
+// that held a block.
 struct LiveGroups {
   std::vector<LeakGroup> groups;  // unsorted; no stacks resolved
   CacheTotals cached;
 };
-LiveGroups group_live(const std::vector<storage::AllocationRecord>& live, bool block_level,
-                      const std::unordered_set<std::int64_t>& allocator_segments);
+class LiveGrouper {
+ public:
+  LiveGrouper(bool block_level, const std::unordered_set<std::int64_t>& allocator_segments);
+  void add(const storage::AllocationRow& live);
+  LiveGroups take();
+
+ private:
+  bool block_level_;
+  const std::unordered_set<std::int64_t>& allocator_segments_;
+  std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups_;
+  std::unordered_map<std::int64_t, std::uint64_t> live_block_bytes_in_;  // by segment id
+  std::vector<std::pair<std::int64_t, std::uint64_t>> live_segments_;    // (id, size)
+};
 
 // Sorts groups largest first and fills in kind names, levels and stacks.
 void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups);

@@ -9,20 +9,16 @@
 
 namespace vramtrace::analysis {
 
-TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSelection& processes,
-                            const AllocationScope& allocations) {
+namespace {
+
+// Both kinds of peak as live_bytes_peak holds them, in find_device_peaks()'s order.
+TracePeaks peaks_in_index(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                          const ProcessSelection& processes, const AllocationScope& allocations) {
   TracePeaks peaks;
-  const std::unique_ptr<storage::TimeIndex> index =
-      allocations.kind ? nullptr : open_time_index_if_kept(trace);
-  if (!index) {
-    peaks.device = find_device_peaks(trace, processes, allocations);
-    peaks.blocks = find_block_peaks(trace, processes, allocations);
-    return peaks;
-  }
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
-  for (const storage::LiveBytesPeak& row : index->peaks()) {
+  for (const storage::LiveBytesPeak& row : index.peaks()) {
     if (!is_selected(processes, row.upid)) continue;
     if (allocations.device && row.device != *allocations.device) continue;
     const bool blocks = row.group == kPeakGroupBlocks;
@@ -42,6 +38,28 @@ TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSele
     });
   }
   return peaks;
+}
+
+}  // namespace
+
+TracePeaks find_trace_peaks(const storage::TraceReader& trace, const ProcessSelection& processes,
+                            const AllocationScope& allocations) {
+  const std::unique_ptr<storage::TimeIndex> index =
+      allocations.kind ? nullptr : open_time_index_if_kept(trace);
+  if (!index) {
+    TracePeaks peaks;
+    peaks.device = find_device_peaks(trace, processes, allocations);
+    peaks.blocks = find_block_peaks(trace, processes, allocations);
+    return peaks;
+  }
+  return peaks_in_index(trace, *index, processes, allocations);
+}
+
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
+                                          const storage::TimeIndex* index,
+                                          const ProcessSelection& processes) {
+  if (index == nullptr) return find_device_peaks(trace, processes);
+  return peaks_in_index(trace, *index, processes, {}).device;
 }
 
 }  // namespace vramtrace::analysis

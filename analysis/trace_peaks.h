@@ -10,6 +10,7 @@
 #include "analysis/allocation_scope.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_filter.h"
+#include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {
@@ -24,5 +25,12 @@ struct TracePeaks {
 TracePeaks find_trace_peaks(const storage::TraceReader& trace,
                             const ProcessSelection& processes = std::nullopt,
                             const AllocationScope& allocations = {});
+
+// find_device_peaks()'s answer, read from `index` where one is given (the trace's own, kept in
+// its file), swept otherwise: for a caller that has opened the index already or knows there is
+// none (`vramtrace gate`).
+std::vector<DevicePeak> find_device_peaks(const storage::TraceReader& trace,
+                                          const storage::TimeIndex* index,
+                                          const ProcessSelection& processes);
 
 }  // namespace vramtrace::analysis

@@ -3,6 +3,7 @@
 // allocations and up).
 //
 //   vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]
+//                             [--leak-from-one-stack blocks|device]
 //
 // The shape is PyTorch's: each process drives two devices through a caching allocator. Blocks
 // (kind `block`, rounded to 512 bytes) are placed first-fit in 32 MiB segments (kind `device`,
@@ -12,10 +13,19 @@
 // iteration is never freed (a leak in progress, for `leaks --growth`). A few raw cudaMalloc
 // workspaces live outside the allocator. Stacks: 5 Python frames (main, train_step, the pass,
 // the layer, the op) under 3 native frames, 96 distinct stacks.
+//
+// --leak-from-one-stack writes another shape, the worst case for the leak reports: N
+// allocations from one stack, none freed, in one process unless --processes says more (the
+// allocations split among them). `blocks`: caching-allocator blocks of 512 B to 8 KiB packed
+// into 32 MiB segments, as a PyTorch program that keeps every tensor looks; `device`: plain
+// cudaMalloc allocations of 4 KiB to 1 MiB. It leaves the allocation indexes and the time index
+// to the first report, as `vramtrace run --no-index` does (`vramtrace timeline OUT.db` builds
+// them, as `vramtrace run` would have).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -112,8 +122,32 @@ class Process {
     release(segments_[block.device][block.segment], block.address, block.size);
   }
 
-  std::int64_t allocate_raw(int device, std::uint64_t size) {
-    AllocationRow row = base_row(kind::kDevice, api::kCudaMalloc, device, kWorkspaceCallsite);
+  // A block that is never freed, in the device's last segment or a new one: first fit over
+  // segments that nothing is freed from would only look at full ones.
+  void leak_block(int device, std::uint64_t requested, std::int64_t callsite) {
+    const std::uint64_t size = (requested + 511) / 512 * 512;
+    std::vector<Segment>& segments = segments_[device];
+    if (segments.empty() || segments.back().largest_free_bound < size) {
+      AllocationRow row = base_row(kind::kDevice, api::kCudaMalloc, device, kSegmentCallsite);
+      row.address = next_segment_address_;
+      next_segment_address_ += kSegmentBytes + 0x200000;
+      row.size = row.requested_size = kSegmentBytes;
+      writer_.add_allocation(row);
+      segments.push_back(Segment{row.id, row.address, {}, kSegmentBytes});
+    }
+    Segment& segment = segments.back();
+    AllocationRow row = base_row(kind::kBlock, api::kC10ReportMemoryUsage, device, callsite);
+    row.address = segment.address + kSegmentBytes - segment.largest_free_bound;
+    row.size = size;
+    row.requested_size = requested;
+    row.segment_id = segment.id;
+    writer_.add_allocation(row);
+    segment.largest_free_bound -= size;  // here: exactly the bytes left at the segment's end
+  }
+
+  std::int64_t allocate_raw(int device, std::uint64_t size,
+                            std::int64_t callsite = kWorkspaceCallsite) {
+    AllocationRow row = base_row(kind::kDevice, api::kCudaMalloc, device, callsite);
     row.address = 0x7f0000000000 + static_cast<std::uint64_t>(row.id) * 0x10000000;
     row.size = row.requested_size = size;
     writer_.add_allocation(row);
@@ -226,7 +260,8 @@ class Process {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "usage: vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]\n";
+      "usage: vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]\n"
+      "                                 [--leak-from-one-stack blocks|device]\n";
   if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
     std::fputs(usage, stdout);
     return 0;
@@ -237,15 +272,25 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::uint64_t total = 10'000'000;
-  int processes = 2;
+  std::optional<int> processes_option;
   std::uint64_t seed = 1;
+  std::string leak_shape;  // empty: the training job
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
     const std::uint64_t value = std::strtoull(argv[i + 1], nullptr, 10);
-    if (option == "--allocations") {
+    if (option == "--leak-from-one-stack") {
+      leak_shape = argv[i + 1];
+      if (leak_shape != "blocks" && leak_shape != "device") {
+        std::fprintf(stderr,
+                     "vramtrace_trace_generator: --leak-from-one-stack takes blocks or "
+                     "device\n%s",
+                     usage);
+        return 2;
+      }
+    } else if (option == "--allocations") {
       total = value;
     } else if (option == "--processes") {
-      processes = static_cast<int>(value);
+      processes_option = static_cast<int>(value);
     } else if (option == "--seed") {
       seed = value;
     } else {
@@ -254,6 +299,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  const int processes = processes_option.value_or(leak_shape.empty() ? 2 : 1);
   std::string error;
   auto writer = TraceWriter::create(argv[1], &error);
   if (!writer) {
@@ -279,7 +325,22 @@ int main(int argc, char** argv) {
     workers.emplace_back(*writer, p + 1, &next_id, &random);
   }
   const std::uint64_t per_process = total / static_cast<std::uint64_t>(processes);
-  for (int p = 0; p < processes; ++p) {
+  std::uint64_t leaked = 0;
+  for (int p = 0; !leak_shape.empty() && p < processes; ++p) {
+    Process& process = workers[static_cast<std::size_t>(p)];
+    const std::int64_t stack = callsite_of(0, 0, 0);  // main, train_step, forward, layer0, op0
+    for (std::uint64_t i = 0; i < per_process; ++i) {
+      if (leak_shape == "blocks")
+        process.leak_block(0, 512 + random() % (8 * 1024 - 512), stack);
+      else
+        process.allocate_raw(0, 4096 + random() % kMiB, stack);
+      if (i % 65536 == 65535) writer->flush();
+    }
+    leaked += per_process;
+    writer->end_process({p + 1, process.ns() + 1000, 0, std::nullopt, true});
+    writer->flush();
+  }
+  for (int p = 0; leak_shape.empty() && p < processes; ++p) {
     Process& process = workers[static_cast<std::size_t>(p)];
     std::vector<Process::Block> parameters;
     for (int device = 0; device < 2; ++device) {
@@ -334,12 +395,22 @@ int main(int argc, char** argv) {
     writer->end_process({p + 1, process.ns() + 1000, 0, std::nullopt, true});
     writer->flush();
   }
-  if (!writer->finish(&error)) {
+  // The leak shape is left for the first report to index, as `vramtrace run` leaves a trace to
+  // its own time index step.
+  if (!writer->finish(&error, leak_shape.empty()
+                                  ? TraceWriter::AllocationIndexes::kBuild
+                                  : TraceWriter::AllocationIndexes::kLeaveToTimeIndex)) {
     std::fprintf(stderr, "vramtrace_trace_generator: %s\n", error.c_str());
     return 2;
   }
   std::uint64_t written = 0;
   for (const Process& process : workers) written += process.allocations();
+  if (!leak_shape.empty()) {
+    std::printf("%s: %llu %s allocations leaked from one stack, %llu ids\n", argv[1],
+                static_cast<unsigned long long>(leaked), leak_shape.c_str(),
+                static_cast<unsigned long long>(next_id - 1));
+    return 0;
+  }
   std::printf("%s: %llu allocations, %llu ids\n", argv[1], static_cast<unsigned long long>(written),
               static_cast<unsigned long long>(next_id - 1));
   return 0;

@@ -28,7 +28,23 @@ inline constexpr std::string_view kAllocatorTotalsColumns =
     "NULL, NULL, NULL, NULL, segment_id, allocator_allocated, "
     "allocator_reserved, free_allocator_allocated, free_allocator_reserved";
 
-// Decodes a row whose columns are kAllocationColumns, in that order, from column 0.
+// AllocationColumns::kLiveByStack and kLiveByStackAndSegment: short lists of their own, with
+// their own decoder (for a live set of millions, even the NULLs of a list as long as the others
+// cost a second).
+inline constexpr std::string_view kLiveByStackColumns =
+    "id, upid, kind, device, size, alloc_seq, free_seq, alloc_callsite_id";
+inline constexpr std::string_view kLiveByStackAndSegmentColumns =
+    "id, upid, kind, device, size, alloc_seq, free_seq, alloc_callsite_id, segment_id";
+
+// The column list of `columns`, for a query's SELECT.
+std::string_view allocation_columns(AllocationColumns columns);
+
+// Decodes a row whose columns are kAllocationColumns (or kAllocatorTotalsColumns), in that
+// order, from column 0.
 AllocationRecord read_allocation(const sqlite::Statement& row);
+// Decodes a row whose columns are allocation_columns(columns), in that order, from column
+// `first` on.
+AllocationRecord read_allocation(const sqlite::Statement& row, AllocationColumns columns,
+                                 int first = 0);
 
 }  // namespace vramtrace::storage

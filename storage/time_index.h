@@ -116,6 +116,19 @@ class TimeIndex {
   // Successful allocations of process `upid` live just after its event `seq`:
   // alloc_seq <= seq < free_seq (free_seq NULL: never freed). In (alloc_seq, id) order.
   std::vector<AllocationRecord> live_at(std::int64_t upid, std::uint64_t seq) const;
+  // The same allocations one at a time as they are read, in no particular order, each with
+  // only `columns` read: for the reports that add a live set up (by stack, by segment), whose
+  // memory then follows what they add up to rather than the live set, which can be millions.
+  void for_each_live_at(std::int64_t upid, std::uint64_t seq,
+                        const std::function<void(const AllocationRecord&)>& visit,
+                        AllocationColumns columns = AllocationColumns::kAll) const;
+  // The allocations live just after any of the process's events `seqs`, each once, as
+  // for_each_live_at reads them: which of those moments each was live at is the caller's to
+  // tell from its alloc_seq and free (every column set reads free_seq). One pass for the live
+  // sets of several moments of one process (its peaks on each device), which mostly overlap.
+  void for_each_live_at_any(std::int64_t upid, const std::vector<std::uint64_t>& seqs,
+                            const std::function<void(const AllocationRecord&)>& visit,
+                            AllocationColumns columns = AllocationColumns::kAll) const;
   // The process's last event (an allocation, failed ones included, or a free) at or before
   // `ns`; 0 when it had none by then.
   std::uint64_t last_seq_at(std::int64_t upid, std::int64_t ns) const;

@@ -68,11 +68,11 @@ std::string live_at_program_end_sql(const ProgramEnds& ends) {
   return sql + " ELSE free_seq IS NULL END";
 }
 
-std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& program_ends) {
+// `ids`: an SQL list of allocation ids to keep ("1, 5, 9"), for AllocationFilter::ids.
+std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& program_ends,
+                             const std::string& ids = {}) {
   std::string sql =
-      "SELECT " +
-      std::string(filter.columns == AllocationFilter::Columns::kAll ? kAllocationColumns
-                                                                    : kAllocatorTotalsColumns) +
+      "SELECT " + std::string(allocation_columns(filter.columns)) +
       " FROM allocation WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
   switch (filter.outcome) {
     case AllocationFilter::Outcome::kAny:
@@ -96,6 +96,7 @@ std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& 
       sql += " AND result = 0 AND free_seq IS NOT NULL";
       break;
   }
+  if (filter.ids) return sql + " AND id IN (" + ids + ") ORDER BY id";
   return filter.in_table_order ? sql : sql + " ORDER BY upid, alloc_seq, id";
 }
 
@@ -491,10 +492,41 @@ std::vector<ThreadRecord> TraceReader::threads() const {
 void TraceReader::for_each_allocation(
     const AllocationFilter& filter,
     const std::function<void(const AllocationRecord&)>& visit) const {
-  Statement statement = impl_->prepare(allocation_query(filter, impl_->program_ends));
+  if (filter.ids) {
+    // A few hundred at a time: each statement's list stays short, whatever the count.
+    constexpr std::size_t kIdsPerQuery = 500;
+    std::vector<std::int64_t> ids = *filter.ids;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    AllocationFilter chunk = filter;
+    chunk.ids = std::vector<std::int64_t>{};
+    for (std::size_t first = 0; first < ids.size(); first += kIdsPerQuery) {
+      std::string list;
+      for (std::size_t i = first; i < ids.size() && i < first + kIdsPerQuery; ++i)
+        list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
+      visit_allocations(allocation_query(chunk, impl_->program_ends, list), filter, visit);
+    }
+    return;
+  }
+  visit_allocations(allocation_query(filter, impl_->program_ends), filter, visit);
+}
+
+void TraceReader::visit_allocations(
+    const std::string& sql, const AllocationFilter& filter,
+    const std::function<void(const AllocationRecord&)>& visit) const {
+  Statement statement = impl_->prepare(sql);
   statement.bind_optional_int64(1, filter.upid);
   statement.bind_optional_int64(2, filter.kind);
   if (filter.live_just_after) statement.bind_uint64(3, *filter.live_just_after);
+  if (filter.columns == AllocationFilter::Columns::kLiveByStack ||
+      filter.columns == AllocationFilter::Columns::kLiveByStackAndSegment) {
+    // id, upid, kind, device, size, alloc_seq, then columns that may be NULL.
+    impl_->each_row(statement, [&](const Statement& row) {
+      impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5}, {2, 3});
+      visit(read_allocation(row, filter.columns));
+    });
+    return;
+  }
   impl_->each_row(statement, [&](const Statement& row) {
     impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14},
                      {2, 3, 4, 11, 20}, {9});

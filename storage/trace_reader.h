@@ -63,10 +63,13 @@ struct AllocationFilter {
   // In the table's own order (allocation id) instead of (upid, alloc_seq): one pass over the
   // table, for callers that do not need a process's rows in sequence order.
   bool in_table_order = false;
-  // The columns read: all, or only what the allocator's totals need (id, upid, kind, size,
-  // result, alloc_seq, free_seq, segment_id and the allocator's reported totals, alloc and
-  // free); a record's other fields are then left at their defaults and must not be read.
-  enum class Columns { kAll, kAllocatorTotals };
+  // Only the allocations with these ids, looked up by id (a few at a time), in id order
+  // whatever in_table_order says: what a caller found it needs in a pass of its own.
+  std::optional<std::vector<std::int64_t>> ids;
+  // The columns read (AllocationColumns says which); kLiveByStack and kLiveByStackAndSegment
+  // only with a filter that visits live allocations alone (lifetime kLiveAtEnd, or
+  // live_just_after).
+  using Columns = AllocationColumns;
   Columns columns = Columns::kAll;
 };
 
@@ -156,6 +159,9 @@ class TraceReader {
  private:
   struct Impl;
   explicit TraceReader(std::unique_ptr<Impl> impl);
+  // for_each_allocation's query `sql` (of `filter`'s columns and parameters), row by row.
+  void visit_allocations(const std::string& sql, const AllocationFilter& filter,
+                         const std::function<void(const AllocationRecord&)>& visit) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -182,6 +182,24 @@ struct MarkerRecord {
   std::optional<MarkerEndRow> end;  // empty: a mark, or a range that never ended
 };
 
+// Which columns of an allocation a query reads (TraceReader::for_each_allocation,
+// TimeIndex::for_each_live_at). A record's fields that were not read are left at their
+// defaults and must not be read: SQLite decodes each column it is asked for, and on millions of
+// rows the columns not needed are most of a report's time.
+enum class AllocationColumns {
+  kAll,
+  // What the allocator's totals need: id, upid, kind, size, result, alloc_seq, free_seq,
+  // segment_id and the allocator's reported totals, alloc and free.
+  kAllocatorTotals,
+  // What adding up a live set by stack needs: id, upid, kind, device, size, alloc_seq,
+  // alloc_callsite_id, and of the free only free_seq. For live allocations only: result (0
+  // for every one) is not read.
+  kLiveByStack,
+  // The same and segment_id: by stack, and by the segment that holds each block (the
+  // allocator's cache).
+  kLiveByStackAndSegment,
+};
+
 // An allocation starting or ending, in a process's sequence order.
 struct AllocationEvent {
   enum class Type { kAlloc, kFree };

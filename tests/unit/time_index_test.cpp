@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <set>
 #include <tuple>
@@ -17,6 +18,7 @@
 
 #include "allocator_trace.h"
 #include "analysis/device_peaks.h"
+#include "analysis/leak_report.h"
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/time_index.h"
 #include "analysis/trace_peaks.h"
@@ -79,6 +81,167 @@ TEST(TimeIndex, LiveSetMatchesABruteForceSweep) {
     checked_nonempty += expected.empty() ? 0 : 1;
   }
   EXPECT_GT(checked_nonempty, 250u);
+}
+
+// What the reports that add a live set up compare: every field that a column set reads.
+using LiveFields = std::tuple<std::int64_t, std::int64_t, int, int, std::uint64_t, std::uint64_t,
+                              std::optional<std::uint64_t>, std::optional<std::int64_t>,
+                              std::optional<std::int64_t>>;
+LiveFields live_fields(const storage::AllocationRecord& record, bool segment) {
+  const storage::AllocationRow& a = record.allocation;
+  std::optional<std::uint64_t> free_seq;
+  if (record.free) free_seq = record.free->free_seq;
+  return {a.id,
+          a.upid,
+          a.kind,
+          a.device,
+          a.size,
+          a.alloc_seq,
+          free_seq,
+          a.alloc_callsite_id,
+          segment ? a.segment_id : std::nullopt};
+}
+
+// The visits of for_each_live_at, with every column set, are the rows live_at returns, each
+// once: the reports that stream the live set count what the live set holds. On the random
+// trace (lifetimes on every level of the ladder) and on the allocator trace (blocks in
+// segments, callsites), at every event of the latter and at 300 of the former.
+TEST(TimeIndex, ForEachLiveAtVisitsTheRowsLiveAtReturns) {
+  testing::TempDir dir;
+  std::uint64_t random_last = 0;
+  ASSERT_EQ(testing::write_random_trace(dir / "random.db", &random_last), "");
+  ASSERT_EQ(testing::write_allocator_trace(dir / "allocator.db"), "");
+  std::mt19937_64 random(11);
+  std::vector<std::uint64_t> random_seqs{0, random_last, random_last + 1};
+  for (int i = 0; i < 300; ++i) random_seqs.push_back(random() % (random_last + 2));
+  std::vector<std::uint64_t> allocator_seqs;
+  for (std::uint64_t s = 0; s <= 15; ++s) allocator_seqs.push_back(s);
+  std::size_t rows = 0;
+  for (const auto& [name, seqs] : {std::pair(std::string("random.db"), random_seqs),
+                                   std::pair(std::string("allocator.db"), allocator_seqs)}) {
+    const auto index = open_index(dir / name);
+    ASSERT_NE(index, nullptr);
+    for (const std::int64_t upid : {1, 2}) {
+      for (const std::uint64_t s : seqs) {
+        for (const auto columns :
+             {storage::AllocationColumns::kAll, storage::AllocationColumns::kLiveByStack,
+              storage::AllocationColumns::kLiveByStackAndSegment}) {
+          const bool segment = columns != storage::AllocationColumns::kLiveByStack;
+          std::vector<LiveFields> expected, got;
+          for (const auto& record : index->live_at(upid, s))
+            expected.push_back(live_fields(record, segment));
+          index->for_each_live_at(
+              upid, s,
+              [&](const storage::AllocationRecord& record) {
+                got.push_back(live_fields(record, segment));
+              },
+              columns);
+          std::sort(expected.begin(), expected.end());
+          std::sort(got.begin(), got.end());
+          ASSERT_EQ(got, expected) << name << " upid " << upid << " at seq " << s;
+          rows += got.size();
+        }
+      }
+    }
+  }
+  EXPECT_GT(rows, 100000u);
+}
+
+// for_each_live_at_any visits each allocation live at one of several moments once: the union
+// of their live sets, whichever bins the moments share.
+TEST(TimeIndex, ForEachLiveAtAnyVisitsTheUnionOfTheLiveSetsOnce) {
+  testing::TempDir dir;
+  const auto path = dir / "random.db";
+  std::uint64_t last_seq = 0;
+  ASSERT_EQ(testing::write_random_trace(path, &last_seq), "");
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  std::mt19937_64 random(12);
+  for (int i = 0; i < 100; ++i) {
+    std::vector<std::uint64_t> seqs;
+    const std::size_t count = 1 + random() % 4;
+    const std::uint64_t near = random() % (last_seq + 2);
+    for (std::size_t k = 0; k < count; ++k) {
+      // Some close together (one bin), some anywhere.
+      seqs.push_back(k % 2 == 0 ? random() % (last_seq + 2) : near + random() % 5000);
+    }
+    std::set<std::int64_t> expected;
+    for (const std::uint64_t s : seqs)
+      for (const auto& record : index->live_at(1, s)) expected.insert(record.allocation.id);
+    for (const auto columns :
+         {storage::AllocationColumns::kAll, storage::AllocationColumns::kLiveByStack}) {
+      std::vector<std::int64_t> got;
+      index->for_each_live_at_any(
+          1, seqs,
+          [&](const storage::AllocationRecord& record) { got.push_back(record.allocation.id); },
+          columns);
+      std::sort(got.begin(), got.end());
+      ASSERT_EQ(got, std::vector<std::int64_t>(expected.begin(), expected.end())) << "moment " << i;
+    }
+  }
+}
+
+// The leaks at the end and the device peaks, from the index (what `leaks` and `gate` read
+// where the trace keeps one) and from a scan of the trace: the same report, for each level,
+// process and test range (allocated_in) that `gate` asks for.
+TEST(TimeIndex, LeaksAndPeaksAtTheEndAgreeWithTheScan) {
+  testing::TempDir dir;
+  const auto path = dir / "allocator.db";
+  ASSERT_EQ(testing::write_allocator_trace(path), "");
+  storage::OpenFailure failure;
+  const auto trace = storage::TraceReader::open(path, &failure);
+  ASSERT_NE(trace, nullptr) << failure.message;
+  const auto index = open_index(path);
+  ASSERT_NE(index, nullptr);
+  const auto groups = [](const analysis::LeakReport& report) {
+    std::vector<
+        std::tuple<std::optional<std::int64_t>, int, std::uint64_t, std::uint64_t, std::size_t>>
+        out;
+    for (const auto& g : report.groups)
+      out.emplace_back(g.callsite_id, g.kind, g.bytes, g.count, g.stack.size());
+    return out;
+  };
+  std::size_t leaks_seen = 0;
+  for (const auto level :
+       {std::optional<analysis::LeakLevel>(), std::optional(analysis::LeakLevel::kBlock),
+        std::optional(analysis::LeakLevel::kSegment)}) {
+    for (const std::optional<std::int64_t> upid :
+         {std::optional<std::int64_t>(), std::optional<std::int64_t>(1)}) {
+      for (const bool in_range : {false, true}) {
+        analysis::LeakReportOptions options;
+        options.level = level;
+        options.upid = upid;
+        if (in_range) options.allocated_in = analysis::LeakReportOptions::SeqRange{2, 6};
+        const analysis::LeakReport scanned =
+            analysis::build_leak_report_at_end(*trace, nullptr, options);
+        const analysis::LeakReport indexed =
+            analysis::build_leak_report_at_end(*trace, index.get(), options);
+        EXPECT_EQ(groups(indexed), groups(scanned));
+        EXPECT_EQ(indexed.total_bytes, scanned.total_bytes);
+        EXPECT_EQ(indexed.total_count, scanned.total_count);
+        EXPECT_EQ(indexed.cached.bytes, scanned.cached.bytes);
+        EXPECT_EQ(indexed.cached.count, scanned.cached.count);
+        EXPECT_EQ(indexed.level, scanned.level);
+        EXPECT_EQ(indexed.allocator_events, scanned.allocator_events);
+        EXPECT_EQ(indexed.warnings, scanned.warnings);
+        leaks_seen += scanned.groups.size();
+      }
+    }
+  }
+  EXPECT_GT(leaks_seen, 10u);
+  // Blocks B2 and B3 live at the end; S1 cache (2 MiB - 1.25 MiB in them).
+  const analysis::LeakReport end = analysis::build_leak_report_at_end(*trace, index.get());
+  EXPECT_EQ(end.cached.count, 1u);
+  EXPECT_EQ(end.cached.bytes, 2 * M - M - M / 4);
+  const auto peaks = [](const std::vector<analysis::DevicePeak>& list) {
+    std::vector<std::tuple<std::int64_t, std::uint32_t, int, std::uint64_t>> out;
+    for (const auto& p : list) out.emplace_back(p.upid, p.pid, p.device, p.bytes);
+    return out;
+  };
+  EXPECT_EQ(peaks(analysis::find_device_peaks(*trace, index.get(), std::nullopt)),
+            peaks(analysis::find_device_peaks(*trace, nullptr, std::nullopt)));
+  EXPECT_EQ(peaks(analysis::find_device_peaks(*trace, index.get(), std::set<std::int64_t>{2})),
+            peaks(analysis::find_device_peaks(*trace, std::set<std::int64_t>{2})));
 }
 
 TEST(TimeIndex, KeptInAFinishedTraceAndReused) {
