@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <string>
 
 #include "analysis/device_peaks.h"
 #include "analysis/live_bytes_rollups.h"
@@ -145,6 +146,18 @@ std::vector<storage::AllocationRecord> on_device(std::vector<storage::Allocation
         live, [&](const storage::AllocationRecord& r) { return r.allocation.device != *device; });
   return live;
 }
+// The moment of the one process that `qualifies`, if exactly one does; *count: how many did.
+template <typename Qualifies>
+const ProcessMoment* only_one(const std::vector<ProcessMoment>& moments, std::size_t& count,
+                              const Qualifies& qualifies) {
+  const ProcessMoment* only = nullptr;
+  for (const ProcessMoment& at : moments) {
+    if (!qualifies(at.upid)) continue;
+    ++count;
+    only = &at;
+  }
+  return count == 1 ? only : nullptr;
+}
 }  // namespace
 
 FragmentationReport build_fragmentation_report(const storage::TraceReader& trace,
@@ -173,19 +186,28 @@ FragmentationReport build_fragmentation_report(const storage::TraceReader& trace
     chosen = &*std::min_element(moments.begin(), moments.end(), [](const auto& x, const auto& y) {
       return x.time_ns.value_or(0) < y.time_ns.value_or(0);
     });
-  } else if (chosen == nullptr) {
-    for (const ProcessMoment& at : moments) {
-      if (!with_allocator.contains(at.upid)) continue;
-      if (chosen != nullptr) {
-        chosen = nullptr;
-        break;
-      }
-      chosen = &at;
-    }
+  }
+  // Else the one process with an allocator to map, or else the one that recorded GPU memory:
+  // a job started through a shell has many processes and one that matters.
+  std::size_t with_allocator_count = 0, gpu_count = 0;
+  if (chosen == nullptr) {
+    chosen = only_one(moments, with_allocator_count,
+                      [&](std::int64_t upid) { return with_allocator.contains(upid); });
+  }
+  if (chosen == nullptr && with_allocator_count == 0) {
+    const std::vector<std::int64_t> gpu = trace.upids_with_gpu_events();
+    chosen = only_one(moments, gpu_count, [&](std::int64_t upid) {
+      return std::binary_search(gpu.begin(), gpu.end(), upid);
+    });
   }
   if (chosen == nullptr) {
-    throw BadMoment("frag maps one process, and " + std::to_string(moments.size()) +
-                    " processes are selected: choose one with --pid, --rank or --host");
+    const std::string how_many =
+        with_allocator_count > 1
+            ? std::to_string(with_allocator_count) + " processes have allocator events"
+        : gpu_count > 1 ? std::to_string(gpu_count) + " processes recorded GPU memory"
+                        : std::to_string(moments.size()) + " processes are selected";
+    throw BadMoment("frag maps one process, and " + how_many +
+                    ": choose one with --pid, --rank or --host");
   }
   FragmentationReport report;
   report.at = *chosen;

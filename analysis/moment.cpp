@@ -115,9 +115,17 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
       break;
     }
     case Kind::kSeq:
+      if (pids.size() > 1) {
+        // Among many processes, the one that recorded GPU memory (a job through a shell).
+        const std::vector<std::int64_t> gpu = trace.upids_with_gpu_events();
+        std::erase_if(pids, [&](const auto& entry) {
+          return !std::binary_search(gpu.begin(), gpu.end(), entry.first);
+        });
+        if (pids.empty()) throw BadMoment("no process recorded GPU memory, so it has no seq:N");
+      }
       if (pids.size() != 1) {
         throw BadMoment("seq:N names an event of one process, and " + std::to_string(pids.size()) +
-                        " processes are selected: choose one with --pid, --rank or --host");
+                        " processes recorded GPU memory: choose one with --pid, --rank or --host");
       }
       at_seq(pids.begin()->first, moment.seq);
       break;

@@ -50,6 +50,7 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
       summary.ended_at_python_finalizing.push_back(process.start.upid);
     summary.processes.push_back(std::move(process));
   }
+  summary.chains = chain_processes(summary.processes, trace.upids_with_gpu_events());
   summary.stats = trace.stats();
   summary.backends = compare_backends(trace);
 

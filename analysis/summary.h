@@ -12,6 +12,7 @@
 #include "analysis/allocator_level.h"
 #include "analysis/backend_comparison.h"
 #include "analysis/device_peaks.h"
+#include "analysis/process_chains.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
@@ -64,6 +65,8 @@ struct Summary {
   std::int64_t end_ns = 0;
   std::int64_t duration_ns = 0;
   std::vector<storage::ProcessRecord> processes;  // by upid
+  // The same processes as people count them: one per pid's exec chain (process_chains.h).
+  std::vector<ProcessChain> chains;
   // The selected processes whose "live" is counted where their Python interpreter began to
   // finalize (TraceReader::program_end_seq), not at the end of the trace.
   std::vector<std::int64_t> ended_at_python_finalizing;

@@ -1,7 +1,9 @@
 #include "cli/summary_command.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -91,6 +93,58 @@ std::string virtual_memory_line(const analysis::KindTotals& totals, std::string_
                      format_bytes(totals.live_bytes));
 }
 
+std::string command_line(const storage::ProcessRecord& process) {
+  return process.start.argv.empty() ? process.start.exe : join(process.start.argv);
+}
+
+bool recorded_gpu(const analysis::Summary& summary, std::int64_t upid) {
+  return std::any_of(summary.chains.begin(), summary.chains.end(),
+                     [&](const analysis::ProcessChain& chain) {
+                       return std::find(chain.gpu_images.begin(), chain.gpu_images.end(), upid) !=
+                              chain.gpu_images.end();
+                     });
+}
+
+// One line per process (an exec chain), named by the image that used the GPU and ended as its
+// last image did. Only those that recorded GPU events unless `all`: a job started through a
+// shell or a launcher runs dozens of short processes that never touch the GPU.
+std::string processes_text(const analysis::Summary& summary, bool all) {
+  const analysis::GpuProcesses gpu = analysis::gpu_processes(summary.chains);
+  std::string text = all ? fmt::format("\nprocesses ({}; {} recorded GPU memory):\n",
+                                       summary.chains.size(), gpu.gpu.size())
+                         : fmt::format("\nprocesses that recorded GPU memory ({} of {}):\n",
+                                       gpu.gpu.size(), summary.chains.size());
+  for (const analysis::ProcessChain& chain : summary.chains) {
+    if (!all && !chain.gpu) continue;
+    const storage::ProcessRecord& named = chain.process();
+    std::string label = process_label(named);
+    if (named.start.local_rank) label += fmt::format(" (local rank {})", *named.start.local_rank);
+    std::string line =
+        fmt::format("  {}: {}: {}", label, command_line(named), how_it_ended(chain.images.back()));
+    if (all && !chain.gpu) line += "; no GPU memory";
+    if (!all && chain.images.size() > 1) {
+      std::vector<std::string> names;
+      for (const storage::ProcessRecord& image : chain.images) {
+        if (&image != &named) names.push_back(analysis::image_name(image));
+      }
+      line += fmt::format(" (the same pid also ran {})", fmt::join(names, ", "));
+    }
+    text += line + "\n";
+    if (!all) continue;
+    for (std::size_t i = 0; i < chain.images.size(); ++i) {
+      if (i == chain.named) continue;
+      text += fmt::format("    {} image: {}\n", i < chain.named ? "earlier" : "later",
+                          command_line(chain.images[i]));
+    }
+  }
+  if (!all && gpu.others != 0) {
+    text += fmt::format("  {} recorded no GPU memory; --all-processes lists {}\n",
+                        count_of(gpu.others, "other process", "other processes"),
+                        gpu.others == 1 ? "it" : "them");
+  }
+  return text;
+}
+
 Json process_json(const storage::ProcessRecord& process) {
   return {
       {"upid", process.start.upid},
@@ -140,7 +194,23 @@ Json kind_json(const analysis::KindTotals& kind) {
 
 Json summary_json(const std::string& trace_path, const analysis::Summary& summary) {
   Json processes = Json::array();
-  for (const auto& process : summary.processes) processes.push_back(process_json(process));
+  for (const auto& process : summary.processes) {
+    Json entry = process_json(process);
+    // The exec chain it belongs to (process_chains.h): the image it replaced, and whether it
+    // recorded GPU events itself.
+    std::optional<std::int64_t> exec_from;
+    bool gpu_events = false;
+    for (const analysis::ProcessChain& chain : summary.chains) {
+      for (std::size_t i = 0; i < chain.images.size(); ++i) {
+        if (chain.images[i].start.upid != process.start.upid) continue;
+        if (i != 0) exec_from = chain.images[i - 1].start.upid;
+        gpu_events = chain.gpu && i == chain.named;
+      }
+    }
+    entry["exec_from"] = optional_json(exec_from);
+    entry["gpu_process"] = gpu_events;
+    processes.push_back(std::move(entry));
+  }
   Json kinds = Json::array();
   for (const auto& kind : summary.kinds) kinds.push_back(kind_json(kind));
   Json peaks = Json::array();
@@ -215,7 +285,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
 }
 
 std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
-                         const std::string& scope) {
+                         const std::string& scope, bool all_processes) {
   std::string text = fmt::format("trace: {}", trace_path);
   if (summary.vramtrace_version) {
     text += fmt::format(" (written by vramtrace {})", *summary.vramtrace_version);
@@ -226,16 +296,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   if (!scope.empty()) text += scope + "\n";
   for (const std::string& warning : summary.warnings) text += fmt::format("warning: {}\n", warning);
 
-  text += fmt::format("\nprocesses ({}):\n", summary.processes.size());
-  for (const storage::ProcessRecord& process : summary.processes) {
-    std::string label = process_label(process);
-    if (process.start.local_rank)
-      label += fmt::format(" (local rank {})", *process.start.local_rank);
-    text += fmt::format("  {}: {}: {}\n", label,
-                        process.start.argv.empty() ? process.start.exe : join(process.start.argv),
-                        how_it_ended(process));
-  }
-
+  text += processes_text(summary, all_processes || !scope.empty());
   text += "\nmemory by kind:\n";
   if (summary.kinds.empty()) text += "  no allocations recorded\n";
   if (!summary.kinds.empty()) {
@@ -290,6 +351,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   else if (summary.allocator.empty())
     text += "  no processes\n";
   for (const analysis::AllocatorTotals& a : summary.allocator) {
+    if (!all_processes && scope.empty() && !recorded_gpu(summary, a.upid)) continue;
     std::string label = fmt::format("pid {}", a.pid);
     for (const storage::ProcessRecord& process : summary.processes) {
       if (process.start.upid == a.upid) label = process_label(process);
@@ -361,17 +423,26 @@ analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScop
 }  // namespace
 
 void register_summary_command(CLI::App& app, int* exit_status) {
+  auto all_processes = std::make_shared<bool>(false);
   register_report_command(
       app, exit_status,
       {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems, advice",
        [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
          return summary_json(path, summary_of(trace, scope));
        },
-       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
-         return summary_text(path, summary_of(trace, scope), scope.describe());
+       [all_processes](const std::string& path, const storage::TraceReader& trace,
+                       const ReportScope& scope) {
+         return summary_text(path, summary_of(trace, scope), scope.describe(), *all_processes);
        },
        [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
          return summary_csv(summary_of(trace, scope));
+       },
+       [all_processes](CLI::App* command) {
+         command->add_flag(
+             "--all-processes", *all_processes,
+             "List every process, also those that recorded no GPU memory, and each image a pid "
+             "exec'd (by default they are summed up in one line; a process filter lists what it "
+             "matches)");
        }});
 }
 

@@ -17,8 +17,10 @@ void register_summary_command(CLI::App& app, int* exit_status);
 nlohmann::ordered_json summary_json(const std::string& trace_path,
                                     const analysis::Summary& summary);
 // `scope` describes the processes it covers when a filter chose them; empty: the whole trace.
+// The processes that recorded no GPU memory are one line, unless `all_processes` or a filter
+// chose the processes.
 std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
-                         const std::string& scope = {});
+                         const std::string& scope = {}, bool all_processes = false);
 
 // The memory-by-kind table, one row per kind.
 std::string summary_csv(const analysis::Summary& summary);

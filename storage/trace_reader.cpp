@@ -595,6 +595,26 @@ std::vector<BadFreeRow> TraceReader::bad_frees() const {
   return rows;
 }
 
+std::vector<std::int64_t> TraceReader::upids_with_gpu_events() const {
+  // The allocations' distinct upids by skip scan: each step finds the next upid through the
+  // (upid, alloc_seq) index, so a trace of millions of allocations costs a search per process.
+  Statement statement = impl_->prepare(
+      "WITH RECURSIVE step(upid) AS ("
+      " SELECT min(upid) FROM allocation_compact"
+      " UNION ALL SELECT (SELECT min(upid) FROM allocation_compact WHERE upid > step.upid)"
+      " FROM step WHERE step.upid IS NOT NULL)"
+      " SELECT upid FROM step WHERE upid IS NOT NULL"
+      " UNION SELECT upid FROM bad_free"
+      " UNION SELECT upid FROM marker WHERE source IS NOT 'shim'"
+      " ORDER BY 1");
+  std::vector<std::int64_t> upids;
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "allocation", {0}, {});
+    upids.push_back(row.int64(0));
+  });
+  return upids;
+}
+
 std::vector<MarkerRecord> TraceReader::markers() const {
   Statement statement = impl_->prepare(
       "SELECT id, upid, utid, type, source, domain, name, start_seq, start_ns, depth, parent_id, "

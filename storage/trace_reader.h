@@ -133,6 +133,10 @@ class TraceReader {
                                  std::optional<std::int64_t> upid = std::nullopt) const;
 
   std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
+  // The processes that recorded anything of the GPU: an allocation (a failed one too), a bad
+  // free, or a marker of the program's own (not the shim's). By upid. Cheap: one index
+  // search per process found, not a scan of the allocations.
+  std::vector<std::int64_t> upids_with_gpu_events() const;
   // Marks and ranges, in (upid, start_seq) order.
   std::vector<MarkerRecord> markers() const;
 

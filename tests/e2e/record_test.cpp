@@ -946,6 +946,74 @@ TEST_F(RecordTest, WithoutAnAllocatorTheSummarySaysSegmentLevelOnly) {
       << summary.out;
 }
 
+// A job started through a shell: 32 processes (the shell, whose pid execs env and then the
+// program that uses the GPU, `seq`, and 30 others), one of which recorded GPU memory. The
+// summary names that one, by the image that used the GPU, and sums up the rest in a line;
+// --all-processes and the JSON keep every image.
+TEST_F(RecordTest, AJobThroughAShellIsSummedUpAsItsOneGpuProcess) {
+  const std::string script =
+      std::string("for i in $(seq 30); do /bin/true; done; exec env ") + LEAKY_BIN;
+  ProcessResult run = record(trace(), {"/bin/sh", "-c", script});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+
+  ProcessResult summary = run_process({.argv = {VRAMTRACE_BIN, "summary", trace()}});
+  ASSERT_EQ(summary.exit_code(), 0) << summary.err;
+  const std::string& text = summary.out;
+  const std::size_t section = text.find("\nprocesses that recorded GPU memory (1 of 32):\n");
+  ASSERT_NE(section, std::string::npos) << text;
+  std::istringstream lines(text.substr(section + 1));
+  std::vector<std::string> listed;
+  for (std::string line; std::getline(lines, line) && !line.empty();) listed.push_back(line);
+  ASSERT_EQ(listed.size(), 3u) << text;
+  const std::string leaky_line =
+      std::string(": ") + LEAKY_BIN + ": exited with status 0 (the same pid also ran ";
+  EXPECT_NE(listed[1].find(leaky_line), std::string::npos) << listed[1];
+  EXPECT_NE(listed[1].find("sh, env)"), std::string::npos) << listed[1];
+  EXPECT_EQ(listed[2], "  31 other processes recorded no GPU memory; --all-processes lists them");
+  // The allocator level speaks of the one process too, once.
+  const std::size_t allocator = text.find("\nallocator level");
+  ASSERT_NE(allocator, std::string::npos) << text;
+  const std::string rest = text.substr(allocator);
+  const std::string no_allocator = "no allocator events (segment level only)";
+  const std::size_t first = rest.find(no_allocator);
+  EXPECT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(rest.find(no_allocator, first + 1), std::string::npos) << text;
+
+  ProcessResult all = run_process({.argv = {VRAMTRACE_BIN, "summary", "--all-processes", trace()}});
+  ASSERT_EQ(all.exit_code(), 0) << all.err;
+  EXPECT_NE(all.out.find("\nprocesses (32; 1 recorded GPU memory):\n"), std::string::npos)
+      << all.out;
+  EXPECT_NE(all.out.find(std::string("    earlier image: env ") + LEAKY_BIN + "\n"),
+            std::string::npos)
+      << all.out;
+
+  // The JSON keeps every image: the shell's pid ran three, chained by exec_from, and only the
+  // last is the GPU process.
+  ProcessResult json =
+      run_process({.argv = {VRAMTRACE_BIN, "summary", "--format", "json", trace()}});
+  ASSERT_EQ(json.exit_code(), 0) << json.err;
+  const nlohmann::json document = nlohmann::json::parse(json.out);
+  std::map<std::int64_t, nlohmann::json> by_upid;
+  std::vector<std::int64_t> gpu;
+  for (const nlohmann::json& process : document.at("processes")) {
+    by_upid[process.at("upid").get<std::int64_t>()] = process;
+    if (process.at("gpu_process").get<bool>()) gpu.push_back(process.at("upid"));
+  }
+  EXPECT_GT(by_upid.size(), 32u);
+  ASSERT_EQ(gpu.size(), 1u);
+  std::vector<std::string> chain;
+  for (nlohmann::json at = by_upid.at(gpu[0]);; at = by_upid.at(at.at("exec_from"))) {
+    chain.insert(chain.begin(), fs::path(at.at("exe").get<std::string>()).filename().string());
+    if (at.at("exec_from").is_null()) break;
+  }
+  EXPECT_EQ(chain.size(), 3u);
+  EXPECT_EQ(chain.back(), fs::path(LEAKY_BIN).filename().string());
+
+  // A moment's report of one process finds it without --pid.
+  ProcessResult frag = run_process({.argv = {VRAMTRACE_BIN, "frag", trace()}});
+  EXPECT_EQ(frag.exit_code(), 0) << frag.err;
+}
+
 // The caching allocator's OOM, read back with `vramtrace oom`: the failed request with the
 // sample's line, the allocator's own cudaMalloc attempts before it, and what was live then
 // (the leaked loss tensors) beside the cached segments.
