@@ -14,7 +14,8 @@ namespace vramtrace::analysis {
 
 std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
                                             const storage::TimeIndex& index,
-                                            const ProcessSelection& processes) {
+                                            const ProcessSelection& processes,
+                                            const StackShape& shape) {
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
@@ -69,7 +70,7 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
     std::vector<StackBytes> live;
     for (const auto& [callsite, totals] : by_callsite[i]) {
       auto [it, added] = stacks.try_emplace(callsite);
-      if (added) it->second = trace.stack(callsite);
+      if (added) it->second = shape ? shape(trace.stack(callsite)) : trace.stack(callsite);
       live.push_back({&it->second, totals.first, totals.second});
     }
     peaks[i].top_down = build_callsite_tree(live, TreeDirection::kTopDown);

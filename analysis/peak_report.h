@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,15 @@ struct DevicePeakAt {
   std::vector<CallsiteNode> top_down, bottom_up;
 };
 
+// How a stack is shaped before the trees merge it (the text's folding of interpreter and
+// framework frames); empty: as recorded.
+using StackShape =
+    std::function<std::vector<storage::StackFrame>(const std::vector<storage::StackFrame>&)>;
+
 // By upid, device, then device memory before blocks.
 std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
                                             const storage::TimeIndex& index,
-                                            const ProcessSelection& processes);
+                                            const ProcessSelection& processes,
+                                            const StackShape& shape = {});
 
 }  // namespace vramtrace::analysis

@@ -16,7 +16,7 @@ namespace vramtrace::cli {
 
 using text::count_of;
 using text::format_bytes;
-using text::format_frame;
+using text::format_stack;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;
@@ -65,7 +65,8 @@ Json trace_diff_json(const std::string& path_a, const std::string& path_b,
 }
 
 std::string trace_diff_text(const std::string& path_a, const std::string& path_b,
-                            const analysis::TraceDiff& diff, const std::string& scope) {
+                            const analysis::TraceDiff& diff, const std::string& scope,
+                            text::StackView stacks) {
   std::string text =
       fmt::format("vramtrace diff: {} -> {} ({} level)\n", path_a, path_b, diff.level);
   if (!scope.empty()) text += scope + "\n";
@@ -80,8 +81,7 @@ std::string trace_diff_text(const std::string& path_a, const std::string& path_b
                         before_after(c.peak_a, c.peak_b), before_after(c.leaked_a, c.leaked_b),
                         fmt::format(", {} allocations{}", c.kind_name,
                                     c.stack.empty() ? " (no stack recorded)" : " from:"));
-    for (std::size_t i = 0; i < c.stack.size(); ++i)
-      text += fmt::format("    {}\n", format_frame(i, c.stack[i]));
+    text += format_stack(c.stack, stacks, "    ");
   }
   return text;
 }
@@ -117,6 +117,7 @@ void register_diff_command(CLI::App& app, int* exit_status) {
   sub->add_option("A", options->a, "The trace before (the baseline)")->required();
   sub->add_option("B", options->b, "The trace after (the change)")->required();
   add_report_options(sub, &options->report);
+  add_stack_view_option(sub, &options->report);
   sub->footer(std::string(kReportExitStatusHelp) +
               " The filters apply to both traces; each must have a process that matches.");
   sub->callback([options, exit_status] {
@@ -158,7 +159,8 @@ void register_diff_command(CLI::App& app, int* exit_status) {
             break;
           }
           case OutputFormat::kText:
-            output = trace_diff_text(options->a, options->b, diff, scope_a.describe());
+            output =
+                trace_diff_text(options->a, options->b, diff, scope_a.describe(), scope_a.stacks);
             break;
         }
       }

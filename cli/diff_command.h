@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/trace_diff.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
@@ -17,7 +18,8 @@ void register_diff_command(CLI::App& app, int* exit_status);
 nlohmann::ordered_json trace_diff_json(const std::string& path_a, const std::string& path_b,
                                        const analysis::TraceDiff& diff);
 std::string trace_diff_text(const std::string& path_a, const std::string& path_b,
-                            const analysis::TraceDiff& diff, const std::string& scope = {});
+                            const analysis::TraceDiff& diff, const std::string& scope = {},
+                            text::StackView stacks = text::StackView::kPythonFirst);
 // One row per changed group.
 std::string trace_diff_csv(const analysis::TraceDiff& diff);
 

@@ -85,19 +85,21 @@ int judge_trace(std::string_view command, const std::string& trace_path,
   const int status = run_on_trace(command, trace_path, [&](const storage::TraceReader& trace) {
     const analysis::GateResult result = analysis::evaluate_gate(trace, options, baseline.get());
     passed = result.passed();
-    if (!outputs.junit.empty()) write_file(outputs.junit, gate_junit(trace_path, result));
+    if (!outputs.junit.empty())
+      write_file(outputs.junit, gate_junit(trace_path, result, outputs.stacks));
     if (!outputs.json.empty())
       write_file(outputs.json,
                  gate_json(trace_path, result)
                          .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
                      "\n");
-    if (!outputs.markdown.empty()) write_file(outputs.markdown, gate_markdown(trace_path, result));
+    if (!outputs.markdown.empty())
+      write_file(outputs.markdown, gate_markdown(trace_path, result, outputs.stacks));
     if (json)
       fmt::print(report_to, "{}\n",
                  gate_json(trace_path, result)
                      .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     else
-      fmt::print(report_to, "{}", gate_text(trace_path, result));
+      fmt::print(report_to, "{}", gate_text(trace_path, result, outputs.stacks));
   });
   if (status != kExitOk) return status;
   return passed ? kExitOk : kExitGateFailed;
@@ -156,6 +158,10 @@ void register_gate_command(CLI::App& app, int* exit_status) {
                   "Also write a Markdown summary here (for CI job summaries)")
       ->type_name("OUT.md");
   add_format_option(sub, &options->format);
+  sub->add_flag_function(
+      "--native", [options](std::int64_t) { options->outputs.stacks = text::StackView::kNative; },
+      "Show every frame of the leaks' stacks. By default, where a stack has Python frames, each "
+      "run of interpreter, binding and framework frames between them is one line");
   add_process_filter_options(sub, &options->filter);
   sub->footer(
       "Exit status: 0 when every limit given holds (or none is given); 1 when a limit is "

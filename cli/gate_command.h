@@ -7,6 +7,7 @@
 #include <string>
 
 #include "analysis/gate.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
@@ -15,6 +16,7 @@ inline constexpr int kExitGateFailed = 1;
 // Where the gate's reports go besides the text on stdout; empty: not written.
 struct GateOutputs {
   std::string junit, json, markdown;
+  text::StackView stacks = text::StackView::kPythonFirst;  // in the text forms
 };
 
 // Opens the trace (and the baseline, when given), judges it, prints the text report (the JSON

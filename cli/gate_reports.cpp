@@ -12,7 +12,7 @@ namespace vramtrace::cli {
 using text::count_of;
 using text::format_bytes;
 using text::format_bytes_exact;
-using text::format_frame;
+using text::format_stack;
 
 namespace {
 
@@ -51,7 +51,7 @@ std::string check_line(const analysis::GateCheck& check) {
 
 // `growth`, when not empty, holds each leak's bytes per iteration (a growth check's evidence).
 std::string leaks_text(const std::vector<analysis::LeakGroup>& leaks, std::string_view indent,
-                       const std::vector<double>& growth = {}) {
+                       text::StackView stacks, const std::vector<double>& growth = {}) {
   std::string text;
   for (std::size_t i = 0; i < leaks.size() && i < kLeaksShown; ++i) {
     const analysis::LeakGroup& leak = leaks[i];
@@ -64,10 +64,7 @@ std::string leaks_text(const std::vector<analysis::LeakGroup>& leaks, std::strin
     }
     text += fmt::format("{}{}{}\n", indent, what,
                         leak.stack.empty() ? " (no stack recorded)" : " from:");
-    for (std::size_t f = 0; f < leak.stack.size() && f < kFramesShown; ++f)
-      text += fmt::format("{}    {}\n", indent, format_frame(f, leak.stack[f]));
-    if (leak.stack.size() > kFramesShown)
-      text += fmt::format("{}    ... {} more frames\n", indent, leak.stack.size() - kFramesShown);
+    text += format_stack(leak.stack, stacks, std::string(indent) + "    ", kFramesShown);
   }
   if (leaks.size() > kLeaksShown)
     text += fmt::format("{}... {} more leaks (see --json)\n", indent, leaks.size() - kLeaksShown);
@@ -139,7 +136,8 @@ Json leaks_json(const std::vector<analysis::LeakGroup>& leaks,
 
 }  // namespace
 
-std::string gate_text(const std::string& trace_path, const analysis::GateResult& result) {
+std::string gate_text(const std::string& trace_path, const analysis::GateResult& result,
+                      text::StackView stacks) {
   std::string text;
   for (const std::string& warning : result.warnings) text += fmt::format("warning: {}\n", warning);
   const std::size_t failed = failures(result);
@@ -156,7 +154,7 @@ std::string gate_text(const std::string& trace_path, const analysis::GateResult&
   }
   for (const analysis::GateCheck& check : result.checks) {
     text += fmt::format("  {} {}\n", check.passed ? "PASS" : "FAIL", check_line(check));
-    if (!check.passed) text += leaks_text(check.leaks, "       ", check.growth);
+    if (!check.passed) text += leaks_text(check.leaks, "       ", stacks, check.growth);
   }
   if (!result.suppressions.empty()) {
     text += "suppressions:\n";
@@ -172,7 +170,7 @@ std::string gate_text(const std::string& trace_path, const analysis::GateResult&
       }
       text += fmt::format("  {}: {} in {}\n", test.test, format_bytes_exact(test.bytes),
                           count_of(test.count, "allocation", "allocations"));
-      text += leaks_text(test.leaks, "    ");
+      text += leaks_text(test.leaks, "    ", stacks);
     }
   }
   return text;
@@ -212,7 +210,8 @@ Json gate_json(const std::string& trace_path, const analysis::GateResult& result
           {"warnings", result.warnings}};
 }
 
-std::string gate_junit(const std::string& trace_path, const analysis::GateResult& result) {
+std::string gate_junit(const std::string& trace_path, const analysis::GateResult& result,
+                       text::StackView stacks) {
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml += fmt::format("<testsuites name=\"vramtrace gate\" tests=\"{}\" failures=\"{}\">\n",
                      result.checks.size(), failures(result));
@@ -225,7 +224,7 @@ std::string gate_junit(const std::string& trace_path, const analysis::GateResult
       xml += fmt::format(
           "      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(check_line(check)),
           xml_escape(check.name),
-          xml_escape(check_line(check) + "\n" + leaks_text(check.leaks, "", check.growth)));
+          xml_escape(check_line(check) + "\n" + leaks_text(check.leaks, "", stacks, check.growth)));
     }
     xml += "    </testcase>\n";
   }
@@ -234,14 +233,15 @@ std::string gate_junit(const std::string& trace_path, const analysis::GateResult
     out += test.count == 0
                ? fmt::format("{}: no leak\n", test.test)
                : fmt::format("{}: {} leaked\n{}", test.test, format_bytes_exact(test.bytes),
-                             leaks_text(test.leaks, "  "));
+                             leaks_text(test.leaks, "  ", stacks));
   }
   if (!out.empty()) xml += fmt::format("    <system-out>{}</system-out>\n", xml_escape(out));
   xml += "  </testsuite>\n</testsuites>\n";
   return xml;
 }
 
-std::string gate_markdown(const std::string& trace_path, const analysis::GateResult& result) {
+std::string gate_markdown(const std::string& trace_path, const analysis::GateResult& result,
+                          text::StackView stacks) {
   std::string md =
       fmt::format("## vramtrace gate: {}\n\n", result.passed() ? "passed" : "**failed**");
   md += fmt::format("Trace `{}`, {} level.\n\n", trace_path, result.level);
@@ -256,7 +256,7 @@ std::string gate_markdown(const std::string& trace_path, const analysis::GateRes
   for (const analysis::GateCheck& check : result.checks) {
     if (check.passed || check.leaks.empty()) continue;
     md += fmt::format("\n### {} ({})\n\n```\n{}```\n", check.name, check.subject,
-                      leaks_text(check.leaks, "", check.growth));
+                      leaks_text(check.leaks, "", stacks, check.growth));
   }
   if (!result.tests.empty()) {
     md += "\n### Leaks by test\n\n| test | leaked |\n|---|---|\n";

@@ -6,13 +6,18 @@
 #include <string>
 
 #include "analysis/gate.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
-std::string gate_text(const std::string& trace_path, const analysis::GateResult& result);
+// The text forms show the leaks' stacks as `stacks` says (text/stack_text.h).
+std::string gate_text(const std::string& trace_path, const analysis::GateResult& result,
+                      text::StackView stacks = text::StackView::kPythonFirst);
 nlohmann::ordered_json gate_json(const std::string& trace_path, const analysis::GateResult& result);
 // One <testcase> per check; a broken limit is a <failure> whose text holds the leaks' stacks.
-std::string gate_junit(const std::string& trace_path, const analysis::GateResult& result);
-std::string gate_markdown(const std::string& trace_path, const analysis::GateResult& result);
+std::string gate_junit(const std::string& trace_path, const analysis::GateResult& result,
+                       text::StackView stacks = text::StackView::kPythonFirst);
+std::string gate_markdown(const std::string& trace_path, const analysis::GateResult& result,
+                          text::StackView stacks = text::StackView::kPythonFirst);
 
 }  // namespace vramtrace::cli

@@ -20,7 +20,7 @@ namespace vramtrace::cli {
 using text::count_of;
 using text::format_bytes;
 using text::format_bytes_exact;
-using text::format_frame;
+using text::format_stack;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;
@@ -52,7 +52,7 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
 }
 
 std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
-                             const std::string& scope) {
+                             const std::string& scope, text::StackView stacks) {
   std::string text;
   for (const std::string& warning : report.warnings) text += fmt::format("warning: {}\n", warning);
   const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
@@ -88,9 +88,7 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
         "\n{} in {}", format_bytes_exact(group.bytes),
         count_of(group.count, group.kind_name + " allocation", group.kind_name + " allocations"));
     text += group.stack.empty() ? " (no stack recorded)\n" : " from:\n";
-    for (std::size_t i = 0; i < group.stack.size(); ++i) {
-      text += fmt::format("    {}\n", format_frame(i, group.stack[i]));
-    }
+    text += format_stack(group.stack, stacks, "    ");
   }
   return text;
 }
@@ -183,7 +181,7 @@ Json leaks_json(const std::string& path, const storage::TraceReader& trace,
 std::string leaks_text(const std::string& path, const storage::TraceReader& trace,
                        const ReportScope& scope, const LeaksWhen& when) {
   if (!when.growth.empty())
-    return leak_growth_text(path, leak_growth(trace, scope, when), scope.describe());
+    return leak_growth_text(path, leak_growth(trace, scope, when), scope.describe(), scope.stacks);
   const analysis::LeakReport report = leak_report(trace, scope, when);
   std::string text;
   if (!when.between.empty()) {
@@ -193,7 +191,7 @@ std::string leaks_text(const std::string& path, const storage::TraceReader& trac
   } else if (!when.at.empty()) {
     text = fmt::format("counting what was live at {} ({})\n", when.at, moments_text(report.at));
   }
-  return text + leak_report_text(path, report, scope.describe());
+  return text + leak_report_text(path, report, scope.describe(), scope.stacks);
 }
 
 std::string leaks_csv(const storage::TraceReader& trace, const ReportScope& scope,
@@ -232,7 +230,7 @@ Json leak_growth_json(const std::string& trace_path, const analysis::LeakGrowth&
 }
 
 std::string leak_growth_text(const std::string& trace_path, const analysis::LeakGrowth& growth,
-                             const std::string& scope) {
+                             const std::string& scope, text::StackView stacks) {
   const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
   std::string text;
   for (const analysis::ProcessIterations& process : growth.processes) {
@@ -253,8 +251,7 @@ std::string leak_growth_text(const std::string& trace_path, const analysis::Leak
                         format_bytes(static_cast<std::uint64_t>(entry.bytes_per_iteration + 0.5)),
                         entry.pid, entry.group.kind_name, format_bytes(entry.bytes.back()));
     if (entry.group.stack.empty()) text += "    (no stack recorded)\n";
-    for (std::size_t i = 0; i < entry.group.stack.size(); ++i)
-      text += fmt::format("    {}\n", format_frame(i, entry.group.stack[i]));
+    text += format_stack(entry.group.stack, stacks, "    ");
   }
   return text;
 }
@@ -296,7 +293,8 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
              ->check(CLI::Range(std::size_t{2}, std::size_t{100000}))
              ->needs(growth)
              ->group(kWhen);
-       }});
+       },
+       true});
 }
 
 }  // namespace vramtrace::cli

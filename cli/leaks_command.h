@@ -9,6 +9,7 @@
 
 #include "analysis/leak_growth.h"
 #include "analysis/leak_report.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
@@ -21,7 +22,8 @@ nlohmann::ordered_json leak_report_json(const std::string& trace_path,
 // The LeakSanitizer-style text report. `scope` describes the processes it covers when a filter
 // chose them ("only processes matching --rank 3 (1 of 4)"); empty: the whole trace.
 std::string leak_report_text(const std::string& trace_path, const analysis::LeakReport& report,
-                             const std::string& scope = {});
+                             const std::string& scope = {},
+                             text::StackView stacks = text::StackView::kPythonFirst);
 // One row per leak group: kind, level, bytes, count, the innermost frame, the whole stack.
 std::string leak_report_csv(const analysis::LeakReport& report);
 
@@ -29,6 +31,7 @@ std::string leak_report_csv(const analysis::LeakReport& report);
 nlohmann::ordered_json leak_growth_json(const std::string& trace_path,
                                         const analysis::LeakGrowth& growth);
 std::string leak_growth_text(const std::string& trace_path, const analysis::LeakGrowth& growth,
-                             const std::string& scope = {});
+                             const std::string& scope = {},
+                             text::StackView stacks = text::StackView::kPythonFirst);
 
 }  // namespace vramtrace::cli

@@ -17,8 +17,8 @@ namespace vramtrace::cli {
 using text::count_of;
 using text::format_bytes;
 using text::format_bytes_exact;
-using text::format_frame;
 using text::format_seconds;
+using text::format_stack;
 
 // Keys come out in the order written, the order docs/cli.md lists them.
 using Json = nlohmann::ordered_json;
@@ -84,7 +84,8 @@ std::string allocator_text(const analysis::AllocatorAtOom& a) {
   return text;
 }
 
-std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::size_t total) {
+std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::size_t total,
+                     text::StackView stacks) {
   std::string text =
       fmt::format("\nOOM {} of {}: pid {}{} at {} (seq {}), device {}\n", index + 1, total, oom.pid,
                   oom.tid ? fmt::format(" tid {}", *oom.tid) : "",
@@ -92,8 +93,7 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
   text += fmt::format("  {} ({}) of {} failed: {}\n", oom.api_name, oom.kind_name,
                       format_bytes_exact(oom.requested_bytes), error_name(oom));
   text += oom.stack.empty() ? "  (no stack recorded)\n" : "  requested from:\n";
-  for (std::size_t i = 0; i < oom.stack.size(); ++i)
-    text += fmt::format("    {}\n", format_frame(i, oom.stack[i]));
+  text += format_stack(oom.stack, stacks, "    ");
 
   std::string kinds;
   for (const auto& [kind, bytes] : oom.live.bytes_by_kind)
@@ -108,8 +108,7 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
         "    {} in {}{}\n", format_bytes_exact(group.bytes),
         count_of(group.count, group.kind_name + " allocation", group.kind_name + " allocations"),
         group.stack.empty() ? " (no stack recorded)" : " from:");
-    for (std::size_t i = 0; i < group.stack.size(); ++i)
-      text += fmt::format("        {}\n", format_frame(i, group.stack[i]));
+    text += format_stack(group.stack, stacks, "        ");
   }
   if (oom.live.groups > oom.live.top.size())
     text +=
@@ -158,14 +157,14 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
 }
 
 std::string oom_report_text(const std::string& trace_path,
-                            const std::vector<analysis::OomRecord>& ooms,
-                            const std::string& scope) {
+                            const std::vector<analysis::OomRecord>& ooms, const std::string& scope,
+                            text::StackView stacks) {
   const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
   if (ooms.empty()) return fmt::format("vramtrace: no out-of-memory in {}\n", where);
   std::string text =
       fmt::format("vramtrace: {} in {}\n",
                   count_of(ooms.size(), "out-of-memory failure", "out-of-memory failures"), where);
-  for (std::size_t i = 0; i < ooms.size(); ++i) text += oom_text(ooms[i], i, ooms.size());
+  for (std::size_t i = 0; i < ooms.size(); ++i) text += oom_text(ooms[i], i, ooms.size(), stacks);
   return text;
 }
 
@@ -212,7 +211,7 @@ void register_oom_command(CLI::App& app, int* exit_status) {
                 const ReportScope& scope) { return oom_report_json(path, report(trace, scope)); },
        [report](const std::string& path, const storage::TraceReader& trace,
                 const ReportScope& scope) {
-         return oom_report_text(path, report(trace, scope), scope.describe());
+         return oom_report_text(path, report(trace, scope), scope.describe(), scope.stacks);
        },
        [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
          return oom_report_csv(report(trace, scope));
@@ -220,7 +219,8 @@ void register_oom_command(CLI::App& app, int* exit_status) {
        [top](CLI::App* sub) {
          sub->add_option("--top", *top, "Live stacks listed per OOM, largest first (default 10)")
              ->check(CLI::PositiveNumber);
-       }});
+       },
+       true});
 }
 
 }  // namespace vramtrace::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/oom_report.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
@@ -21,7 +22,8 @@ nlohmann::ordered_json oom_report_json(const std::string& trace_path,
 // One section per OOM. `scope` as in leak_report_text().
 std::string oom_report_text(const std::string& trace_path,
                             const std::vector<analysis::OomRecord>& ooms,
-                            const std::string& scope = {});
+                            const std::string& scope = {},
+                            text::StackView stacks = text::StackView::kPythonFirst);
 
 // One row per OOM: who, when, what was asked, how much was live, and the advice's ids.
 std::string oom_report_csv(const std::vector<analysis::OomRecord>& ooms);

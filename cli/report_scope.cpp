@@ -42,6 +42,14 @@ void add_report_options(CLI::App* command, ReportOptions* options) {
   add_scope_options(command, options);
 }
 
+void add_stack_view_option(CLI::App* command, ReportOptions* options) {
+  command->add_flag("--native", options->native,
+                    "Show every frame of a stack. By default, where a stack has Python frames, "
+                    "each run of interpreter, binding and framework (libtorch, libc10) frames "
+                    "between the lines a person reads is folded into one line naming its "
+                    "libraries and operator");
+}
+
 void add_scope_options(CLI::App* command, ReportOptions* options) {
   add_process_filter_options(command, &options->processes);
   constexpr const char* kGroup = "Which allocations";
@@ -74,6 +82,7 @@ ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& 
   ReportScope scope = resolve_scope(trace, trace_path, options.processes);
   scope.allocations.device = options.device;
   scope.level = options.level;
+  if (options.native) scope.stacks = text::StackView::kNative;
   if (options.kind) {
     scope.allocations.kind = analysis::find_kind(trace, *options.kind);
     if (!scope.allocations.kind) {

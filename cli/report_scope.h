@@ -14,6 +14,7 @@
 #include "analysis/process_filter.h"
 #include "cli/output_format.h"
 #include "storage/trace_reader.h"
+#include "text/stack_text.h"
 
 namespace vramtrace::cli {
 
@@ -24,10 +25,13 @@ struct ReportOptions {
   std::optional<int> device;
   std::optional<std::string> kind;  // a kind name, as the trace's allocation_kind table has it
   std::optional<analysis::MemoryLevel> level;
+  bool native = false;  // --native, on the commands that print stacks
 };
 
 // --format, --pid, --rank, --host, --device, --kind and --level, written to *options.
 void add_report_options(CLI::App* command, ReportOptions* options);
+// --native, for a command that prints stacks: every frame, none folded (text/stack_folding.h).
+void add_stack_view_option(CLI::App* command, ReportOptions* options);
 // The same but --format, for a command whose output is not a report (export).
 void add_scope_options(CLI::App* command, ReportOptions* options);
 
@@ -37,7 +41,8 @@ struct ReportScope {
   std::size_t processes_in_trace = 0;
   analysis::AllocationScope allocations;  // --device and --kind, the kind resolved to its id
   std::optional<std::string> kind_name;
-  std::optional<analysis::MemoryLevel> level;  // unset: the command's default (block)
+  std::optional<analysis::MemoryLevel> level;              // unset: the command's default (block)
+  text::StackView stacks = text::StackView::kPythonFirst;  // how the text shows stacks
 
   // "only processes matching --rank 3 (1 of 4); only device 0; only kind block"; empty
   // without filters. The level is not a filter: reports say it themselves.

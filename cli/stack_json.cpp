@@ -1,5 +1,7 @@
 #include "cli/stack_json.h"
 
+#include "text/stack_folding.h"
+
 namespace vramtrace::cli {
 
 using Json = nlohmann::ordered_json;
@@ -21,6 +23,13 @@ Json frame_json(const storage::StackFrame& frame) {
 Json stack_json(const std::vector<storage::StackFrame>& stack) {
   Json frames = Json::array();
   for (const storage::StackFrame& frame : stack) frames.push_back(frame_json(frame));
+  // Every frame stays; those the text folds by default say so, with the line they fold into.
+  for (const text::StackLine& line : text::fold_stack(stack)) {
+    for (std::size_t i = line.first; line.folded && i <= line.last; ++i) {
+      frames[i]["folded"] = true;
+      frames[i]["folded_into"] = line.summary;
+    }
+  }
   return frames;
 }
 

@@ -12,6 +12,8 @@ namespace vramtrace::cli {
 // {"function": STR ("??" when unknown), "file": STR|null, "line": N|null, "module": STR,
 //  "language": "native"|"python"}, and for the mark of a stack cut short (its last entry, with
 // the reason in "function") "cut": "cycle"|"too_deep".
+// stack_json also marks the frames the text folds by default (text/stack_folding.h):
+// "folded": true and "folded_into": the summary of the line they fold into.
 nlohmann::ordered_json frame_json(const storage::StackFrame& frame);
 nlohmann::ordered_json stack_json(const std::vector<storage::StackFrame>& stack);
 

@@ -56,6 +56,7 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
   sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
       ->required();
   add_report_options(sub, &options->report);
+  if (command.shows_stacks) add_stack_view_option(sub, &options->report);
   if (command.add_options) command.add_options(sub);
   sub->footer(std::string(kReportExitStatusHelp));
   sub->callback([options, exit_status, command] {

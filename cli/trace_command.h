@@ -47,6 +47,8 @@ struct ReportCommand {
       csv;
   // Options of this command alone (oom's --top); they write where the renderers read.
   std::function<void(CLI::App*)> add_options;
+  // The text shows stacks: the command takes --native (ReportScope::stacks).
+  bool shows_stacks = false;
 };
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command);
 

@@ -9,6 +9,7 @@
 
 #include "analysis/device_peaks.h"
 #include "storage/schema.h"
+#include "text/stack_text.h"
 #include "text/text_style.h"
 
 namespace vramtrace::collector {
@@ -16,7 +17,6 @@ namespace vramtrace::collector {
 using analysis::occupies_device_memory;
 using text::count_of;
 using text::format_bytes_exact;
-using text::format_frame;
 
 void LiveQueries::open_checkpoint(uint64_t seq) {
   if (open_.size() == kMaxOpen) {
@@ -124,10 +124,8 @@ LiveQueries::Reply LiveQueries::answer(uint64_t query_id, uint64_t checkpoint_se
     text += fmt::format("\n{} in {}{}\n", format_bytes_exact(bytes),
                         count_of(count, name + " allocation", name + " allocations"),
                         stack.empty() ? " (no stack recorded)" : " from:");
-    for (std::size_t f = 0; f < stack.size() && f < kFramesShown; ++f)
-      text += fmt::format("    {}\n", format_frame(f, stack[f]));
-    if (stack.size() > kFramesShown)
-      text += fmt::format("    ... {} more frames\n", stack.size() - kFramesShown);
+    // Python-first, as the reports show it: a test's failure should open on the test's line.
+    text += text::format_stack(stack, text::StackView::kPythonFirst, "    ", kFramesShown);
   }
   if (largest.size() > kGroupsShown)
     text += fmt::format("\n... {} more stacks (the trace has them all)\n",

@@ -136,6 +136,28 @@ class PythonStacksTest(unittest.TestCase):
             self.assertEqual(frame["file"], str(SCRIPT))
             self.assertEqual(frame["module"], str(SCRIPT))
 
+    def test_the_text_report_opens_on_the_python_line(self) -> None:
+        """Python-first: the allocation site, the ctypes and libffi frames folded into one
+        line, then the script's own line; --native shows every frame."""
+        vramtrace = binary("VRAMTRACE_BINARY")
+
+        def frame_lines(*args: str) -> List[str]:
+            out = subprocess.run([vramtrace, "leaks", *args, self.trace], capture_output=True,
+                                 text=True, timeout=60)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            return [line.strip() for line in out.stdout.splitlines() if line.startswith("    #")]
+
+        lines = frame_lines()
+        first_three = lines[:3]
+        self.assertTrue(any(f"{SCRIPT}:{planted_line('tensor allocation')}" in line
+                            for line in first_three), lines)
+        self.assertTrue(any(" frames in " in line and line.endswith("]") for line in first_three),
+                        lines)
+        stack = self.leaks["leaks"][0]["stack"]
+        native = frame_lines("--native")
+        self.assertEqual(len(native), len(stack))
+        self.assertLess(len(lines), len(native))
+
     def test_python_frames_stand_where_the_interpreter_was(self) -> None:
         stack = self.leaks["leaks"][0]["stack"]
         languages = [frame["language"] for frame in stack]

@@ -1,10 +1,14 @@
 """A leaked tensor's stack shows the user's Python function and line, and torch's own Python
 frames where the allocation went through them: nn.Module.__call__ (torch/nn/modules/module.py)
 for a user module's forward, and torch/nn/modules/normalization.py and torch/nn/functional.py
-for nn.LayerNorm's."""
+for nn.LayerNorm's. The text report is Python-first: the user's line among a stack's first three
+lines, libtorch's frames folded into one line that names the operator; `--native` shows every
+frame, and the JSON marks the folded ones."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 import unittest
 from typing import Any, Dict, List
 
@@ -65,6 +69,54 @@ class StacksTest(TempDirTest):
         self.assertLess(norm, collect)
         self.assertEqual(frames[collect]["line"], line)
         self.assertEqual(frames[-1]["function"], "<module>")
+
+    def text_groups(self, *args: str) -> List[List[str]]:
+        """`vramtrace leaks --at done ARGS` as text: each group's frame lines."""
+        result = subprocess.run([torch_run.vramtrace_binary(), "leaks", self.trace, "--at", "done",
+                                 *args], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        groups: List[List[str]] = []
+        for line in result.stdout.splitlines():
+            if line.endswith(" from:"):
+                groups.append([])
+            elif groups and line.startswith("    #"):
+                groups[-1].append(line.strip())
+        return groups
+
+    def test_text_shows_the_users_line_among_the_first_three(self) -> None:
+        residual = f"Residual.forward at {SCRIPT}:{torch_run.planted_line(SCRIPT, 'residual output')}"
+        groups = [g for g in self.text_groups() if any(residual in line for line in g)]
+        self.assertEqual(len(groups), 1, self.text_groups())
+        first_three = groups[0][:3]
+        self.assertTrue(any(residual in line for line in first_three), groups[0])
+        # The allocation site first, then libtorch's frames folded into one line naming the
+        # operator `x + ...` ran, then the user's line.
+        self.assertIn("libc10_cuda.so", first_three[0])
+        self.assertRegex(first_three[1], r"^#1-\d+ \[aten::add: \d+ frames in .*libtorch_cpu\.so")
+        # nn.Module.__call__'s two frames are one line too.
+        self.assertTrue(any("frames in nn.Module.__call__]" in line for line in groups[0]), groups[0])
+
+    def test_native_shows_every_frame_and_json_marks_the_folded(self) -> None:
+        residual_line = torch_run.planted_line(SCRIPT, "residual output")
+        entry = next(e for e in self.leaks
+                     if any(f["line"] == residual_line and str(f["file"]).endswith("module_leak.py")
+                            for f in e["stack"]))
+        stack = entry["stack"]
+        native = [g for g in self.text_groups("--native")
+                  if any(f"module_leak.py:{residual_line} " in line for line in g)]
+        self.assertEqual(len(native), 1)
+        self.assertEqual(len(native[0]), len(stack))
+        for i, line in enumerate(native[0]):
+            self.assertTrue(line.startswith(f"#{i} {stack[i]['function']}"), (i, line))
+        self.assertTrue(any("THPVariable_add" in line for line in native[0]), native[0])
+        # The JSON has every frame; the ones the text folds say into which line.
+        folded = [f for f in stack if f.get("folded")]
+        self.assertTrue(folded)
+        self.assertFalse(stack[0].get("folded"))
+        self.assertTrue(all(re.match(r"(aten::add: )?\d+ frames in ", f["folded_into"])
+                            for f in folded), folded)
+        self.assertFalse(any(f.get("folded") for f in stack
+                             if f["language"] == "python" and f["function"] == "Residual.forward"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,177 @@
+#include "text/stack_folding.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+namespace vramtrace::text {
+namespace {
+
+std::string_view base_name(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(),
+                     [&](std::string_view prefix) { return name.starts_with(prefix); });
+}
+
+// The name of the Python-visible function a libtorch_python frame implements
+// (torch::autograd::THPVariable_add -> "add"); empty for any other frame.
+std::string_view python_binding_name(std::string_view function) {
+  constexpr std::string_view kPrefix = "THPVariable_";
+  const std::size_t at = function.find(kPrefix);
+  if (at == std::string_view::npos) return {};
+  std::string_view name = function.substr(at + kPrefix.size());
+  const std::size_t end = name.find_first_of("(<>");
+  return end == std::string_view::npos ? name : name.substr(0, end);
+}
+
+// The X of "at::_ops::X::call(...)" or "...::redispatch(...)"; empty for any other frame.
+std::string_view ops_struct(std::string_view function) {
+  constexpr std::string_view kPrefix = "at::_ops::";
+  const std::size_t at = function.find(kPrefix);
+  if (at == std::string_view::npos) return {};
+  std::string_view rest = function.substr(at + kPrefix.size());
+  const std::size_t end = rest.find("::");
+  if (end == std::string_view::npos) return {};
+  return rest.substr(0, end);
+}
+
+// An overload's name as torch's code generator appends it to the operator's (add_Tensor,
+// empty_memory_format, sum_dim_IntList): a part that starts with a capital, or one of the
+// lower-case overload names torch uses most. Two parts at most, never the whole name.
+std::string_view without_overload(std::string_view name) {
+  constexpr std::array<std::string_view, 14> kLowerCase{
+      "memory_format", "out",         "int",     "dim",          "names", "self",   "correction",
+      "using_ints",    "using_sizes", "dimname", "dtype_layout", "dtype", "device", "other"};
+  for (int parts = 0; parts < 2; ++parts) {
+    std::string_view stripped = name;
+    for (std::string_view overload : kLowerCase) {
+      if (name.size() > overload.size() + 1 && name.ends_with(overload) &&
+          name[name.size() - overload.size() - 1] == '_')
+        stripped = name.substr(0, name.size() - overload.size() - 1);
+    }
+    const std::size_t last = name.rfind('_');
+    if (stripped == name && last != std::string_view::npos && last > 0 && last + 1 < name.size() &&
+        name[last + 1] >= 'A' && name[last + 1] <= 'Z')
+      stripped = name.substr(0, last);
+    if (stripped == name) break;
+    name = stripped;
+  }
+  return name;
+}
+
+bool folds(const std::vector<storage::StackFrame>& stack, std::size_t i,
+           std::size_t outermost_python) {
+  const storage::StackFrame& frame = stack[i];
+  if (i == 0 || frame.cut != storage::StackCut::kNone) return false;
+  // Outside the outermost Python frame: the interpreter's start-up, native by definition.
+  if (i > outermost_python) return true;
+  return fold_class(frame) != FoldClass::kNone;
+}
+
+std::string run_summary(const std::vector<storage::StackFrame>& stack, std::size_t first,
+                        std::size_t last) {
+  std::vector<std::string> places;
+  // The outermost dispatch frame is the operator the caller asked for (inner ones are what it
+  // was made of). The binding's name, where the run has one, tells the operator's name from
+  // its overload's: THPVariable_add over at::_ops::add_Tensor is aten::add.
+  std::string_view ops, binding;
+  for (std::size_t i = first; i <= last; ++i) {
+    const storage::StackFrame& frame = stack[i];
+    std::string place = frame.language == storage::FrameLanguage::kPython
+                            ? std::string("nn.Module.__call__")
+                            : std::string(base_name(frame.module.empty() ? "??" : frame.module));
+    if (std::find(places.begin(), places.end(), place) == places.end())
+      places.push_back(std::move(place));
+    if (!frame.function) continue;
+    if (const std::string_view name = python_binding_name(*frame.function); !name.empty())
+      binding = name;
+    if (const std::string_view name = ops_struct(*frame.function); !name.empty()) ops = name;
+  }
+  std::string op;
+  if (!ops.empty()) {
+    const bool binding_names_it = !binding.empty() && ops.starts_with(binding) &&
+                                  (ops.size() == binding.size() || ops[binding.size()] == '_');
+    op = "aten::" + std::string(binding_names_it ? binding : without_overload(ops)) + ": ";
+  }
+  const std::size_t count = last - first + 1;
+  return fmt::format("{}{} {} in {}", op, count, count == 1 ? "frame" : "frames",
+                     fmt::join(places, ", "));
+}
+
+}  // namespace
+
+FoldClass fold_class(const storage::StackFrame& frame) {
+  if (frame.cut != storage::StackCut::kNone) return FoldClass::kNone;
+  if (frame.language == storage::FrameLanguage::kPython) {
+    // nn.Module.__call__'s two frames before every forward: the call, not the model.
+    const std::string_view file = frame.file ? std::string_view(*frame.file) : "";
+    const std::string_view function = frame.function ? std::string_view(*frame.function) : "";
+    if (file.ends_with("/torch/nn/modules/module.py") &&
+        (function.ends_with("_call_impl") || function.ends_with("_wrapped_call_impl")))
+      return FoldClass::kFramework;
+    return FoldClass::kNone;
+  }
+  const std::string_view name = base_name(frame.module);
+  if (name.starts_with("libpython") ||
+      (name.starts_with("python") && name.find(".so") == std::string_view::npos))
+    return FoldClass::kInterpreter;
+  if (name.starts_with("libtorch_python.") || starts_with_any(name, {"_C.", "_ctypes.", "libffi."}))
+    return FoldClass::kBinding;
+  if (starts_with_any(name, {"libtorch", "libc10", "libcudart.", "libcuda.", "libcublas",
+                             "libcudnn", "libnccl", "libnvrtc", "libnvJitLink"}))
+    return FoldClass::kFramework;
+  return FoldClass::kNone;
+}
+
+std::string aten_operator(const std::string& function) {
+  const std::string_view name = ops_struct(function);
+  if (name.empty()) return {};
+  return "aten::" + std::string(without_overload(name));
+}
+
+std::vector<StackLine> fold_stack(const std::vector<storage::StackFrame>& stack) {
+  std::vector<StackLine> lines;
+  std::size_t outermost_python = stack.size();
+  for (std::size_t i = stack.size(); i-- > 0;) {
+    if (stack[i].language == storage::FrameLanguage::kPython) {
+      outermost_python = i;
+      break;
+    }
+  }
+  const bool python = outermost_python != stack.size();
+  for (std::size_t i = 0; i < stack.size();) {
+    if (!python || !folds(stack, i, outermost_python)) {
+      lines.push_back({i, i, false, {}});
+      ++i;
+      continue;
+    }
+    std::size_t last = i;
+    while (last + 1 < stack.size() && folds(stack, last + 1, outermost_python)) ++last;
+    lines.push_back({i, last, true, run_summary(stack, i, last)});
+    i = last + 1;
+  }
+  return lines;
+}
+
+std::vector<storage::StackFrame> folded_frames(const std::vector<storage::StackFrame>& stack) {
+  std::vector<storage::StackFrame> frames;
+  for (const StackLine& line : fold_stack(stack)) {
+    if (!line.folded) {
+      frames.push_back(stack[line.first]);
+      continue;
+    }
+    storage::StackFrame& run = frames.emplace_back();
+    run.callsite_id = stack[line.first].callsite_id;
+    run.function = "[" + line.summary + "]";
+  }
+  return frames;
+}
+
+}  // namespace vramtrace::text
