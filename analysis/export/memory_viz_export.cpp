@@ -119,7 +119,10 @@ std::vector<Segment> allocator_segments(const Fragmentation& layout,
       block.size = layout_block.size;
       block.active = layout_block.used;
       if (!block.active) continue;
-      block.requested = layout_block.requested.value_or(block.size);
+      // A block that runs on past its segment (an expandable segment's mapping that only the
+      // block's tail is in is not a segment of the trace's) is laid out to the segment's end,
+      // and so is its request, or the blocks would not add up to the segment.
+      block.requested = std::min(layout_block.requested.value_or(block.size), block.size);
       if (const auto row = blocks.find(block.address); row != blocks.end())
         block.callsite = row->second->alloc_callsite_id;
     }

@@ -163,5 +163,53 @@ class MemoryVizTest(TempDirTest):
                       f"{len(events(self.ours))} trace entries)", self.said)
 
 
+class MemoryVizExpandableTest(TempDirTest):
+    """With expandable segments the trace ties a block to the mapping its start is in, so a
+    mapping that holds only a block's tail is not a segment to `frag` nor to the export, and
+    torch's segment there is longer than the trace's: the export must still agree with `frag` and
+    be read by torch's tools."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        global _memory_viz
+        from torch.cuda import _memory_viz  # pylint: disable=import-outside-toplevel
+        trace = cls.path("expandable.db")
+        torch_pickle = cls.path("torch.pickle")
+        torch_run.record(trace, torch_run.python(WORKLOAD, torch_pickle),
+                         env=torch_run.child_env(PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"))
+        with open(torch_pickle, "rb") as file:
+            cls.torch = pickle.load(file)
+        pickled = cls.path("vramtrace.pickle")
+        result = subprocess.run([torch_run.vramtrace_binary(), "export", trace, "--memory-viz",
+                                 pickled], capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise AssertionError(f"export --memory-viz failed ({result.returncode}): "
+                                 f"{result.stderr}")
+        with open(pickled, "rb") as file:
+            cls.ours = pickle.load(file)
+        cls.frag = torch_run.report("frag", trace)
+
+    def test_segments_are_frags_and_torchs_tools_read_them(self) -> None:
+        text = _memory_viz.segsum(self.ours)
+        self.assertEqual(int(summary_line(text, "segments")), len(self.frag["segments"]))
+        self.assertEqual(segments(self.ours),
+                         sorted((segment["address"], segment["size"])
+                                for segment in self.frag["segments"]))
+        self.assertTrue(all(segment["is_expandable"] for segment in self.ours["segments"]))
+        self.assertIn("snapshot.pickle", _memory_viz.segment_plot(self.ours))
+        self.assertIn("snapshot.pickle", _memory_viz.trace_plot(self.ours))
+
+    def test_segments_start_where_torchs_do(self) -> None:
+        self.assertEqual([address for address, _ in segments(self.ours)],
+                         [address for address, _ in segments(self.torch)])
+        self.assertEqual([segment["segment_type"] for segment in
+                          sorted(self.ours["segments"], key=lambda s: s["address"])],
+                         [segment["segment_type"] for segment in
+                          sorted(self.torch["segments"], key=lambda s: s["address"])])
+        self.assertEqual([address for address, _ in active_blocks(self.ours)],
+                         [address for address, _ in active_blocks(self.torch)])
+
+
 if __name__ == "__main__":
     torch_run.main()
