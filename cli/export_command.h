@@ -1,6 +1,6 @@
-// `vramtrace export FILE --perfetto OUT --chrome OUT.json` with the scope options
-// (report_scope.h): the trace as a timeline for Perfetto's UI and chrome://tracing
-// (analysis/export/).
+// `vramtrace export FILE --perfetto OUT --chrome OUT.json --memory-viz OUT.pickle` with the
+// scope options (report_scope.h): the trace as a timeline for Perfetto's UI and
+// chrome://tracing, and one process as PyTorch's memory snapshot (analysis/export/).
 #pragma once
 
 #include <CLI/CLI.hpp>
