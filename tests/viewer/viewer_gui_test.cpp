@@ -22,6 +22,7 @@
 #include "python_trace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
+#include "viewer/model/marker_layout.h"
 #include "viewer/widgets/callsite_panel.h"
 #include "viewer/widgets/flame_graph_widget.h"
 #include "viewer/widgets/fragmentation_view.h"
@@ -328,6 +329,28 @@ class GuiTest : public QObject {
              QStringLiteral("__libc_start_main (libc-start.c:360)"));
     QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
              QStringLiteral("model.py:27 in forward"));
+  }
+
+  // A band names its range where the whole name fits, elided where only part of it does, and
+  // not at all where not even a letter does or the band stands for many ranges.
+  void band_labels_fit_their_bands() {
+    const QFontMetricsF metrics(window_->timeline()->font());
+    const QString name = QStringLiteral("optimizer");
+    const double full = metrics.horizontalAdvance(name);
+    const auto band = [](double width, bool merged = false) {
+      MarkerBand b;
+      b.from_x = 10;
+      b.to_x = 10 + width;
+      b.merged = merged;
+      return b;
+    };
+    QCOMPARE(band_label(band(full + 2 * kBandLabelMargin + 1), name, metrics), name);
+    const QString elided = band_label(band(full * 0.6 + 2 * kBandLabelMargin), name, metrics);
+    QVERIFY2(elided.size() >= 2 && elided.endsWith(QChar(0x2026)), qPrintable(elided));
+    QVERIFY(elided.startsWith(QLatin1Char('o')));
+    QVERIFY(metrics.horizontalAdvance(elided) <= full * 0.6);
+    QCOMPARE(band_label(band(2 * kBandLabelMargin + 1), name, metrics), QString());
+    QCOMPARE(band_label(band(full * 3, true), name, metrics), QString());
   }
 
   void the_stack_panel_shows_source_lines_of_files_on_this_disk() {
