@@ -115,7 +115,9 @@ QVariant CallsiteTreeModel::data(const QModelIndex& index, int role) const {
           .arg(QString::fromStdString(at->frame.module))
           .arg(at->frame.rel_pc, 0, 16);
     case Qt::TextAlignmentRole:
-      if (index.column() != kLocation) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      // The numbers right-aligned; the two texts read from the left.
+      if (index.column() == kBytes || index.column() == kCount)
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
       break;
   }
   return {};

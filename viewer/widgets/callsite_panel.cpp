@@ -38,10 +38,15 @@ CallsitePanel::CallsitePanel(QWidget* parent)
   });
   tree_->setModel(model_);
   tree_->setUniformRowHeights(true);
+  // A PyTorch stack is 20 and more frames deep, and the first row's path is opened to its Python
+  // line: a narrower step leaves the frames room.
+  tree_->setIndentation(12);
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(CallsiteTreeModel::kLocation, QHeaderView::Stretch);
-  tree_->header()->setSectionResizeMode(CallsiteTreeModel::kPythonLine,
-                                        QHeaderView::ResizeToContents);
+  // The frame's text has what the other columns leave.
+  for (const int column :
+       {CallsiteTreeModel::kPythonLine, CallsiteTreeModel::kBytes, CallsiteTreeModel::kCount})
+    tree_->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
           [this](const QModelIndex& current) { show_stack(current); });
   stack_->setReadOnly(true);
