@@ -1,7 +1,9 @@
 #include "analysis/callsite_tree.h"
 
 #include <algorithm>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 namespace vramtrace::analysis {
 namespace {
@@ -20,6 +22,52 @@ CallsiteNode& child_for(std::vector<CallsiteNode>* children, const storage::Stac
   CallsiteNode& added = children->emplace_back();
   added.frame = frame;
   return added;
+}
+
+// The innermost Python frame of a stack (innermost first), if it has one.
+const storage::StackFrame* innermost_python(const std::vector<storage::StackFrame>& stack) {
+  for (const storage::StackFrame& frame : stack)
+    if (frame.language == storage::FrameLanguage::kPython && frame.cut == storage::StackCut::kNone)
+      return &frame;
+  return nullptr;
+}
+
+// A stack's identity as the tree merges frames (same_place): two entries with one key walk the
+// same path, so they are one stack.
+std::string stack_key(const std::vector<storage::StackFrame>& stack) {
+  std::string key;
+  for (const storage::StackFrame& frame : stack) {
+    if (frame.function) {
+      key += *frame.function;
+      key += '\0';
+      key += frame.file.value_or("");
+      key += '\0';
+      key += std::to_string(frame.line.value_or(0));
+    } else {
+      key += std::to_string(frame.rel_pc);
+    }
+    key += '\0';
+    key += frame.module;
+    key += '\1';
+  }
+  return key;
+}
+
+// Each entry's stack bytes: its own plus those of every other entry of the same stack. Only the
+// stacks with a Python frame are asked about, so only theirs are keyed.
+std::vector<std::uint64_t> stack_bytes(const std::vector<StackBytes>& stacks) {
+  std::vector<std::uint64_t> totals(stacks.size(), 0);
+  std::unordered_map<std::string, std::vector<std::size_t>> entries_of;
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    if (stacks[i].stack == nullptr || innermost_python(*stacks[i].stack) == nullptr) continue;
+    entries_of[stack_key(*stacks[i].stack)].push_back(i);
+  }
+  for (const auto& [key, entries] : entries_of) {
+    std::uint64_t total = 0;
+    for (const std::size_t i : entries) total += stacks[i].bytes;
+    for (const std::size_t i : entries) totals[i] = total;
+  }
+  return totals;
 }
 
 // Level by level, without recursion: a tree is as deep as its deepest stack.
@@ -43,14 +91,21 @@ std::vector<CallsiteNode> build_callsite_tree(const std::vector<StackBytes>& sta
                                               TreeDirection direction) {
   std::vector<CallsiteNode> roots;
   const std::vector<storage::StackFrame> no_stack{storage::StackFrame{}};
-  for (const StackBytes& entry : stacks) {
+  const std::vector<std::uint64_t> totals = stack_bytes(stacks);
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    const StackBytes& entry = stacks[i];
     const std::vector<storage::StackFrame>& stack =
         entry.stack == nullptr || entry.stack->empty() ? no_stack : *entry.stack;
+    const storage::StackFrame* python = innermost_python(stack);
     std::vector<CallsiteNode>* level = &roots;
     const auto visit = [&](const storage::StackFrame& frame) {
       CallsiteNode& node = child_for(level, frame);
       node.bytes += entry.bytes;
       node.count += entry.count;
+      if (python != nullptr && (!node.python_frame || totals[i] > node.python_stack_bytes)) {
+        node.python_frame = *python;
+        node.python_stack_bytes = totals[i];
+      }
       level = &node.children;
     };
     if (direction == TreeDirection::kBottomUp)

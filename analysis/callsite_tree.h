@@ -5,6 +5,10 @@
 // root is an innermost frame (the allocating function, or the Python line) and its children are
 // its callers. Frames are merged by what a person reads (function, file, line, module), so
 // that two return addresses on one line are one node. Children are ordered largest first.
+//
+// Each node also keeps the Python line that led to it: in a PyTorch process the allocating frame
+// is a libc10 one, and what a person wants beside it is their own line of Python. Of the stacks
+// through the node, the largest (by bytes) that has a Python frame gives its innermost one.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,13 @@ struct CallsiteNode {
   storage::StackFrame frame;  // the first frame seen for this node
   std::uint64_t bytes = 0, count = 0;
   std::vector<CallsiteNode> children;  // bytes, then count descending, then first seen
+  // The innermost Python frame (FrameLanguage::kPython) of the largest stack through this node
+  // that has one, whichever direction the tree reads; none where no stack through it has a
+  // Python frame. A stack's bytes are summed over its entries (a leak report gives one stack
+  // once per kind); between stacks of equal bytes the first seen wins. `python_stack_bytes`: that
+  // stack's bytes.
+  std::optional<storage::StackFrame> python_frame;
+  std::uint64_t python_stack_bytes = 0;
 };
 
 // Live bytes of one stack (innermost frame first), as a leak group or a live group holds them.

@@ -1,8 +1,11 @@
 // Callsite trees from hand-built stacks: frames merge by what a person reads, children come
-// largest first, and allocations without a stack get a root of their own.
+// largest first, allocations without a stack get a root of their own, and each node keeps the
+// Python line of its largest Python-driven stack.
 #include "analysis/callsite_tree.h"
 
 #include "analysis/leak_report.h"
+
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
@@ -91,6 +94,72 @@ TEST(CallsiteTree, LeakTreeSumsTheReportsGroupsKindsOfOneStackTogether) {
   ASSERT_EQ(bottom_up.size(), 2u);
   EXPECT_EQ(bottom_up[0].frame.function, "alloc");
   EXPECT_EQ(bottom_up[0].children[0].frame.function, "main");
+}
+
+storage::StackFrame native(const char* function, const char* module) {
+  storage::StackFrame f;
+  f.function = function;
+  f.module = module;
+  return f;
+}
+
+storage::StackFrame python(const char* function, const char* file, int line) {
+  storage::StackFrame f = frame(function, line);
+  f.file = file;
+  f.language = storage::FrameLanguage::kPython;
+  return f;
+}
+
+TEST(CallsiteTree, NodesKeepTheInnermostPythonFrameOfTheirLargestStack) {
+  // Innermost first, as PyTorch allocates: libc10's malloc, then torch's native frames, then
+  // the user's Python lines, then the interpreter's main.
+  const storage::StackFrame malloc = native("c10::cuda::CUDACachingAllocator::malloc", "libc10.so");
+  const storage::StackFrame empty = native("at::native::empty_cuda", "libtorch_cuda.so");
+  const storage::StackFrame main = native("main", "/usr/bin/python3");
+  const std::vector<storage::StackFrame> forward{malloc, empty, python("forward", "model.py", 12),
+                                                 python("step", "train.py", 30), main};
+  const std::vector<storage::StackFrame> backward{malloc, empty, python("backward", "train.py", 8),
+                                                  python("step", "train.py", 31), main};
+  const std::vector<storage::StackFrame> native_only{native("init", "libwork.so"), main};
+  // backward's stack is the largest (300 + 200 bytes, given twice as a leak report gives one
+  // stack per kind), though each of its entries is smaller than forward's 400.
+  const std::vector<analysis::StackBytes> stacks{
+      {&forward, 400, 1}, {&backward, 300, 1}, {&backward, 200, 1}, {&native_only, 9000, 1}};
+
+  const auto bottom_up = analysis::build_callsite_tree(stacks, analysis::TreeDirection::kBottomUp);
+  ASSERT_EQ(bottom_up.size(), 2u);          // init (9000), malloc (900)
+  EXPECT_FALSE(bottom_up[0].python_frame);  // no stack through init has a Python frame
+  const analysis::CallsiteNode& site = bottom_up[1];
+  EXPECT_EQ(site.frame.function, "c10::cuda::CUDACachingAllocator::malloc");
+  ASSERT_TRUE(site.python_frame);
+  EXPECT_EQ(site.python_frame->function, "backward");
+  EXPECT_EQ(site.python_frame->file, "train.py");
+  EXPECT_EQ(site.python_frame->line, 8);
+  EXPECT_EQ(site.python_stack_bytes, 500u);
+  // Further out, a node through forward's stack alone keeps forward's line, even where the node
+  // is an outer Python frame: the line is the innermost one, nearest the allocation.
+  const analysis::CallsiteNode& torch = site.children.at(0);
+  ASSERT_EQ(torch.children.size(), 2u);
+  const analysis::CallsiteNode& via_forward = torch.children[1];
+  EXPECT_EQ(via_forward.frame.function, "forward");
+  ASSERT_TRUE(via_forward.python_frame);
+  EXPECT_EQ(via_forward.python_frame->function, "forward");
+  const analysis::CallsiteNode& step = via_forward.children.at(0);
+  EXPECT_EQ(step.frame.function, "step");
+  EXPECT_EQ(step.python_frame->function, "forward");
+  EXPECT_EQ(step.python_frame->line, 12);
+
+  // Top-down the root is main, through which all three stacks pass: the largest of those with a
+  // Python frame gives its line; the native-only stack, larger still, has none to give.
+  const auto top_down = analysis::build_callsite_tree(stacks, analysis::TreeDirection::kTopDown);
+  ASSERT_EQ(top_down.size(), 1u);
+  ASSERT_TRUE(top_down[0].python_frame);
+  EXPECT_EQ(top_down[0].python_frame->function, "backward");
+  const auto init = std::find_if(
+      top_down[0].children.begin(), top_down[0].children.end(),
+      [](const analysis::CallsiteNode& node) { return node.frame.function == "init"; });
+  ASSERT_NE(init, top_down[0].children.end());
+  EXPECT_FALSE(init->python_frame);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // test saves a screenshot of the window under the build directory (VRAMTRACE_SCREENSHOT_DIR);
 // docs/viewer.md shows them.
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QMessageBox>
 #include <QProgressBar>
@@ -18,8 +19,10 @@
 
 #include "allocator_trace.h"
 #include "burst_trace.h"
+#include "python_trace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
+#include "viewer/model/marker_layout.h"
 #include "viewer/widgets/callsite_panel.h"
 #include "viewer/widgets/flame_graph_widget.h"
 #include "viewer/widgets/fragmentation_view.h"
@@ -133,15 +136,29 @@ class GuiTest : public QObject {
     QCOMPARE(window_->fragmentation()->map().geometry().bars().size(), std::size_t{1});
     QCOMPARE(report->layout.used_bytes, kMiB / 2 + kMiB + kMiB / 4);
 
-    // The stack panel: choose the first leaf (top-down: main > train_step > backward), whose
-    // stack reads innermost first.
-    QModelIndex leaf = tree.index(0, 0);
-    while (tree.rowCount(leaf) > 0) leaf = tree.index(0, 0, leaf);
-    window_->leaks()->tree()->setCurrentIndex(leaf);
+    // The stack panel: the tree opens bottom-up, so its first leaf is backward > train_step >
+    // main (B2, 1 MiB, the range's largest site), whose stack reads innermost first.
+    QCOMPARE(tree.data(tree.index(0, 0)).toString(), QStringLiteral("backward (train.py:8)"));
+    // Its frames are native (named like Python's, but not Python frames): no Python line column.
+    QVERIFY(window_->leaks()->tree()->isColumnHidden(CallsiteTreeModel::kPythonLine));
+    const auto first_leaf = [&tree] {
+      QModelIndex leaf = tree.index(0, 0);
+      while (tree.rowCount(leaf) > 0) leaf = tree.index(0, 0, leaf);
+      return leaf;
+    };
+    window_->leaks()->tree()->setCurrentIndex(first_leaf());
+    QVERIFY(window_->leaks()->stack_text().startsWith(QStringLiteral("#0 backward (train.py:8)")));
+    QVERIFY(window_->leaks()->stack_text().contains(QStringLiteral("#2 main (train.py:1)")));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_range_leaks")));
+    // Top-down (the direction box), the first leaf is main > train_step > backward: the same
+    // stack, still read innermost first.
+    window_->leaks()->findChildren<QComboBox*>().back()->setCurrentIndex(0);
+    QCOMPARE(window_->leaks()->direction(), analysis::TreeDirection::kTopDown);
+    QCOMPARE(tree.data(tree.index(0, 0)).toString(), QStringLiteral("main (train.py:1)"));
+    window_->leaks()->tree()->setCurrentIndex(first_leaf());
     QVERIFY(window_->leaks()->stack_text().startsWith(QStringLiteral("#0 backward (train.py:8)")));
     QVERIFY(window_->leaks()->stack_text().contains(QStringLiteral("#2 main (train.py:1)")));
 
-    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks")));
     window_->tabs()->setCurrentIndex(1);
     QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_flame_graph")));
     window_->tabs()->setCurrentIndex(2);
@@ -250,6 +267,92 @@ class GuiTest : public QObject {
     QVERIFY(!timeline->drawn_exact());
   }
 
+  // heaptrack's order: the allocation site first, with the user's Python line beside it, its
+  // callers below; the flame graph stays top-down.
+  void the_leak_tree_opens_bottom_up_at_the_allocation_site_with_its_python_line() {
+    const auto path = dir_ / "python.db";
+    QCOMPARE(QString::fromStdString(testing::write_python_trace(path)), QString());
+    open(path);
+    CallsitePanel* panel = window_->leaks();
+    const CallsiteTreeModel& tree = panel->model();
+    QCOMPARE(panel->direction(), analysis::TreeDirection::kBottomUp);
+    QCOMPARE(panel->findChildren<QComboBox*>().back()->currentIndex(), 1);  // "Bottom-up"
+    // The first row: libc10's malloc, where 72 of the 80 MiB leaked came from, with the Python
+    // line of its largest stack (48 MiB through forward; 24 through the optimizer's step).
+    QCOMPARE(tree.rowCount(), 2);
+    const QModelIndex site = tree.index(0, CallsiteTreeModel::kLocation);
+    QCOMPARE(
+        tree.data(site).toString(),
+        QStringLiteral("c10::cuda::CUDACachingAllocator::malloc (CUDACachingAllocator.cpp:1203)"));
+    QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
+             QStringLiteral("model.py:27 in forward"));
+    QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine), Qt::ToolTipRole).toString(),
+             QStringLiteral("/home/user/project/model.py"));
+    QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kBytes)).toString(),
+             QStringLiteral("72.0 MiB"));
+    QCOMPARE(tree.headerData(CallsiteTreeModel::kPythonLine, Qt::Horizontal).toString(),
+             QStringLiteral("Python line"));
+    QVERIFY(!panel->tree()->isColumnHidden(CallsiteTreeModel::kPythonLine));
+    // The cuBLAS workspace's stack has no Python frame: nothing to name.
+    QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kLocation)).toString(),
+             QStringLiteral("cublasLtCreate (cublasLt.cpp:88)"));
+    QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kPythonLine)).toString(), QString());
+    // Its path is open down to that Python line: empty_cuda > empty_memory_format >
+    // THPVariable_empty > forward, each the largest caller, all shown without a click.
+    QModelIndex at = site;
+    for (const char* caller :
+         {"at::native::empty_cuda (EmptyTensor.cpp:48)",
+          "at::_ops::empty_memory_format::call (Operators_0.cpp:3061)",
+          "torch::autograd::THPVariable_empty (python_torch_functions.cpp:412)",
+          "forward (/home/user/project/model.py:27)"}) {
+      QVERIFY2(panel->tree()->isExpanded(at), caller);
+      at = tree.index(0, 0, at);
+      QCOMPARE(tree.data(at).toString(), QString::fromUtf8(caller));
+    }
+    QVERIFY(!panel->tree()->isExpanded(at));  // forward's callers stay closed
+    // That row is chosen: beside the tree, its stack from the allocation site out.
+    QCOMPARE(panel->tree()->currentIndex(), at);
+    QVERIFY2(panel->stack_text().startsWith(
+                 QStringLiteral("#0 c10::cuda::CUDACachingAllocator::malloc")),
+             qPrintable(panel->stack_text()));
+    QVERIFY(panel->stack_text().contains(
+        QStringLiteral("#4 forward (/home/user/project/model.py:27)")));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks")));
+
+    // The flame graph is top-down: its roots are the outermost frames.
+    for (const FlameBox& box : window_->flame_graph()->boxes())
+      if (box.depth == 0) QCOMPARE(box.node->frame.function, std::string("__libc_start_main"));
+    // Top-down is one choice away, and its rows name the Python line too.
+    panel->findChildren<QComboBox*>().back()->setCurrentIndex(0);
+    QCOMPARE(panel->direction(), analysis::TreeDirection::kTopDown);
+    QCOMPARE(tree.data(tree.index(0, 0)).toString(),
+             QStringLiteral("__libc_start_main (libc-start.c:360)"));
+    QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
+             QStringLiteral("model.py:27 in forward"));
+  }
+
+  // A band names its range where the whole name fits, elided where only part of it does, and
+  // not at all where not even a letter does or the band stands for many ranges.
+  void band_labels_fit_their_bands() {
+    const QFontMetricsF metrics(window_->timeline()->font());
+    const QString name = QStringLiteral("optimizer");
+    const double full = metrics.horizontalAdvance(name);
+    const auto band = [](double width, bool merged = false) {
+      MarkerBand b;
+      b.from_x = 10;
+      b.to_x = 10 + width;
+      b.merged = merged;
+      return b;
+    };
+    QCOMPARE(band_label(band(full + 2 * kBandLabelMargin + 1), name, metrics), name);
+    const QString elided = band_label(band(full * 0.6 + 2 * kBandLabelMargin), name, metrics);
+    QVERIFY2(elided.size() >= 2 && elided.endsWith(QChar(0x2026)), qPrintable(elided));
+    QVERIFY(elided.startsWith(QLatin1Char('o')));
+    QVERIFY(metrics.horizontalAdvance(elided) <= full * 0.6);
+    QCOMPARE(band_label(band(2 * kBandLabelMargin + 1), name, metrics), QString());
+    QCOMPARE(band_label(band(full * 3, true), name, metrics), QString());
+  }
+
   void the_stack_panel_shows_source_lines_of_files_on_this_disk() {
     const auto source = dir_ / "model.py";
     std::ofstream(source) << "import torch\n\ndef forward(x):\n    return x.new_empty(1 << 20)\n";
@@ -274,7 +377,7 @@ class GuiTest : public QObject {
 
     CallsitePanel panel;
     panel.set_report(report, TreeSubject::kLeaks, QStringLiteral("test"));
-    panel.set_direction(analysis::TreeDirection::kBottomUp);
+    QCOMPARE(panel.direction(), analysis::TreeDirection::kBottomUp);  // as it opens
     panel.tree()->setCurrentIndex(panel.model().index(0, 0, panel.model().index(0, 0)));
     const QString text = panel.stack_text();
     // Bottom-up, the path to `main` is forward then main: innermost first already.

@@ -13,6 +13,7 @@
 #include "allocator_trace.h"
 #include "analysis/moment.h"
 #include "analysis/time_index.h"
+#include "python_trace.h"
 #include "storage/schema.h"
 #include "storage/trace_writer.h"
 #include "synthetic_trace.h"
@@ -118,6 +119,38 @@ class ModelTest : public QObject {
     QCOMPARE(path.size(), std::size_t{2});
     QCOMPARE(*path[0].function, std::string("init_workspace"));
     QCOMPARE(model.parent(caller), first);
+  }
+
+  // The Python line column: the innermost Python frame of each node's largest Python-driven
+  // stack, empty where no stack through the node has one.
+  void callsite_tree_model_names_the_python_line_of_each_node() {
+    const auto path = dir_ / "python.db";
+    QCOMPARE(QString::fromStdString(testing::write_python_trace(path)), QString());
+    Reference trace(path);
+    QVERIFY(trace.reader);
+    CallsiteTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_roots(analysis::build_leak_tree(analysis::build_leak_report(*trace.reader).groups,
+                                              analysis::TreeDirection::kBottomUp));
+    QCOMPARE(model.total_bytes(), 80 * kMiB);
+    const auto python_line = [&model](const QModelIndex& index) {
+      return model.data(index.siblingAtColumn(CallsiteTreeModel::kPythonLine)).toString();
+    };
+    const QModelIndex site = model.index(0, 0);  // libc10's malloc, 72 MiB
+    QCOMPARE(python_line(site), QStringLiteral("model.py:27 in forward"));
+    QCOMPARE(model
+                 .data(site.siblingAtColumn(CallsiteTreeModel::kPythonLine),
+                       CallsiteTreeModel::kSortRole)
+                 .toString(),
+             QStringLiteral("model.py:27 in forward"));
+    // Below empty_cuda the two stacks part: zeros_like's only caller is the optimizer's step.
+    const QModelIndex empty_cuda = model.index(0, 0, site);
+    QCOMPARE(model.rowCount(empty_cuda), 2);
+    const QModelIndex zeros_like = model.index(1, 0, empty_cuda);
+    QCOMPARE(model.data(zeros_like).toString(),
+             QStringLiteral("at::native::zeros_like (TensorFactories.cpp:1745)"));
+    QCOMPARE(python_line(zeros_like), QStringLiteral("train.py:47 in step"));
+    QCOMPARE(python_line(model.index(1, 0)), QString());  // the cuBLAS workspace: native only
   }
 
   void summary_and_fragmentation_models_pass_the_tester() {

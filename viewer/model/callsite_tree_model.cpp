@@ -85,6 +85,8 @@ QVariant CallsiteTreeModel::data(const QModelIndex& index, int role) const {
       switch (index.column()) {
         case kLocation:
           return frame_label(at->frame);
+        case kPythonLine:
+          return at->python_frame ? python_line_label(*at->python_frame) : QString();
         case kBytes:
           return byte_text(at->bytes);
         case kCount:
@@ -95,6 +97,8 @@ QVariant CallsiteTreeModel::data(const QModelIndex& index, int role) const {
       switch (index.column()) {
         case kLocation:
           return frame_label(at->frame);
+        case kPythonLine:
+          return at->python_frame ? python_line_label(*at->python_frame) : QString();
         case kBytes:
           return QVariant::fromValue<qulonglong>(at->bytes);
         case kCount:
@@ -102,12 +106,18 @@ QVariant CallsiteTreeModel::data(const QModelIndex& index, int role) const {
       }
       break;
     case Qt::ToolTipRole:
+      if (index.column() == kPythonLine) {
+        if (!at->python_frame || !at->python_frame->file) return {};
+        return QString::fromStdString(*at->python_frame->file);
+      }
       if (at->frame.module.empty()) return {};
       return QStringLiteral("%1+0x%2")
           .arg(QString::fromStdString(at->frame.module))
           .arg(at->frame.rel_pc, 0, 16);
     case Qt::TextAlignmentRole:
-      if (index.column() != kLocation) return QVariant(Qt::AlignRight | Qt::AlignVCenter);
+      // The numbers right-aligned; the two texts read from the left.
+      if (index.column() == kBytes || index.column() == kCount)
+        return QVariant(Qt::AlignRight | Qt::AlignVCenter);
       break;
   }
   return {};
@@ -118,6 +128,8 @@ QVariant CallsiteTreeModel::headerData(int section, Qt::Orientation orientation,
   switch (section) {
     case kLocation:
       return tr("Location");
+    case kPythonLine:
+      return tr("Python line");
     case kBytes:
       return tr("Bytes");
     case kCount:

@@ -1,7 +1,9 @@
 // A callsite tree (analysis/callsite_tree.h: top-down or bottom-up) as a Qt item model:
-// columns location, bytes, count. The model owns its nodes; setting new roots resets it.
+// columns location, Python line (the node's python_frame: the user's line that led there),
+// bytes, count. The model owns its nodes; setting new roots resets it.
 //
-// Roles beyond display: Qt::ToolTipRole gives the frame's module and offset, kSortRole the raw
+// Roles beyond display: Qt::ToolTipRole gives the frame's module and offset (on the Python line,
+// its file's path), kSortRole the raw
 // number of a numeric column (for a QSortFilterProxyModel), and stack_at() the frames from the
 // root down to an item (the stack panel shows them with their source lines).
 #pragma once
@@ -18,7 +20,7 @@ class CallsiteTreeModel : public QAbstractItemModel {
   Q_OBJECT
 
  public:
-  enum Column { kLocation, kBytes, kCount, kColumnCount };
+  enum Column { kLocation, kPythonLine, kBytes, kCount, kColumnCount };
   static constexpr int kSortRole = Qt::UserRole + 1;
 
   explicit CallsiteTreeModel(QObject* parent = nullptr);

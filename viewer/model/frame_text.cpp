@@ -18,6 +18,14 @@ QString frame_label(const storage::StackFrame& frame) {
       .arg(frame.rel_pc, 0, 16);
 }
 
+QString python_line_label(const storage::StackFrame& frame) {
+  QString text = QString::fromStdString(
+      frame.file ? std::filesystem::path(*frame.file).filename().string() : std::string("??"));
+  if (frame.line) text += QStringLiteral(":%1").arg(*frame.line);
+  if (frame.function) text += QStringLiteral(" in %1").arg(QString::fromStdString(*frame.function));
+  return text;
+}
+
 QString byte_text(std::uint64_t bytes) {
   return QString::fromStdString(analysis::advice_bytes(bytes));
 }

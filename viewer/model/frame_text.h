@@ -11,6 +11,9 @@ namespace vramtrace::viewer {
 
 // "forward (model.py:42)", "?? (libcuda.so.1+0x2000)", "(no stack)".
 QString frame_label(const storage::StackFrame& frame);
+// A Python frame as the leak tree's "Python line" column names it: "model.py:12 in forward",
+// the file without its folder (the tooltip gives the path).
+QString python_line_label(const storage::StackFrame& frame);
 // "4.0 MiB", "512 B": powers of 1024, one decimal, as the CLI prints sizes in prose.
 QString byte_text(std::uint64_t bytes);
 // "4.0 MiB in 1 allocation", "512 B in 3 allocations", as the CLI counts.

@@ -1,5 +1,6 @@
 #include "viewer/model/marker_layout.h"
 
+#include <QFontMetricsF>
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -46,6 +47,15 @@ MarkerLayout lay_out_markers(const std::vector<TimelineMarker>& markers, const T
     painted[row] = pixel + 1;
   }
   return layout;
+}
+
+QString band_label(const MarkerBand& band, const QString& name, const QFontMetricsF& metrics) {
+  const double room = band.to_x - band.from_x - 2 * kBandLabelMargin;
+  if (band.merged || name.isEmpty() || room <= 0) return {};
+  const QString shown = metrics.elidedText(name, Qt::ElideRight, room);
+  // Elided to the ellipsis alone (or to nothing): that names nothing.
+  if (shown != name && shown.size() < 2) return {};
+  return shown;
 }
 
 }  // namespace vramtrace::viewer

@@ -9,6 +9,7 @@
 #include <QSplitter>
 #include <QTreeView>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "viewer/model/frame_text.h"
 #include "viewer/model/source_excerpt.h"
@@ -30,14 +31,22 @@ CallsitePanel::CallsitePanel(QWidget* parent)
   });
   direction_box_->addItem(tr("Top-down (callers first)"));
   direction_box_->addItem(tr("Bottom-up (allocating functions first)"));
+  direction_box_->setCurrentIndex(direction_ == analysis::TreeDirection::kTopDown ? 0 : 1);
   connect(direction_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
     set_direction(index == 0 ? analysis::TreeDirection::kTopDown
                              : analysis::TreeDirection::kBottomUp);
   });
   tree_->setModel(model_);
   tree_->setUniformRowHeights(true);
+  // A PyTorch stack is 20 and more frames deep, and the first row's path is opened to its Python
+  // line: a narrower step leaves the frames room.
+  tree_->setIndentation(12);
   tree_->header()->setStretchLastSection(false);
   tree_->header()->setSectionResizeMode(CallsiteTreeModel::kLocation, QHeaderView::Stretch);
+  // The frame's text has what the other columns leave.
+  for (const int column :
+       {CallsiteTreeModel::kPythonLine, CallsiteTreeModel::kBytes, CallsiteTreeModel::kCount})
+    tree_->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
   connect(tree_->selectionModel(), &QItemSelectionModel::currentChanged, this,
           [this](const QModelIndex& current) { show_stack(current); });
   stack_->setReadOnly(true);
@@ -90,8 +99,52 @@ void CallsitePanel::set_direction(analysis::TreeDirection direction) {
 void CallsitePanel::rebuild() {
   model_->set_roots(report_ ? analysis::build_leak_tree(report_->groups, direction_)
                             : std::vector<analysis::CallsiteNode>{});
+  // Every stack passes through a root, so a root without a Python line means no stack under it
+  // has one; a trace without any Python frame has no column for them.
+  const std::vector<analysis::CallsiteNode>& roots = model_->roots();
+  tree_->setColumnHidden(
+      CallsiteTreeModel::kPythonLine,
+      std::none_of(roots.begin(), roots.end(), [](const analysis::CallsiteNode& root) {
+        return root.python_frame.has_value();
+      }));
   tree_->expandToDepth(1);
   stack_->clear();
+  open_first_path();
+}
+
+namespace {
+
+bool same_line(const storage::StackFrame& a, const storage::StackFrame& b) {
+  return a.language == b.language && a.function == b.function && a.file == b.file &&
+         a.line == b.line;
+}
+
+}  // namespace
+
+void CallsitePanel::open_first_path() {
+  const QModelIndex first = model_->index(0, 0);
+  if (!first.isValid()) return;
+  // Down the path of the first row's largest Python-driven stack (the child that keeps the same
+  // Python line), until the row of that line itself; bounded, as a stack is.
+  constexpr int kMostOpened = 256;
+  QModelIndex at = first;
+  for (int depth = 0; depth < kMostOpened; ++depth) {
+    const analysis::CallsiteNode* node = model_->node(at);
+    if (!node->python_frame || same_line(node->frame, *node->python_frame)) break;
+    QModelIndex next;
+    for (int row = 0; row < model_->rowCount(at) && !next.isValid(); ++row) {
+      const QModelIndex child = model_->index(row, 0, at);
+      const analysis::CallsiteNode* candidate = model_->node(child);
+      if (candidate->python_frame && same_line(*candidate->python_frame, *node->python_frame))
+        next = child;
+    }
+    if (!next.isValid()) break;
+    tree_->expand(at);
+    at = next;
+  }
+  // The row reached (that Python line's, where there is one) is chosen: beside the tree, the
+  // stack from the first row to it, innermost first, with its source lines.
+  tree_->setCurrentIndex(at);
 }
 
 QString CallsitePanel::stack_text() const {

@@ -1,6 +1,10 @@
 // The leak tree: a callsite tree of a leak report (the whole trace's leaks, a range's, or what
-// was live at the peak), top-down or bottom-up, and beside it the stack of the chosen node with the
-// source lines of each frame whose file is on this disk.
+// was live at the peak), and beside it the stack of the chosen node with the source lines of each
+// frame whose file is on this disk. It opens bottom-up, as heaptrack's does: the allocation site
+// first, with the Python line that led there beside it, then its callers; the first row's path
+// is opened down to that Python line's row, which is chosen (its stack shown). Top-down is the
+// direction box's other choice. Where no stack has a Python frame the Python line column is
+// hidden.
 #pragma once
 
 #include <QWidget>
@@ -27,6 +31,7 @@ class CallsitePanel : public QWidget {
   void set_report(std::shared_ptr<const analysis::LeakReport> report, TreeSubject subject,
                   const QString& what);
   void set_direction(analysis::TreeDirection direction);
+  analysis::TreeDirection direction() const { return direction_; }
 
   const CallsiteTreeModel& model() const { return *model_; }
   QTreeView* tree() const { return tree_; }
@@ -37,10 +42,11 @@ class CallsitePanel : public QWidget {
 
  private:
   void rebuild();
+  void open_first_path();
   void show_stack(const QModelIndex& index);
 
   std::shared_ptr<const analysis::LeakReport> report_;
-  analysis::TreeDirection direction_ = analysis::TreeDirection::kTopDown;
+  analysis::TreeDirection direction_ = analysis::TreeDirection::kBottomUp;
   CallsiteTreeModel* model_;
   QLabel* heading_;
   QComboBox* subject_box_;

@@ -1,5 +1,6 @@
 #include "viewer/widgets/timeline_widget.h"
 
+#include <QFontMetricsF>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QWheelEvent>
@@ -217,7 +218,7 @@ void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
 void TimelineWidget::paint_markers(QPainter& painter, const QRect& plot) const {
   painter.save();
   painter.setClipRect(QRect(plot.left(), 0, plot.width(), height()));
-  const QFontMetrics metrics = painter.fontMetrics();
+  const QFontMetricsF metrics(painter.font());
   const MarkerLayout layout = lay_out_markers(overview_->markers, axis_, kBandRows);
   for (const MarkerLine& mark : layout.marks) {
     painter.setPen(QPen(marker_color(mark.marker->color, 0).darker(150), 1, Qt::DotLine));
@@ -229,10 +230,10 @@ void TimelineWidget::paint_markers(QPainter& painter, const QRect& plot) const {
     const QRectF area(plot.left() + band.from_x, band.row * kBandHeight + 1,
                       band.to_x - band.from_x, kBandHeight - 2);
     painter.fillRect(area, marker_color(band.marker->color, band.row));
-    if (band.merged || area.width() < 24) continue;  // no room for a name
-    const QString name = QString::fromStdString(band.marker->name);
-    if (area.width() > metrics.horizontalAdvance(name) + 4)
-      painter.drawText(area.adjusted(2, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, name);
+    const QString label = band_label(band, QString::fromStdString(band.marker->name), metrics);
+    if (!label.isEmpty())
+      painter.drawText(area.adjusted(kBandLabelMargin, 0, -kBandLabelMargin, 0),
+                       Qt::AlignLeft | Qt::AlignVCenter, label);
   }
   for (const OomFlag& oom : ooms_ ? *ooms_ : std::vector<OomFlag>{}) {
     const double x = plot_x(oom.time_ns);
