@@ -20,12 +20,14 @@
 #include <vector>
 
 #include "analysis/gate_spec.h"
+#include "analysis/run_digest.h"
 #include "analysis/time_index.h"
 #include "cli/gate_command.h"
 #include "collector/recording.h"
 #include "install_layout.h"
 #include "progress_line.h"
 #include "ring_size.h"
+#include "run_digest_text.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 
@@ -59,16 +61,24 @@ volatile sig_atomic_t g_child_pid = 0;
 // Completes the finished trace's time index (storage/time_index.h) now, while the machine is
 // the recording's, so that the first report over time, and the viewer's first picture, do not
 // wait for it: what the writer kept up as rows arrived is read, and the rest built (the
-// rollups: about 0.3 us per allocation). A trace that cannot be indexed is still whole: the
-// first report that needs the index tries again.
-void index_trace(const std::string& path) {
+// rollups: about 0.3 us per allocation). Then says what the trace holds, from that index. A
+// trace that cannot be indexed is still whole: the first report that needs the index tries
+// again.
+void index_and_digest(const std::string& path, std::int64_t allocations) {
   try {
     storage::OpenFailure failure;
     const auto trace = storage::TraceReader::open(path, &failure);
     if (!trace) throw std::runtime_error(failure.message);
-    ProgressLine progress("vramtrace: indexing " + path + " by time");
-    analysis::open_time_index(*trace);
+    std::unique_ptr<storage::TimeIndex> index;
+    {
+      ProgressLine progress("vramtrace: indexing " + path + " by time");
+      index = analysis::open_time_index(*trace);
+    }
+    std::fprintf(stderr, "%s",
+                 run_digest_text(path, allocations, analysis::digest_run(*trace, *index)).c_str());
   } catch (const std::exception& error) {
+    std::fprintf(stderr, "vramtrace: recorded %lld allocation(s) in %s\n",
+                 static_cast<long long>(allocations), path.c_str());
     std::fprintf(stderr, "vramtrace: note: %s was not indexed by time (%s); reports will do it\n",
                  path.c_str(), error.what());
   }
@@ -391,10 +401,15 @@ int run(RunOptions& options) {
     // The command's status still wins: it is what a wrapper must pass through.
     return status_of(status) != 0 ? status_of(status) : kUsageError;
   }
-  if (options.index) index_trace(output);
-  std::fprintf(stderr, "vramtrace: %lld allocation(s) from %lld process(es) recorded in %s\n",
-               static_cast<long long>(recorded.allocations),
-               static_cast<long long>(recorded.processes), output.c_str());
+  if (options.index) {
+    index_and_digest(output, recorded.allocations);
+  } else {
+    std::fprintf(stderr,
+                 "vramtrace: recorded %lld allocation(s) from %lld process(es) in %s (--no-index: "
+                 "the first report indexes it)\n",
+                 static_cast<long long>(recorded.allocations),
+                 static_cast<long long>(recorded.processes), output.c_str());
+  }
   return status_of(status);
 }
 

@@ -615,6 +615,23 @@ std::vector<std::int64_t> TraceReader::upids_with_gpu_events() const {
   return upids;
 }
 
+std::map<std::pair<std::int64_t, int>, std::uint64_t> TraceReader::failures_by_process_and_kind(
+    int result) const {
+  // CROSS JOIN keeps the sites outermost: the few that failed, then their allocations by the
+  // site index, rather than a scan of every allocation.
+  Statement statement = impl_->prepare(
+      "SELECT a.upid, s.kind, count(*) FROM allocation_site AS s"
+      " CROSS JOIN allocation_compact AS a ON a.site_id = s.id WHERE s.result = ?1"
+      " GROUP BY a.upid, s.kind");
+  statement.bind_int64(1, result);
+  std::map<std::pair<std::int64_t, int>, std::uint64_t> counts;
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "allocation", {0, 1, 2}, {1});
+    counts[{row.int64(0), row.int32(1)}] = row.uint64(2);
+  });
+  return counts;
+}
+
 std::vector<MarkerRecord> TraceReader::markers() const {
   Statement statement = impl_->prepare(
       "SELECT id, upid, utid, type, source, domain, name, start_seq, start_ns, depth, parent_id, "

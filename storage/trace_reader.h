@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/trace_rows.h"
@@ -137,6 +138,10 @@ class TraceReader {
   // free, or a marker of the program's own (not the shim's). By upid. Cheap: one index
   // search per process found, not a scan of the allocations.
   std::vector<std::int64_t> upids_with_gpu_events() const;
+  // Failed allocations that returned `result` (cudaErrorMemoryAllocation: 2), per upid and
+  // kind. Found through the allocation sites that failed so, not by a scan of the allocations.
+  std::map<std::pair<std::int64_t, int>, std::uint64_t> failures_by_process_and_kind(
+      int result) const;
   // Marks and ranges, in (upid, start_seq) order.
   std::vector<MarkerRecord> markers() const;
 

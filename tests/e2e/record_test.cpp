@@ -119,6 +119,54 @@ TEST_F(RecordTest, LeakReportListsExactlyThePlantedLeaksWithTheirLines) {
   }
 }
 
+// run's last lines say what a person wants next: the process that used the GPU, its peak, what
+// it leaked with the line of the largest leak, its failures, and the commands that show more.
+TEST_F(RecordTest, TheRunsLastLinesSayWhatItRecorded) {
+  const std::vector<PlantedLeak> planted = planted_leaks();
+  ASSERT_FALSE(planted.empty());
+  std::int64_t bytes = 0, count = 0;
+  for (const PlantedLeak& p : planted) {
+    bytes += p.bytes;
+    count += p.count;
+  }
+  const PlantedLeak largest = *std::max_element(
+      planted.begin(), planted.end(),
+      [](const PlantedLeak& a, const PlantedLeak& b) { return a.bytes < b.bytes; });
+  ProcessResult run = record(trace(), {LEAKY_BIN});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  std::vector<std::string> lines;
+  std::istringstream err(run.err);
+  for (std::string line; std::getline(err, line);) {
+    if (line.starts_with("vramtrace:")) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 3u) << run.err;
+  EXPECT_TRUE(std::regex_match(lines[0],
+                               std::regex(R"(vramtrace: recorded \d+ allocations in )" + trace())))
+      << lines[0];
+  const auto mib = [](std::int64_t b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(b) / (1 << 20));
+    return std::string(text);
+  };
+  const std::string process = std::regex_replace(lines[1], std::regex(R"(pid \d+)"), "pid N");
+  EXPECT_EQ(process, "vramtrace:   pid N leaky: peak 8.0 MiB on device 0; leaked " + mib(bytes) +
+                         " in " + std::to_string(count) + " allocations at its end, most (" +
+                         mib(largest.bytes) + ") from leaky.cpp:" + std::to_string(largest.line) +
+                         " in fill_cache; 1 out-of-memory failure");
+  EXPECT_EQ(lines[2], "vramtrace: more: vramtrace leaks " + trace() + ", vramtrace oom " + trace() +
+                          ", vramtrace summary " + trace());
+
+  // Without the index, no report is read: one line says so.
+  ProcessOptions no_index;
+  no_index.argv = {VRAMTRACE_BIN,         "run", "--no-index", "-o",
+                   trace() + ".no-index", "--",  LEAKY_BIN};
+  ProcessResult unindexed = run_process(no_index);
+  ASSERT_EQ(unindexed.exit_code(), 0) << unindexed.err;
+  EXPECT_NE(unindexed.err.find("(--no-index: the first report indexes it)"), std::string::npos)
+      << unindexed.err;
+  EXPECT_EQ(unindexed.err.find("vramtrace: more:"), std::string::npos) << unindexed.err;
+}
+
 TEST_F(RecordTest, FailedAllocationIsInTheTraceWithItsErrorAndIsNoLeak) {
   ProcessResult run = record(trace(), {LEAKY_BIN});
   ASSERT_EQ(run.exit_code(), 0) << run.err;
@@ -955,6 +1003,7 @@ TEST_F(RecordTest, AJobThroughAShellIsSummedUpAsItsOneGpuProcess) {
       std::string("for i in $(seq 30); do /bin/true; done; exec env ") + LEAKY_BIN;
   ProcessResult run = record(trace(), {"/bin/sh", "-c", script});
   ASSERT_EQ(run.exit_code(), 0) << run.err;
+  EXPECT_NE(run.err.find("; 1 of 32 processes used the GPU\n"), std::string::npos) << run.err;
 
   ProcessResult summary = run_process({.argv = {VRAMTRACE_BIN, "summary", trace()}});
   ASSERT_EQ(summary.exit_code(), 0) << summary.err;

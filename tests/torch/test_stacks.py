@@ -27,7 +27,7 @@ class StacksTest(TempDirTest):
     def setUpClass(cls) -> None:
         super().setUpClass()
         cls.trace = cls.path("module.db")
-        torch_run.record(cls.trace, torch_run.python(SCRIPT))
+        cls.recording = torch_run.record(cls.trace, torch_run.python(SCRIPT))
         cls.leaks = torch_run.report("leaks", cls.trace, "--at", "done")["leaks"]
 
     def python_stack(self, innermost_file_suffix: str, line: int = 0) -> List[Dict[str, Any]]:
@@ -117,6 +117,21 @@ class StacksTest(TempDirTest):
                             for f in folded), folded)
         self.assertFalse(any(f.get("folded") for f in stack
                              if f["language"] == "python" and f["function"] == "Residual.forward"))
+
+    def test_the_runs_last_lines_name_the_users_line(self) -> None:
+        """`vramtrace run` ends on the process, its peak, and the user's line of its largest
+        leak: the kept tensors, held when the interpreter began to finalize (torch's own
+        Python frames, like nn.functional's, are skipped for the program's)."""
+        lines = [line for line in self.recording.stderr.splitlines() if line.startswith("vramtrace:")]
+        self.assertEqual(len(lines), 3, self.recording.stderr)
+        residual = torch_run.planted_line(SCRIPT, "residual output")
+        norm = torch_run.planted_line(SCRIPT, "kept norm output")
+        self.assertRegex(lines[1], r"^vramtrace:   pid \d+ python[0-9.]*: peak [0-9.]+ MiB on device 0 "
+                                   r"\([0-9.]+ MiB in blocks\); leaked 2\.0 MiB in 2 blocks at its end, "
+                                   rf"most \(1\.0 MiB\) from module_leak\.py:({residual} in "
+                                   rf"Residual\.forward|{norm} in collect)$")
+        self.assertEqual(lines[2], f"vramtrace: more: vramtrace leaks {self.trace}, "
+                                   f"vramtrace summary {self.trace}")
 
 
 if __name__ == "__main__":

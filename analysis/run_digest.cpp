@@ -1,0 +1,74 @@
+#include "analysis/run_digest.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "analysis/leak_report.h"
+#include "analysis/live_bytes_rollups.h"
+#include "analysis/oom_report.h"
+#include "analysis/process_chains.h"
+
+namespace vramtrace::analysis {
+
+namespace {
+
+// A file of an installed package (torch's own Python, say), not the program's.
+bool in_installed_package(const storage::StackFrame& frame) {
+  const std::string_view file = frame.file ? std::string_view(*frame.file) : "";
+  return file.find("/site-packages/") != std::string_view::npos ||
+         file.find("/dist-packages/") != std::string_view::npos;
+}
+
+}  // namespace
+
+const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack) {
+  const storage::StackFrame* python = nullptr;
+  for (const storage::StackFrame& frame : stack) {
+    if (frame.language != storage::FrameLanguage::kPython) continue;
+    if (!in_installed_package(frame)) return &frame;
+    if (python == nullptr) python = &frame;
+  }
+  if (python != nullptr) return python;
+  return stack.empty() ? nullptr : &stack.front();
+}
+
+RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex& index) {
+  const std::vector<ProcessChain> chains =
+      chain_processes(trace.processes(), trace.upids_with_gpu_events());
+  const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  const std::vector<storage::LiveBytesPeak> peaks = index.peaks();
+  const auto out_of_memory = trace.failures_by_process_and_kind(kOutOfMemoryResult);
+  RunDigest digest;
+  digest.processes = chains.size();
+  for (const ProcessChain* chain : gpu_processes(chains).gpu) {
+    ProcessDigest& p = digest.gpu.emplace_back();
+    p.process = chain->process();
+    const std::int64_t upid = p.process.start.upid;
+    p.allocator_events = with_allocator.contains(upid);
+    for (const storage::LiveBytesPeak& peak : peaks) {
+      if (peak.upid != upid || peak.group != kPeakGroupDeviceMemory || peak.bytes <= p.peak_bytes)
+        continue;
+      p.peak_device = peak.device;
+      p.peak_bytes = peak.bytes;
+    }
+    for (const storage::LiveBytesPeak& peak : peaks) {
+      if (peak.upid == upid && peak.group == kPeakGroupBlocks && p.peak_device == peak.device)
+        p.peak_block_bytes = peak.bytes;
+    }
+    LeakReportOptions options;
+    options.processes = std::set<std::int64_t>{upid};
+    const LeakReport leaks = build_leak_report_at_end(trace, &index, options);
+    p.leaked_bytes = leaks.total_bytes;
+    p.leaked_count = leaks.total_count;
+    if (!leaks.groups.empty()) {
+      p.top_leak_bytes = leaks.groups.front().bytes;
+      p.top_leak_stack = leaks.groups.front().stack;
+    }
+    for (const auto& [key, count] : out_of_memory) {
+      if (key.first == upid) p.out_of_memory += count;
+    }
+  }
+  return digest;
+}
+
+}  // namespace vramtrace::analysis

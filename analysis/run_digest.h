@@ -1,0 +1,46 @@
+// What a recording holds, in the few numbers a person wants at the end of a job's log (what
+// `vramtrace run` says last): which processes used the GPU and, for each, its peak, what it
+// still held when its program ended and where most of that was made, and its out-of-memory
+// failures. Read from the time index the run just completed, so its cost follows the
+// processes and what was live at the end, not the length of the trace.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "storage/time_index.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+struct ProcessDigest {
+  storage::ProcessRecord process;  // the image that names it (process_chains.h)
+  bool allocator_events = false;   // the leaks below are blocks (tensors)
+  // The device with the most device memory in use at once, and that peak; with allocator
+  // events also the most bytes in live blocks on it. Unset: no device memory was used.
+  std::optional<int> peak_device;
+  std::uint64_t peak_bytes = 0, peak_block_bytes = 0;
+  // Live at the program's end, at the block level (as `leaks` reports by default), and the
+  // largest group's share and stack.
+  std::uint64_t leaked_bytes = 0, leaked_count = 0;
+  std::uint64_t top_leak_bytes = 0;
+  std::vector<storage::StackFrame> top_leak_stack;  // innermost first; empty: no stack or leak
+  std::uint64_t out_of_memory = 0;  // failed allocations that returned out of memory
+};
+
+struct RunDigest {
+  std::size_t processes = 0;       // as people count them: one per pid's exec chain
+  std::vector<ProcessDigest> gpu;  // those that recorded GPU events, in order of start
+};
+
+RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex& index);
+
+// The line of a stack a person reads first: its innermost Python frame outside installed
+// packages (site-packages, dist-packages: torch's own Python), else its innermost Python frame,
+// else its innermost frame. Null for an empty stack.
+const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack);
+
+}  // namespace vramtrace::analysis

@@ -1,0 +1,114 @@
+#include "cli/run_digest_text.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+#include "analysis/process_chains.h"
+#include "text/text_style.h"
+
+namespace vramtrace::cli {
+namespace {
+
+using text::count_of;
+using text::format_bytes;
+
+// Enough for a job's ranks on one node; the summary lists them all.
+constexpr std::size_t kProcessesShown = 8;
+
+std::string base_name(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A C++ function's name without its parameters and anonymous namespaces, for a line that
+// names it: "fill_cache" for "(anonymous namespace)::fill_cache(std::vector<void*>&)".
+std::string short_function(std::string name) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)::";
+  for (std::size_t at; (at = name.find(kAnonymous)) != std::string::npos;)
+    name.erase(at, kAnonymous.size());
+  if (const std::size_t open = name.find('('); open != std::string::npos && open > 0)
+    name.resize(open);
+  return name;
+}
+
+// "train.py:23 in Residual.forward", or "fill_cache (libfoo.so)" without line information.
+std::string where(const storage::StackFrame& frame) {
+  const std::string function = short_function(frame.function.value_or("??"));
+  if (frame.file && frame.line)
+    return fmt::format("{}:{} in {}", base_name(*frame.file), *frame.line, function);
+  return fmt::format("{} ({})", function, base_name(frame.module));
+}
+
+std::string process_line(const analysis::ProcessDigest& p) {
+  std::vector<std::string> parts;
+  if (p.peak_device) {
+    std::string peak =
+        fmt::format("peak {} on device {}", format_bytes(p.peak_bytes), *p.peak_device);
+    if (p.allocator_events)
+      peak += fmt::format(" ({} in blocks)", format_bytes(p.peak_block_bytes));
+    parts.push_back(std::move(peak));
+  }
+  if (p.leaked_count == 0) {
+    parts.emplace_back("nothing leaked");
+  } else {
+    const std::string unit = p.allocator_events ? "block" : "allocation";
+    std::string leak = fmt::format("leaked {} in {} at its end", format_bytes(p.leaked_bytes),
+                                   count_of(p.leaked_count, unit, unit + "s"));
+    if (const storage::StackFrame* line = analysis::first_line_of(p.top_leak_stack))
+      leak += fmt::format(", most ({}) from {}", format_bytes(p.top_leak_bytes), where(*line));
+    parts.push_back(std::move(leak));
+  }
+  if (p.out_of_memory != 0)
+    parts.push_back(count_of(p.out_of_memory, "out-of-memory failure", "out-of-memory failures"));
+  return fmt::format("pid {} {}: {}", p.process.start.pid, analysis::image_name(p.process),
+                     fmt::join(parts, "; "));
+}
+
+// The path as a shell reads it back: quoted where it holds anything but the usual characters.
+std::string shell_word(const std::string& path) {
+  const bool plain = !path.empty() && path.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_./-+:=,@%") == std::string::npos;
+  if (plain) return path;
+  std::string quoted = "'";
+  for (const char c : path) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+}  // namespace
+
+std::string run_digest_text(const std::string& trace_path, std::int64_t allocations,
+                            const analysis::RunDigest& digest) {
+  std::string text = fmt::format(
+      "vramtrace: recorded {} in {}",
+      count_of(static_cast<std::uint64_t>(allocations), "allocation", "allocations"), trace_path);
+  if (digest.gpu.empty()) {
+    return text + fmt::format("; no process used the GPU ({} ran)\n",
+                              count_of(digest.processes, "process", "processes"));
+  }
+  if (digest.processes > 1) {
+    text += fmt::format("; {} of {} used the GPU", digest.gpu.size(),
+                        count_of(digest.processes, "process", "processes"));
+  }
+  text += "\n";
+  bool leaked = false, out_of_memory = false;
+  for (std::size_t i = 0; i < digest.gpu.size(); ++i) {
+    const analysis::ProcessDigest& p = digest.gpu[i];
+    leaked = leaked || p.leaked_count != 0;
+    out_of_memory = out_of_memory || p.out_of_memory != 0;
+    if (i < kProcessesShown) text += "vramtrace:   " + process_line(p) + "\n";
+  }
+  if (digest.gpu.size() > kProcessesShown)
+    text += fmt::format("vramtrace:   ... and {} more (vramtrace summary)\n",
+                        digest.gpu.size() - kProcessesShown);
+  const std::string file = shell_word(trace_path);
+  std::vector<std::string> more;
+  if (leaked) more.push_back("vramtrace leaks " + file);
+  if (out_of_memory) more.push_back("vramtrace oom " + file);
+  more.push_back("vramtrace summary " + file);
+  return text + fmt::format("vramtrace: more: {}\n", fmt::join(more, ", "));
+}
+
+}  // namespace vramtrace::cli
