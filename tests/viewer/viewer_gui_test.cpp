@@ -6,6 +6,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
+#include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
@@ -20,6 +21,7 @@
 #include "allocator_trace.h"
 #include "burst_trace.h"
 #include "python_trace.h"
+#include "shell_trace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
 #include "viewer/model/marker_layout.h"
@@ -329,6 +331,28 @@ class GuiTest : public QObject {
              QStringLiteral("__libc_start_main (libc-start.c:360)"));
     QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
              QStringLiteral("model.py:27 in forward"));
+  }
+
+  // The map's process box lists the processes that recorded GPU memory, and says how many
+  // others the job ran.
+  void the_process_box_lists_only_processes_that_recorded_gpu_memory() {
+    const auto path = dir_ / "shell.db";
+    QCOMPARE(QString::fromStdString(testing::write_shell_trace(path)), QString());
+    open(path);
+    window_->tabs()->setCurrentIndex(2);
+    FragmentationView* view = window_->fragmentation();
+    QCOMPARE(view->process_box()->count(), 1);
+    QCOMPARE(view->process_box()->itemText(0),
+             QStringLiteral("pid 8000 python3.11 (no allocator)"));
+    QCOMPARE(view->process_box()->currentIndex(), 0);
+    QVERIFY(view->others_label()->isVisible());
+    QCOMPARE(view->others_label()->text(),
+             QStringLiteral("3 other processes recorded no GPU memory"));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_process_box")));
+    // Every process of the allocator trace recorded GPU memory: nothing to say.
+    open(allocator_);
+    QCOMPARE(view->process_box()->count(), 2);
+    QVERIFY(!view->others_label()->isVisible());
   }
 
   // A band names its range where the whole name fits, elided where only part of it does, and

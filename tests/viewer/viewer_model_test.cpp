@@ -14,6 +14,7 @@
 #include "analysis/moment.h"
 #include "analysis/time_index.h"
 #include "python_trace.h"
+#include "shell_trace.h"
 #include "storage/schema.h"
 #include "storage/trace_writer.h"
 #include "synthetic_trace.h"
@@ -151,6 +152,42 @@ class ModelTest : public QObject {
              QStringLiteral("at::native::zeros_like (TensorFactories.cpp:1745)"));
     QCOMPARE(python_line(zeros_like), QStringLiteral("train.py:47 in step"));
     QCOMPARE(python_line(model.index(1, 0)), QString());  // the cuBLAS workspace: native only
+  }
+
+  // A job started through a shell: the map's process box and the summary list the one process
+  // that recorded GPU memory (named by its python3.11 image, not the bash it exec'd from), and
+  // count the three that recorded nothing.
+  void process_lists_leave_out_processes_that_recorded_no_gpu_memory() {
+    const auto path = dir_ / "shell.db";
+    QCOMPARE(QString::fromStdString(testing::write_shell_trace(path)), QString());
+    TraceController controller;
+    controller.open(QString::fromStdString(path.string()));
+    QVERIFY(wait_loaded(controller));
+    const TraceOverview& overview = *controller.overview();
+    QCOMPARE(overview.processes.size(), std::size_t{1});
+    QCOMPARE(overview.processes[0].upid, testing::kShellTraceGpuUpid);
+    QCOMPARE(overview.processes[0].pid, testing::kShellTracePid);
+    QCOMPARE(overview.processes[0].name, std::string("python3.11"));
+    QCOMPARE(overview.other_processes, std::size_t{3});
+    QCOMPARE(*overview.map_upid, testing::kShellTraceGpuUpid);
+
+    QStandardItemModel summary;
+    fill_summary_model(path.string(), *controller.summary(), *controller.leaks_at_end(),
+                       overview.timeline.start_ns, &summary);
+    QCOMPARE(value_of(summary, QStringLiteral("Processes")), QStringLiteral("1"));
+    const QStandardItem* processes = summary.findItems(QStringLiteral("Processes")).front();
+    QCOMPARE(processes->rowCount(), 2);
+    QCOMPARE(processes->child(0, 0)->text(), QStringLiteral("pid 8000 /usr/bin/python3.11"));
+    QCOMPARE(processes->child(0, 1)->text(), QStringLiteral("exited 0"));
+    QCOMPARE(processes->child(1, 0)->text(), QStringLiteral("3 other processes"));
+    QCOMPARE(processes->child(1, 1)->text(), QStringLiteral("recorded no GPU memory"));
+
+    // Where every process recorded GPU memory, every one is listed and none is left out.
+    TraceController every;
+    every.open(QString::fromStdString(allocator_.string()));
+    QVERIFY(wait_loaded(every));
+    QCOMPARE(every.overview()->processes.size(), std::size_t{2});
+    QCOMPARE(every.overview()->other_processes, std::size_t{0});
   }
 
   void summary_and_fragmentation_models_pass_the_tester() {

@@ -61,15 +61,33 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
   if (summary.vramtrace_version)
     add_row(model, trace, QObject::tr("Recorded by vramtrace"), text(*summary.vramtrace_version));
 
-  QStandardItem* processes =
-      add_row(model, nullptr, QObject::tr("Processes"), QString::number(summary.processes.size()));
-  for (const storage::ProcessRecord& process : summary.processes) {
-    QString how = process.end.signal ? QObject::tr("killed by signal %1").arg(*process.end.signal)
-                  : process.end.exit_status ? QObject::tr("exited %1").arg(*process.end.exit_status)
-                                            : QObject::tr("no exit recorded");
-    if (process.start.rank) how += QObject::tr(", rank %1").arg(*process.start.rank);
-    add_row(model, processes,
-            QStringLiteral("pid %1 %2").arg(process.start.pid).arg(text(process.start.exe)), how);
+  // The processes that recorded GPU memory (one row per exec chain, named by its image that did,
+  // ended as its last image did), as `vramtrace summary` lists them; every process when none did.
+  const analysis::GpuProcesses gpu = analysis::gpu_processes(summary.chains);
+  const auto add_process = [&](QStandardItem* parent, const storage::ProcessRecord& named,
+                               const storage::ProcessRecord& last) {
+    QString how = last.end.signal        ? QObject::tr("killed by signal %1").arg(*last.end.signal)
+                  : last.end.exit_status ? QObject::tr("exited %1").arg(*last.end.exit_status)
+                                         : QObject::tr("no exit recorded");
+    if (named.start.rank) how += QObject::tr(", rank %1").arg(*named.start.rank);
+    add_row(model, parent,
+            QStringLiteral("pid %1 %2").arg(named.start.pid).arg(text(named.start.exe)), how);
+  };
+  if (gpu.gpu.empty()) {
+    QStandardItem* processes = add_row(model, nullptr, QObject::tr("Processes"),
+                                       QString::number(summary.processes.size()));
+    for (const storage::ProcessRecord& process : summary.processes)
+      add_process(processes, process, process);
+  } else {
+    QStandardItem* processes =
+        add_row(model, nullptr, QObject::tr("Processes"), QString::number(gpu.gpu.size()));
+    for (const analysis::ProcessChain* chain : gpu.gpu)
+      add_process(processes, chain->process(), chain->images.back());
+    if (gpu.others != 0)
+      add_row(model, processes,
+              gpu.others == 1 ? QObject::tr("1 other process")
+                              : QObject::tr("%1 other processes").arg(gpu.others),
+              QObject::tr("recorded no GPU memory"));
   }
 
   QStandardItem* kinds = add_row(model, nullptr, QObject::tr("Memory by kind"));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/oom_report.h"
+#include "analysis/process_chains.h"
 
 namespace vramtrace::viewer {
 namespace {
@@ -44,11 +45,32 @@ TraceOverview load_overview(const storage::TraceReader& trace, const storage::Ti
       overview.markers.begin(), overview.markers.end(),
       [](const TimelineMarker& a, const TimelineMarker& b) { return a.start_ns < b.start_ns; });
 
+  // The processes that recorded GPU memory, as the reports speak of them; all, when none did.
+  const std::vector<analysis::ProcessChain> chains =
+      analysis::chain_processes(trace.processes(), trace.upids_with_gpu_events());
+  const analysis::GpuProcesses gpu = analysis::gpu_processes(chains);
+  std::vector<const storage::ProcessRecord*> listed;
+  for (const analysis::ProcessChain* chain : gpu.gpu)
+    for (const storage::ProcessRecord& image : chain->images)
+      if (std::find(chain->gpu_images.begin(), chain->gpu_images.end(), image.start.upid) !=
+          chain->gpu_images.end())
+        listed.push_back(&image);
+  if (listed.empty()) {
+    for (const analysis::ProcessChain& chain : chains)
+      for (const storage::ProcessRecord& image : chain.images) listed.push_back(&image);
+  } else {
+    overview.other_processes = gpu.others;
+  }
+  std::sort(listed.begin(), listed.end(),
+            [](const auto* a, const auto* b) { return a->start.upid < b->start.upid; });
+
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
-  for (const storage::ProcessRecord& process : trace.processes()) {
+  for (const storage::ProcessRecord* listed_process : listed) {
+    const storage::ProcessRecord& process = *listed_process;
     MapProcess& added = overview.processes.emplace_back();
     added.upid = process.start.upid;
     added.pid = process.start.pid;
+    added.name = analysis::image_name(process);
     added.allocator_events = with_allocator.contains(process.start.upid);
     std::set<int> devices;
     for (const analysis::TimelineSeries& series : overview.timeline.series)

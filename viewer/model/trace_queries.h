@@ -54,6 +54,7 @@ struct OomFlag {
 struct MapProcess {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
+  std::string name;               // the executable's (analysis::image_name): "python3.11"
   bool allocator_events = false;  // else its map has no segments, only raw allocations
   std::vector<int> devices;       // that its timeline has series of, ascending
 };
@@ -71,7 +72,12 @@ struct TraceOverview {
   // among processes with allocator events (any, when none has them); unset in an empty trace.
   std::optional<std::int64_t> map_upid;
   std::uint32_t map_pid = 0;
-  std::vector<MapProcess> processes;  // every process, by upid
+  // The processes a person means (analysis/process_chains.h): the images of the chains that
+  // recorded GPU memory, each named by its own pid and executable, by upid; every process when
+  // none did. `other_processes`: the chains left out, which recorded nothing of the GPU (a
+  // job started through a shell records dozens).
+  std::vector<MapProcess> processes;
+  std::size_t other_processes = 0;
 };
 
 TraceOverview load_overview(const storage::TraceReader& trace, const storage::TimeIndex& index);

@@ -39,6 +39,7 @@ FragmentationView::FragmentationView(QWidget* parent)
     : QWidget(parent),
       process_box_(new QComboBox(this)),
       device_box_(new QComboBox(this)),
+      others_label_(new QLabel(this)),
       slider_(new QSlider(Qt::Horizontal, this)),
       slider_settle_(new QTimer(this)),
       peak_button_(new QPushButton(tr("Peak"), this)),
@@ -46,6 +47,9 @@ FragmentationView::FragmentationView(QWidget* parent)
       moment_label_(new QLabel(this)),
       map_(new SegmentMapWidget),
       numbers_view_(new QTreeView(this)) {
+  // Their items come with each trace, after the first show: sized to them every time.
+  process_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  device_box_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   connect(process_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
     if (index >= 0) emit process_chosen(process_box_->itemData(index).toLongLong());
   });
@@ -89,6 +93,7 @@ FragmentationView::FragmentationView(QWidget* parent)
   auto* controls = new QHBoxLayout;
   controls->addWidget(process_box_);
   controls->addWidget(device_box_);
+  controls->addWidget(others_label_);
   controls->addWidget(new QLabel(tr("Time:"), this));
   controls->addWidget(slider_, 1);
   controls->addWidget(peak_button_);
@@ -120,13 +125,22 @@ void FragmentationView::set_overview(std::shared_ptr<const TraceOverview> overvi
     const QSignalBlocker quiet(process_box_);
     process_box_->clear();
     if (overview_) {
-      for (const MapProcess& process : overview_->processes)
-        process_box_->addItem(process.allocator_events
-                                  ? tr("pid %1").arg(process.pid)
-                                  : tr("pid %1 (no allocator)").arg(process.pid),
+      for (const MapProcess& process : overview_->processes) {
+        const QString name =
+            process.name.empty()
+                ? tr("pid %1").arg(process.pid)
+                : tr("pid %1 %2").arg(process.pid).arg(QString::fromStdString(process.name));
+        process_box_->addItem(process.allocator_events ? name : tr("%1 (no allocator)").arg(name),
                               QVariant::fromValue<qlonglong>(process.upid));
+      }
     }
   }
+  const std::size_t others = overview_ ? overview_->other_processes : 0;
+  others_label_->setText(others == 0 ? QString()
+                         : others == 1
+                             ? tr("1 other process recorded no GPU memory")
+                             : tr("%1 other processes recorded no GPU memory").arg(others));
+  others_label_->setVisible(others != 0);
   set_process(mapped ? overview_->map_upid : std::nullopt);
   if (!mapped) set_problem(tr("No device memory was ever in use: there is nothing to map."));
 }

@@ -1,7 +1,8 @@
 // The fragmentation page: the segment map of one process at one moment, a time slider tied to
 // the timeline (moving it moves the timeline's cursor; a range selected on the timeline moves
 // it to the range's end), the peak and the first OOM as jump targets, and `vramtrace frag`'s
-// numbers beside the map, for one process at a time (a box chooses it).
+// numbers beside the map, for one process at a time (a box chooses it, of the processes that
+// recorded GPU memory; a line beside it says how many others there were).
 #pragma once
 
 #include <QStandardItemModel>
@@ -41,6 +42,8 @@ class FragmentationView : public QWidget {
   QSlider* slider() const { return slider_; }
   const SegmentMapWidget& map() const { return *map_; }
   const QStandardItemModel& numbers() const { return numbers_; }
+  QComboBox* process_box() const { return process_box_; }
+  QLabel* others_label() const { return others_label_; }
   std::shared_ptr<const analysis::FragmentationReport> report() const { return report_; }
 
  signals:
@@ -59,6 +62,7 @@ class FragmentationView : public QWidget {
   std::optional<std::int64_t> upid_;
   QComboBox* process_box_;
   QComboBox* device_box_;
+  QLabel* others_label_;  // how many processes the process box leaves out
   QSlider* slider_;
   QTimer* slider_settle_;
   QPushButton* peak_button_;
