@@ -1,6 +1,7 @@
 #include "analysis/callsite_tree.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -22,14 +23,6 @@ CallsiteNode& child_for(std::vector<CallsiteNode>* children, const storage::Stac
   CallsiteNode& added = children->emplace_back();
   added.frame = frame;
   return added;
-}
-
-// The innermost Python frame of a stack (innermost first), if it has one.
-const storage::StackFrame* innermost_python(const std::vector<storage::StackFrame>& stack) {
-  for (const storage::StackFrame& frame : stack)
-    if (frame.language == storage::FrameLanguage::kPython && frame.cut == storage::StackCut::kNone)
-      return &frame;
-  return nullptr;
 }
 
 // A stack's identity as the tree merges frames (same_place): two entries with one key walk the
@@ -59,7 +52,7 @@ std::vector<std::uint64_t> stack_bytes(const std::vector<StackBytes>& stacks) {
   std::vector<std::uint64_t> totals(stacks.size(), 0);
   std::unordered_map<std::string, std::vector<std::size_t>> entries_of;
   for (std::size_t i = 0; i < stacks.size(); ++i) {
-    if (stacks[i].stack == nullptr || innermost_python(*stacks[i].stack) == nullptr) continue;
+    if (stacks[i].stack == nullptr || user_python_frame(*stacks[i].stack) == nullptr) continue;
     entries_of[stack_key(*stacks[i].stack)].push_back(i);
   }
   for (const auto& [key, entries] : entries_of) {
@@ -85,7 +78,45 @@ void sort_largest_first(std::vector<CallsiteNode>* roots) {
   }
 }
 
+// "python3.11" or "python3": the name of an interpreter's library folder.
+bool python_lib_folder(std::string_view name) {
+  if (!name.starts_with("python")) return false;
+  const std::string_view version = name.substr(6);
+  return !version.empty() && std::all_of(version.begin(), version.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+}
+
 }  // namespace
+
+bool python_library_file(std::string_view path) {
+  if (path.starts_with("<frozen ")) return true;
+  std::string_view previous;
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    const std::string_view component = path.substr(0, slash);
+    if (component == "site-packages" || component == "dist-packages") return true;
+    // Under lib/pythonX.Y/ and past it: the standard library, or a package below it.
+    if ((previous == "lib" || previous == "lib64") && python_lib_folder(component) &&
+        slash != std::string_view::npos)
+      return true;
+    previous = component;
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return false;
+}
+
+const storage::StackFrame* user_python_frame(const std::vector<storage::StackFrame>& stack) {
+  const storage::StackFrame* innermost = nullptr;
+  for (const storage::StackFrame& frame : stack) {
+    if (frame.language != storage::FrameLanguage::kPython || frame.cut != storage::StackCut::kNone)
+      continue;
+    if (!frame.file || !python_library_file(*frame.file)) return &frame;
+    if (innermost == nullptr) innermost = &frame;
+  }
+  return innermost;
+}
 
 std::vector<CallsiteNode> build_callsite_tree(const std::vector<StackBytes>& stacks,
                                               TreeDirection direction) {
@@ -96,7 +127,7 @@ std::vector<CallsiteNode> build_callsite_tree(const std::vector<StackBytes>& sta
     const StackBytes& entry = stacks[i];
     const std::vector<storage::StackFrame>& stack =
         entry.stack == nullptr || entry.stack->empty() ? no_stack : *entry.stack;
-    const storage::StackFrame* python = innermost_python(stack);
+    const storage::StackFrame* python = user_python_frame(stack);
     std::vector<CallsiteNode>* level = &roots;
     const auto visit = [&](const storage::StackFrame& frame) {
       CallsiteNode& node = child_for(level, frame);

@@ -8,11 +8,13 @@
 //
 // Each node also keeps the Python line that led to it: in a PyTorch process the allocating frame
 // is a libc10 one, and what a person wants beside it is their own line of Python. Of the stacks
-// through the node, the largest (by bytes) that has a Python frame gives its innermost one.
+// through the node, the largest (by bytes) that has a Python frame gives its user's line
+// (user_python_frame below).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "storage/trace_rows.h"
@@ -23,8 +25,8 @@ struct CallsiteNode {
   storage::StackFrame frame;  // the first frame seen for this node
   std::uint64_t bytes = 0, count = 0;
   std::vector<CallsiteNode> children;  // bytes, then count descending, then first seen
-  // The innermost Python frame (FrameLanguage::kPython) of the largest stack through this node
-  // that has one, whichever direction the tree reads; none where no stack through it has a
+  // The user's Python line (user_python_frame) of the largest stack through this node that has
+  // a Python frame, whichever direction the tree reads; none where no stack through it has a
   // Python frame. A stack's bytes are summed over its entries (a leak report gives one stack
   // once per kind); between stacks of equal bytes the first seen wins. `python_stack_bytes`: that
   // stack's bytes.
@@ -37,6 +39,17 @@ struct StackBytes {
   const std::vector<storage::StackFrame>* stack = nullptr;  // empty: no stack recorded
   std::uint64_t bytes = 0, count = 0;
 };
+
+// A Python file of an installed package or of the standard library, not the user's own: a path
+// with a component `site-packages` or `dist-packages`, one under an interpreter's library
+// folder (`.../lib/python3.11/...`), or a frozen standard module (`<frozen runpy>`).
+bool python_library_file(std::string_view path);
+
+// The Python line a person wrote that led to this stack (innermost frame first): its innermost
+// Python frame whose file is not a library's (python_library_file), else its innermost Python
+// frame when every one is a library's (torch's own Python called from a C++ program), else none.
+// Frames marking a stack cut are passed over.
+const storage::StackFrame* user_python_frame(const std::vector<storage::StackFrame>& stack);
 
 enum class TreeDirection { kTopDown, kBottomUp };
 

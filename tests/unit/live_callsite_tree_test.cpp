@@ -162,5 +162,44 @@ TEST(CallsiteTree, NodesKeepTheInnermostPythonFrameOfTheirLargestStack) {
   EXPECT_FALSE(init->python_frame);
 }
 
+TEST(CallsiteTree, PythonLibraryFilesAreInstalledPackagesAndTheStandardLibrary) {
+  for (const char* library :
+       {"/venv/lib/python3.11/site-packages/torch/nn/functional.py",
+        "/usr/lib/python3/dist-packages/numpy/core/numeric.py",
+        "/usr/lib/python3.11/json/decoder.py", "/opt/conda/lib/python3.10/runpy.py",
+        "/usr/lib64/python3.12/threading.py", "site-packages/torch/optim/adam.py",
+        "<frozen runpy>"})
+    EXPECT_TRUE(analysis::python_library_file(library)) << library;
+  for (const char* user :
+       {"/home/user/project/train.py", "model.py", "/srv/lib/models/site.py",
+        "/home/user/python3.11/train.py", "/home/user/lib/python3.11", "/work/site-packages.py"})
+    EXPECT_FALSE(analysis::python_library_file(user)) << user;
+}
+
+TEST(CallsiteTree, ThePythonLineIsTheUsersInnermostLinePastTorchsOwnPython) {
+  const storage::StackFrame malloc = native("c10::cuda::CUDACachingAllocator::malloc", "libc10.so");
+  const storage::StackFrame relu =
+      python("relu", "/venv/lib/python3.11/site-packages/torch/nn/functional.py", 1500);
+  const storage::StackFrame call_impl =
+      python("_call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1527);
+  const storage::StackFrame forward = python("forward", "/home/user/model.py", 27);
+  const std::vector<storage::StackFrame> through_torch{malloc, relu, forward, call_impl,
+                                                       python("step", "train.py", 30)};
+  EXPECT_EQ(analysis::user_python_frame(through_torch), &through_torch[2]);
+  // Only library Python (torch's own, called from C++): the innermost of it.
+  const std::vector<storage::StackFrame> library_only{malloc, relu, call_impl};
+  EXPECT_EQ(analysis::user_python_frame(library_only), &library_only[1]);
+  const std::vector<storage::StackFrame> native_only{malloc};
+  EXPECT_EQ(analysis::user_python_frame(native_only), nullptr);
+
+  // The tree's Python line is that frame, at every node of the stack.
+  const std::vector<analysis::StackBytes> stacks{{&through_torch, 64, 1}};
+  const auto bottom_up = analysis::build_callsite_tree(stacks, analysis::TreeDirection::kBottomUp);
+  ASSERT_EQ(bottom_up.size(), 1u);
+  ASSERT_TRUE(bottom_up[0].python_frame);
+  EXPECT_EQ(bottom_up[0].python_frame->function, "forward");
+  EXPECT_EQ(bottom_up[0].children.at(0).python_frame->function, "forward");  // relu's node
+}
+
 }  // namespace
 }  // namespace vramtrace

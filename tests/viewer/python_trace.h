@@ -1,8 +1,11 @@
 // A small PyTorch-like trace whose stacks have Python frames (FrameLanguage::kPython) between
 // torch's native ones, as the shim records them: the allocating frame is libc10's, and the
-// user's line of Python lies a few native frames out. Written through the real TraceWriter.
-// Event seq happens at 1 s + seq ms (trace_builder.h); one process (pid 7000), device 0, every
-// allocation a cudaMalloc of device memory (no allocator events: each is a leak while live).
+// user's line of Python lies a few native frames and one of torch's own Python frames out. The
+// native modules are where a venv's torch wheel puts them
+// (/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so, ...). Written through the real
+// TraceWriter. Event seq happens at 1 s + seq ms (trace_builder.h); one process (pid 7000), device
+// 0, every allocation a cudaMalloc of device memory (no allocator events: each is a leak while
+// live).
 //
 //   seq  what                                                     stack      fate
 //    1   cuBLAS workspace 8 MiB                                    workspace  leaked
@@ -17,9 +20,10 @@
 // frame on its stack). Stacks, innermost first:
 //   forward:   c10::cuda::CUDACachingAllocator::malloc, at::native::empty_cuda,
 //              at::_ops::empty_memory_format::call, torch::autograd::THPVariable_empty,
-//              forward (model.py:27, Python), _call_impl (torch/nn/modules/module.py:1527,
-//              Python), train_step (train.py:41, Python), <module> (train.py:60, Python),
-//              Py_RunMain, main, __libc_start_main
+//              relu (torch/nn/functional.py:1500, Python: torch's own), forward (model.py:27,
+//              Python), _call_impl (torch/nn/modules/module.py:1527, Python), train_step
+//              (train.py:41, Python), <module> (train.py:60, Python), Py_RunMain, main,
+//              __libc_start_main
 //   optimizer: c10::cuda::CUDACachingAllocator::malloc, at::native::empty_cuda,
 //              at::native::zeros_like, step (train.py:47, Python), train_step (train.py:44,
 //              Python), <module> (train.py:60, Python), Py_RunMain, main, __libc_start_main
@@ -138,6 +142,8 @@ inline std::string write_python_trace(const std::filesystem::path& path) {
        empty_cuda,
        {4, "at::_ops::empty_memory_format::call", "Operators_0.cpp", 3061, false},
        {5, "torch::autograd::THPVariable_empty", "python_torch_functions.cpp", 412, false},
+       // torch's own Python between the bindings and the user's line.
+       {1, "relu", "/venv/lib/python3.11/site-packages/torch/nn/functional.py", 1500, true},
        {1, "forward", "/home/user/project/model.py", 27, true},
        {1, "_call_impl", "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1527,
         true},

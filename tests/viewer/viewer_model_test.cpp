@@ -122,8 +122,8 @@ class ModelTest : public QObject {
     QCOMPARE(model.parent(caller), first);
   }
 
-  // The Python line column: the innermost Python frame of each node's largest Python-driven
-  // stack, empty where no stack through the node has one.
+  // The Python line column: the user's line (past torch's own relu) of each node's largest
+  // Python-driven stack, empty where no stack through the node has one.
   void callsite_tree_model_names_the_python_line_of_each_node() {
     const auto path = dir_ / "python.db";
     QCOMPARE(QString::fromStdString(testing::write_python_trace(path)), QString());
