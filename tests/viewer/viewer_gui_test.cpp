@@ -4,8 +4,10 @@
 // test saves a screenshot of the window under the build directory (VRAMTRACE_SCREENSHOT_DIR);
 // docs/viewer.md shows them.
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDir>
+#include <QFont>
 #include <QLabel>
 #include <QMessageBox>
 #include <QProgressBar>
@@ -299,10 +301,59 @@ class GuiTest : public QObject {
     QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kLocation)).toString(),
              QStringLiteral("cublasLtCreate (cublasLt.cpp:88)"));
     QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kPythonLine)).toString(), QString());
-    // Its path is open down to that Python line: empty_cuda > empty_memory_format >
-    // THPVariable_empty > relu (torch's own Python, which the Python line passes over) >
-    // forward, each the largest caller, all shown without a click.
+    // Python-first: the native frames between the allocation site and the user's Python lines
+    // are one grey, italic row, as the CLI folds them. The path is open down to the Python
+    // line, through torch's own Python (relu, torch/nn/functional.py), each the largest caller,
+    // all shown without a click.
+    QVERIFY(!panel->native_box()->isChecked());
+    QCOMPARE(panel->stack_view(), text::StackView::kPythonFirst);
+    const QString folded_run = QStringLiteral(
+        "[aten::empty: 3 frames in libtorch_cuda.so, libtorch_cpu.so, libtorch_python.so]");
     QModelIndex at = site;
+    for (const QString& caller :
+         {folded_run,
+          QStringLiteral("relu (/venv/lib/python3.11/site-packages/torch/nn/functional.py:1500)"),
+          QStringLiteral("forward (/home/user/project/model.py:27)")}) {
+      QVERIFY2(panel->tree()->isExpanded(at), qPrintable(caller));
+      at = tree.index(0, 0, at);
+      QCOMPARE(tree.data(at).toString(), caller);
+    }
+    const QModelIndex run = tree.index(0, 0, site);
+    QVERIFY(tree.data(run, Qt::FontRole).value<QFont>().italic());
+    QVERIFY(tree.data(run, Qt::ForegroundRole).isValid());
+    QVERIFY(!tree.data(site, Qt::FontRole).isValid());  // a frame of its own: as any
+    QVERIFY(!tree.data(at, Qt::FontRole).isValid());
+    QVERIFY2(tree.data(run, Qt::ToolTipRole).toString().startsWith(QStringLiteral("3 ")),
+             qPrintable(tree.data(run, Qt::ToolTipRole).toString()));
+    QVERIFY(!panel->tree()->isExpanded(at));  // forward's callers stay closed
+    // That row is chosen: beside the tree, its stack from the allocation site out, the folded
+    // run on one line with the numbers of its frames, as `vramtrace leaks` prints it.
+    QCOMPARE(panel->tree()->currentIndex(), at);
+    const QStringList stack = panel->stack_text().split('\n');
+    QVERIFY2(stack.size() >= 4, qPrintable(panel->stack_text()));
+    QVERIFY2(stack[0].startsWith(QStringLiteral("#0 c10::cuda::CUDACachingAllocator::malloc")),
+             qPrintable(panel->stack_text()));
+    QCOMPARE(stack[1], QStringLiteral("#1-3 ") + folded_run);
+    QVERIFY2(stack[2].startsWith(QStringLiteral("#4 relu (")), qPrintable(panel->stack_text()));
+    QVERIFY(panel->stack_text().contains(
+        QStringLiteral("#5 forward (/home/user/project/model.py:27)")));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks")));
+
+    // The flame graph is top-down, of the same folded stacks: its roots are the outermost
+    // frames, the interpreter's start-up folded where the stack has Python frames.
+    const auto flame_roots = [this] {
+      QStringList roots;
+      for (const FlameBox& box : window_->flame_graph()->boxes())
+        if (box.depth == 0) roots << QString::fromStdString(box.node->frame.function.value_or(""));
+      return roots;
+    };
+    QCOMPARE(flame_roots(), (QStringList{QStringLiteral("[3 frames in python3.11, libc.so.6]"),
+                                         QStringLiteral("__libc_start_main")}));
+
+    // "All native frames" shows every frame, in the tree, the stack and the flame graph.
+    panel->native_box()->setChecked(true);
+    QCOMPARE(panel->stack_view(), text::StackView::kNative);
+    at = tree.index(0, 0);
     for (const char* caller :
          {"at::native::empty_cuda (EmptyTensor.cpp:48)",
           "at::_ops::empty_memory_format::call (Operators_0.cpp:3061)",
@@ -312,25 +363,24 @@ class GuiTest : public QObject {
       QVERIFY2(panel->tree()->isExpanded(at), caller);
       at = tree.index(0, 0, at);
       QCOMPARE(tree.data(at).toString(), QString::fromUtf8(caller));
+      QVERIFY(!tree.data(at, Qt::FontRole).isValid());
     }
-    QVERIFY(!panel->tree()->isExpanded(at));  // forward's callers stay closed
-    // That row is chosen: beside the tree, its stack from the allocation site out.
     QCOMPARE(panel->tree()->currentIndex(), at);
-    QVERIFY2(panel->stack_text().startsWith(
-                 QStringLiteral("#0 c10::cuda::CUDACachingAllocator::malloc")),
-             qPrintable(panel->stack_text()));
+    QVERIFY(panel->stack_text().contains(QStringLiteral("\n#1 at::native::empty_cuda")));
     QVERIFY(panel->stack_text().contains(
         QStringLiteral("#5 forward (/home/user/project/model.py:27)")));
-    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks")));
+    QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
+             QStringLiteral("model.py:27 in forward"));
+    QCOMPARE(flame_roots(), (QStringList{QStringLiteral("__libc_start_main")}));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_leaks_native")));
+    panel->native_box()->setChecked(false);
+    QCOMPARE(tree.data(tree.index(0, 0, tree.index(0, 0))).toString(), folded_run);
 
-    // The flame graph is top-down: its roots are the outermost frames.
-    for (const FlameBox& box : window_->flame_graph()->boxes())
-      if (box.depth == 0) QCOMPARE(box.node->frame.function, std::string("__libc_start_main"));
     // Top-down is one choice away, and its rows name the Python line too.
     panel->findChildren<QComboBox*>().back()->setCurrentIndex(0);
     QCOMPARE(panel->direction(), analysis::TreeDirection::kTopDown);
     QCOMPARE(tree.data(tree.index(0, 0)).toString(),
-             QStringLiteral("__libc_start_main (libc-start.c:360)"));
+             QStringLiteral("[3 frames in python3.11, libc.so.6]"));
     QCOMPARE(tree.data(tree.index(0, CallsiteTreeModel::kPythonLine)).toString(),
              QStringLiteral("model.py:27 in forward"));
   }

@@ -4,6 +4,7 @@
 // files that are not traces.
 #include <sqlite3.h>
 #include <QAbstractItemModelTester>
+#include <QFont>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -22,6 +23,7 @@
 #include "trace_builder.h"
 #include "viewer/model/callsite_tree_model.h"
 #include "viewer/model/frame_text.h"
+#include "viewer/model/leak_tree.h"
 #include "viewer/model/report_models.h"
 #include "viewer/model/source_excerpt.h"
 #include "viewer/model/stacked_timeline.h"
@@ -152,6 +154,49 @@ class ModelTest : public QObject {
              QStringLiteral("at::native::zeros_like (TensorFactories.cpp:1745)"));
     QCOMPARE(python_line(zeros_like), QStringLiteral("train.py:47 in step"));
     QCOMPARE(python_line(model.index(1, 0)), QString());  // the cuBLAS workspace: native only
+  }
+
+  // Python-first by default: the runs of torch's native frames folded into one frame each, as
+  // the CLI's text shows them; kNative keeps every frame. The sums are the report's either way.
+  void the_leak_tree_folds_framework_frames_unless_asked_for_every_frame() {
+    const auto path = dir_ / "python_folded.db";
+    QCOMPARE(QString::fromStdString(testing::write_python_trace(path)), QString());
+    Reference trace(path);
+    QVERIFY(trace.reader);
+    const analysis::LeakReport leaks = analysis::build_leak_report(*trace.reader);
+    CallsiteTreeModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model.set_roots(
+        leak_tree(leaks.groups, analysis::TreeDirection::kBottomUp, text::StackView::kPythonFirst));
+    QCOMPARE(model.total_bytes(), leaks.total_bytes);
+    const QModelIndex site = model.index(0, 0);
+    QCOMPARE(
+        model.data(site).toString(),
+        QStringLiteral("c10::cuda::CUDACachingAllocator::malloc (CUDACachingAllocator.cpp:1203)"));
+    // Forward's and the optimizer's runs differ (their operators do): two folded callers.
+    QCOMPARE(model.rowCount(site), 2);
+    const QModelIndex run = model.index(0, 0, site);
+    QCOMPARE(model.data(run).toString(),
+             QStringLiteral("[aten::empty: 3 frames in libtorch_cuda.so, libtorch_cpu.so, "
+                            "libtorch_python.so]"));
+    QCOMPARE(folded_run_length(model.node(run)->frame), std::size_t{3});
+    QVERIFY(model.data(run, Qt::FontRole).value<QFont>().italic());
+    QCOMPARE(model.data(model.index(1, 0, site)).toString(),
+             QStringLiteral("[2 frames in libtorch_cuda.so, libtorch_cpu.so]"));
+    QCOMPARE(folded_run_length(model.node(site)->frame), std::size_t{0});
+    QVERIFY(!model.data(site, Qt::FontRole).isValid());
+    // The user's Python line survives the folding.
+    QCOMPARE(model.data(site.siblingAtColumn(CallsiteTreeModel::kPythonLine)).toString(),
+             QStringLiteral("model.py:27 in forward"));
+    // The cuBLAS workspace's stack has no Python frame: shown whole, as the CLI shows it.
+    QCOMPARE(model.data(model.index(0, 0, model.index(1, 0))).toString(),
+             QStringLiteral("at::cuda::getCurrentCUDABlasLtHandle (CublasHandlePool.cpp:210)"));
+
+    model.set_roots(
+        leak_tree(leaks.groups, analysis::TreeDirection::kBottomUp, text::StackView::kNative));
+    QCOMPARE(model.total_bytes(), leaks.total_bytes);
+    QCOMPARE(model.data(model.index(0, 0, model.index(0, 0))).toString(),
+             QStringLiteral("at::native::empty_cuda (EmptyTensor.cpp:48)"));
   }
 
   // A job started through a shell: the map's process box and the summary list the one process

@@ -1,6 +1,11 @@
 #include "viewer/model/callsite_tree_model.h"
 
+#include <QBrush>
+#include <QColor>
+#include <QFont>
+
 #include "viewer/model/frame_text.h"
+#include "viewer/model/leak_tree.h"
 
 namespace vramtrace::viewer {
 
@@ -110,10 +115,26 @@ QVariant CallsiteTreeModel::data(const QModelIndex& index, int role) const {
         if (!at->python_frame || !at->python_frame->file) return {};
         return QString::fromStdString(*at->python_frame->file);
       }
+      if (const std::size_t run = folded_run_length(at->frame); run != 0)
+        return (run == 1 ? tr("1 interpreter, binding or framework frame in one row")
+                         : tr("%1 interpreter, binding or framework frames in one row").arg(run)) +
+               tr("; \"All native frames\" shows each");
       if (at->frame.module.empty()) return {};
       return QStringLiteral("%1+0x%2")
           .arg(QString::fromStdString(at->frame.module))
           .arg(at->frame.rel_pc, 0, 16);
+    case Qt::FontRole:
+      if (index.column() == kLocation && folded_run_length(at->frame) != 0) {
+        QFont font;
+        font.setItalic(true);
+        return font;
+      }
+      break;
+    case Qt::ForegroundRole:
+      // Not a frame of its own: read past it, as past the folded lines of the CLI's stacks.
+      if (index.column() == kLocation && folded_run_length(at->frame) != 0)
+        return QBrush(QColor(0x80, 0x80, 0x80));
+      break;
     case Qt::TextAlignmentRole:
       // The numbers right-aligned; the two texts read from the left.
       if (index.column() == kBytes || index.column() == kCount)

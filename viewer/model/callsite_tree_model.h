@@ -3,9 +3,10 @@
 // bytes, count. The model owns its nodes; setting new roots resets it.
 //
 // Roles beyond display: Qt::ToolTipRole gives the frame's module and offset (on the Python line,
-// its file's path), kSortRole the raw
-// number of a numeric column (for a QSortFilterProxyModel), and stack_at() the frames from the
-// root down to an item (the stack panel shows them with their source lines).
+// its file's path), kSortRole the raw number of a numeric column (for a QSortFilterProxyModel),
+// and path_to() the frames from the root down to an item (the stack panel shows them with their
+// source lines). A row that stands for a folded run of frames (leak_tree.h, Python-first) is
+// grey and italic (Qt::ForegroundRole, Qt::FontRole), its tooltip saying how many frames it is.
 #pragma once
 
 #include <QAbstractItemModel>

@@ -1,5 +1,6 @@
 #include "viewer/widgets/callsite_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFontDatabase>
 #include <QHBoxLayout>
@@ -12,6 +13,7 @@
 #include <algorithm>
 
 #include "viewer/model/frame_text.h"
+#include "viewer/model/leak_tree.h"
 #include "viewer/model/source_excerpt.h"
 
 namespace vramtrace::viewer {
@@ -22,6 +24,7 @@ CallsitePanel::CallsitePanel(QWidget* parent)
       heading_(new QLabel(this)),
       subject_box_(new QComboBox(this)),
       direction_box_(new QComboBox(this)),
+      native_box_(new QCheckBox(tr("All native frames"), this)),
       tree_(new QTreeView(this)),
       stack_(new QPlainTextEdit(this)) {
   subject_box_->addItem(tr("Leaks (of the selected range, if any)"));
@@ -35,6 +38,12 @@ CallsitePanel::CallsitePanel(QWidget* parent)
   connect(direction_box_, &QComboBox::currentIndexChanged, this, [this](int index) {
     set_direction(index == 0 ? analysis::TreeDirection::kTopDown
                              : analysis::TreeDirection::kBottomUp);
+  });
+  native_box_->setToolTip(
+      tr("Show every frame of the interpreter, the bindings and the framework (libtorch, libc10, "
+         "...) instead of one grey row for each run of them, as vramtrace's --native does"));
+  connect(native_box_, &QCheckBox::toggled, this, [this](bool native) {
+    set_stack_view(native ? text::StackView::kNative : text::StackView::kPythonFirst);
   });
   tree_->setModel(model_);
   tree_->setUniformRowHeights(true);
@@ -58,6 +67,7 @@ CallsitePanel::CallsitePanel(QWidget* parent)
   auto* top = new QHBoxLayout;
   top->addWidget(subject_box_);
   top->addWidget(heading_, 1);
+  top->addWidget(native_box_);
   top->addWidget(direction_box_);
   auto* splitter = new QSplitter(Qt::Horizontal, this);
   splitter->addWidget(tree_);
@@ -96,8 +106,19 @@ void CallsitePanel::set_direction(analysis::TreeDirection direction) {
   rebuild();
 }
 
+void CallsitePanel::set_stack_view(text::StackView view) {
+  if (view == view_) return;
+  view_ = view;
+  {
+    const QSignalBlocker quiet(native_box_);
+    native_box_->setChecked(view == text::StackView::kNative);
+  }
+  rebuild();
+  emit stack_view_changed(view);
+}
+
 void CallsitePanel::rebuild() {
-  model_->set_roots(report_ ? analysis::build_leak_tree(report_->groups, direction_)
+  model_->set_roots(report_ ? leak_tree(report_->groups, direction_, view_)
                             : std::vector<analysis::CallsiteNode>{});
   // Every stack passes through a root, so a root without a Python line means no stack under it
   // has one; a trace without any Python frame has no column for them.
@@ -155,10 +176,22 @@ void CallsitePanel::show_stack(const QModelIndex& index) {
   std::vector<storage::StackFrame> path = model_->path_to(index);
   // Innermost first, as the CLI prints a stack.
   if (direction_ == analysis::TreeDirection::kTopDown) std::reverse(path.begin(), path.end());
+  // Numbered by the frames as recorded, so that a line reads as in the --native view: a folded
+  // row keeps the numbers of the frames it stands for ("#1-21 [aten::add: 21 frames in ...]"),
+  // as the CLI's Python-first stacks print it (text/stack_text.h).
   QString text;
-  for (std::size_t i = 0; i < path.size(); ++i) {
-    const storage::StackFrame& frame = path[i];
-    text += QStringLiteral("#%1 %2").arg(i).arg(frame_label(frame));
+  std::size_t number = 0;
+  for (const storage::StackFrame& frame : path) {
+    if (const std::size_t run = folded_run_length(frame); run != 0) {
+      text += run == 1 ? QStringLiteral("#%1 %2\n").arg(number).arg(frame_label(frame))
+                       : QStringLiteral("#%1-%2 %3\n")
+                             .arg(number)
+                             .arg(number + run - 1)
+                             .arg(frame_label(frame));
+      number += run;
+      continue;
+    }
+    text += QStringLiteral("#%1 %2").arg(number++).arg(frame_label(frame));
     if (!frame.module.empty())
       text += QStringLiteral("  [%1]").arg(QString::fromStdString(frame.module));
     text += '\n';
@@ -166,10 +199,10 @@ void CallsitePanel::show_stack(const QModelIndex& index) {
     const std::optional<SourceExcerpt> excerpt = read_source_excerpt(*frame.file, *frame.line, 2);
     if (!excerpt) continue;
     for (std::size_t l = 0; l < excerpt->lines.size(); ++l) {
-      const int number = excerpt->first_line + static_cast<int>(l);
+      const int source_line = excerpt->first_line + static_cast<int>(l);
       text += QStringLiteral("   %1 %2| %3\n")
-                  .arg(number == *frame.line ? QStringLiteral(">") : QStringLiteral(" "))
-                  .arg(number, 5)
+                  .arg(source_line == *frame.line ? QStringLiteral(">") : QStringLiteral(" "))
+                  .arg(source_line, 5)
                   .arg(QString::fromStdString(excerpt->lines[l]));
     }
   }

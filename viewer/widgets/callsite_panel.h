@@ -11,9 +11,11 @@
 #include <memory>
 
 #include "analysis/leak_report.h"
+#include "text/stack_text.h"
 #include "viewer/model/callsite_tree_model.h"
 #include "viewer/model/trace_queries.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QPlainTextEdit;
@@ -32,6 +34,10 @@ class CallsitePanel : public QWidget {
                   const QString& what);
   void set_direction(analysis::TreeDirection direction);
   analysis::TreeDirection direction() const { return direction_; }
+  // The flame graph follows it (stack_view_changed).
+  void set_stack_view(text::StackView view);
+  text::StackView stack_view() const { return view_; }
+  QCheckBox* native_box() const { return native_box_; }
 
   const CallsiteTreeModel& model() const { return *model_; }
   QTreeView* tree() const { return tree_; }
@@ -39,6 +45,7 @@ class CallsitePanel : public QWidget {
 
  signals:
   void subject_chosen(vramtrace::viewer::TreeSubject subject);
+  void stack_view_changed(vramtrace::text::StackView view);
 
  private:
   void rebuild();
@@ -47,10 +54,12 @@ class CallsitePanel : public QWidget {
 
   std::shared_ptr<const analysis::LeakReport> report_;
   analysis::TreeDirection direction_ = analysis::TreeDirection::kBottomUp;
+  text::StackView view_ = text::StackView::kPythonFirst;
   CallsiteTreeModel* model_;
   QLabel* heading_;
   QComboBox* subject_box_;
   QComboBox* direction_box_;
+  QCheckBox* native_box_;
   QTreeView* tree_;
   QPlainTextEdit* stack_;
 };

@@ -16,6 +16,7 @@
 #include <QVBoxLayout>
 
 #include "viewer/model/frame_text.h"
+#include "viewer/model/leak_tree.h"
 #include "viewer/model/report_models.h"
 #include "viewer/widgets/callsite_panel.h"
 #include "viewer/widgets/flame_graph_widget.h"
@@ -122,6 +123,7 @@ MainWindow::MainWindow(QWidget* parent)
 
   connect(timeline_, &TimelineWidget::selection_changed, this,
           [this](std::optional<TimeRange> range) { controller_.select_range(range); });
+  connect(leaks_, &CallsitePanel::stack_view_changed, this, [this] { show_flame_graph(); });
   connect(leaks_, &CallsitePanel::subject_chosen, this,
           [this](TreeSubject subject) { controller_.set_tree_subject(subject); });
   connect(timeline_, &TimelineWidget::hovered, this,
@@ -181,8 +183,15 @@ void MainWindow::show_leaks() {
                                : tr("Leaks at the end of the trace");
   leaks_->set_report(report, subject, what);
   show_summary();  // its range section follows the range
+  show_flame_graph();
+}
+
+void MainWindow::show_flame_graph() {
+  // The same stacks as the leak tree: Python-first unless it shows every frame.
+  const auto report = controller_.leaks();
+  if (!report) return;
   flame_graph_->set_roots(
-      analysis::build_leak_tree(report->groups, analysis::TreeDirection::kTopDown));
+      leak_tree(report->groups, analysis::TreeDirection::kTopDown, leaks_->stack_view()));
 }
 
 void MainWindow::show_open_failure(const QString& title, const QString& message,

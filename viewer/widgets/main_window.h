@@ -42,6 +42,7 @@ class MainWindow : public QMainWindow {
  private:
   void choose_trace();
   void show_leaks();
+  void show_flame_graph();
   void show_summary();
   void show_open_failure(const QString& title, const QString& message, const QString& advice);
 
