@@ -1,8 +1,8 @@
 #include "analysis/run_digest.h"
 
 #include <algorithm>
-#include <string_view>
 
+#include "analysis/callsite_tree.h"
 #include "analysis/leak_report.h"
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
@@ -10,25 +10,8 @@
 
 namespace vramtrace::analysis {
 
-namespace {
-
-// A file of an installed package (torch's own Python, say), not the program's.
-bool in_installed_package(const storage::StackFrame& frame) {
-  const std::string_view file = frame.file ? std::string_view(*frame.file) : "";
-  return file.find("/site-packages/") != std::string_view::npos ||
-         file.find("/dist-packages/") != std::string_view::npos;
-}
-
-}  // namespace
-
 const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack) {
-  const storage::StackFrame* python = nullptr;
-  for (const storage::StackFrame& frame : stack) {
-    if (frame.language != storage::FrameLanguage::kPython) continue;
-    if (!in_installed_package(frame)) return &frame;
-    if (python == nullptr) python = &frame;
-  }
-  if (python != nullptr) return python;
+  if (const storage::StackFrame* python = user_python_frame(stack)) return python;
   return stack.empty() ? nullptr : &stack.front();
 }
 
