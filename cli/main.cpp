@@ -20,6 +20,7 @@
 #include "cli/merge_command.h"
 #include "cli/oom_command.h"
 #include "cli/peak_command.h"
+#include "cli/roles_command.h"
 #include "cli/run_command.h"
 #include "cli/summary_command.h"
 #include "cli/timeline_command.h"
@@ -44,8 +45,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.failure_message(one_line_failure);
   app.footer(
-      "Exit status: 'summary', 'leaks', 'oom', 'diff', 'timeline', 'peak' and 'frag' exit 0 "
-      "when the report was written (also when it finds leaks, OOMs or regressions), 2 for a "
+      "Exit status: 'summary', 'leaks', 'oom', 'diff', 'timeline', 'peak', 'frag' and 'roles' exit "
+      "0 when the report was written (also when it finds leaks, OOMs or regressions), 2 for a "
       "usage error, a moment the trace does not have, or a trace that cannot be read; 'export' "
       "and 'merge' exit 0 when the files were written, else 2; 'gate' exits 0 when every limit "
       "holds, 1 when one is broken, 2 for a usage or trace error; 'run' exits with the recorded "
@@ -62,6 +63,7 @@ int main(int argc, char** argv) {
   vramtrace::cli::register_timeline_command(app, &exit_status);
   vramtrace::cli::register_peak_command(app, &exit_status);
   vramtrace::cli::register_frag_command(app, &exit_status);
+  vramtrace::cli::register_roles_command(app, &exit_status);
   vramtrace::cli::register_diff_command(app, &exit_status);
   vramtrace::cli::register_export_command(app, &exit_status);
 

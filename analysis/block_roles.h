@@ -1,0 +1,57 @@
+// Where a PyTorch process's memory went, by role: each live block (tensor) of its caching
+// allocator as a parameter (or buffer), a gradient, optimizer state, an activation (made in
+// forward, alive into backward), a temporary (made and freed within one phase), or unknown.
+// PyTorch's MemTracker answers the same question from inside the process; this answers it
+// from an unmodified run's trace, by rules over what every block carries: its stack (native
+// and Python), its thread (backward runs on the autograd engine's `pt_autograd_N`), its life
+// and the markers around it. The rules are documented in docs/architecture.md ("Roles").
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "analysis/moment.h"
+#include "analysis/process_filter.h"
+#include "storage/time_index.h"
+#include "storage/trace_reader.h"
+
+namespace vramtrace::analysis {
+
+enum class BlockRole {
+  kParameter,
+  kGradient,
+  kOptimizerState,
+  kActivation,
+  kTemporary,
+  kUnknown,
+};
+inline constexpr std::size_t kBlockRoles = 6;
+// "parameter", "gradient", "optimizer_state", "activation", "temporary", "unknown".
+std::string_view block_role_name(BlockRole role);
+
+struct RoleTotals {
+  std::array<std::uint64_t, kBlockRoles> bytes{}, count{};
+  std::uint64_t total_bytes() const;
+  void add(BlockRole role, std::uint64_t size);
+};
+
+struct ProcessRoles {
+  std::int64_t upid = 0;
+  std::uint32_t pid = 0;
+  std::uint64_t seq = 0;                // the live blocks just after this event
+  std::optional<std::int64_t> time_ns;  // when
+  RoleTotals live;
+};
+
+// The roles of the blocks live at `moment` in each selected process that has allocator
+// events (a process without blocks has no roles and is left out). `peak` is the moment of the
+// most bytes in live blocks (max_memory_allocated's), not of device memory in use.
+std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
+                                            const storage::TimeIndex& index,
+                                            const MomentSpec& moment,
+                                            const ProcessSelection& processes);
+
+}  // namespace vramtrace::analysis

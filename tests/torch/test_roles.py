@@ -1,0 +1,90 @@
+"""Roles on real PyTorch: `vramtrace roles` gives a training step's live blocks by role, each
+to the byte of what torch says, and each equal to PyTorch's own MemTracker run in the same
+process (workloads/roles_step.py: parameters and a buffer, a forward and backward pass, an Adam
+step, marked before backward, after backward and after step)."""
+
+from __future__ import annotations
+
+import subprocess
+import unittest
+from typing import Any, Dict
+
+import torch_run
+from torch_run import WORKLOADS, TempDirTest
+
+SCRIPT = WORKLOADS / "roles_step.py"
+MARKS = ("before backward", "after backward", "after step")
+ROLES = ("parameter", "gradient", "optimizer_state", "activation", "temporary", "unknown")
+
+
+class RolesTest(TempDirTest):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.plain = cls.path("plain.db")
+        (cls.torch,) = torch_run.json_lines(
+            torch_run.record(cls.plain, torch_run.python(SCRIPT)).stdout)
+        cls.tracked = cls.path("memtracker.db")
+        (cls.tracker,) = torch_run.json_lines(
+            torch_run.record(cls.tracked, torch_run.python(SCRIPT, "--memtracker")).stdout)
+
+    def roles(self, trace: str, moment: str) -> Dict[str, int]:
+        report = torch_run.report("roles", trace, "--at", moment)
+        self.assertEqual(list(report["roles"]), list(ROLES))
+        self.assertEqual(len(report["processes"]), 1, report)
+        return report["roles"]
+
+    def test_each_role_is_what_torch_says_to_the_byte(self) -> None:
+        weights = self.torch["parameter_bytes"] + self.torch["buffer_bytes"]
+        allocated = self.torch["allocated"]
+        before = self.roles(self.plain, "before backward")
+        # Before backward: the weights, and what the forward pass made and keeps for backward.
+        self.assertEqual(before["parameter"], weights)
+        self.assertEqual(before["activation"], allocated["before backward"] - weights)
+        after_backward = self.roles(self.plain, "after backward")
+        self.assertEqual(after_backward["parameter"], weights)
+        self.assertEqual(after_backward["gradient"], self.torch["parameter_bytes"])
+        after_step = self.roles(self.plain, "after step")
+        # Adam: exp_avg and exp_avg_sq, each the size of its parameter.
+        self.assertEqual(after_step["optimizer_state"], 2 * self.torch["parameter_bytes"])
+        self.assertEqual(after_step["gradient"], self.torch["parameter_bytes"])
+        for moment, roles in zip(MARKS, (before, after_backward, after_step)):
+            self.assertEqual(sum(roles.values()), allocated[moment], moment)
+            self.assertEqual(roles["unknown"], 0, (moment, roles))
+            self.assertEqual(roles["temporary"], 0, (moment, roles))
+        # The default moment is the blocks' peak: max_memory_allocated, mostly the temporaries
+        # of backward.
+        peak = self.roles(self.plain, "peak")
+        self.assertEqual(sum(peak.values()), self.torch["max_allocated"])
+        self.assertGreater(peak["temporary"], 0)
+        self.assertEqual(peak["unknown"], 0)
+
+    def test_roles_equal_memtrackers_categories_at_each_mark(self) -> None:
+        for moment in MARKS:
+            category = self.tracker["memtracker"][moment]
+            roles = self.roles(self.tracked, moment)
+            self.assertEqual(roles, {
+                "parameter": category["Parameter"] + category["Buffer"],
+                "gradient": category["Gradient"],
+                "optimizer_state": category["Optstate"],
+                "activation": category["Activation"],
+                "temporary": category["Temp"],
+                "unknown": 0,
+            }, moment)
+            self.assertEqual(category["Total"], self.tracker["allocated"][moment])
+
+    def test_text_lists_every_role_with_its_share(self) -> None:
+        result = subprocess.run([torch_run.vramtrace_binary(), "roles", self.plain, "--at",
+                                 "after step"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        lines = result.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("vramtrace: live blocks by role in "), lines)
+        for role in ROLES:
+            self.assertTrue(any(line.split()[:1] == [role] for line in lines), (role, lines))
+        optimizer = next(line for line in lines if line.split()[:1] == ["optimizer_state"])
+        self.assertIn("4.0 MiB", optimizer)
+        self.assertIn("6 blocks", optimizer)
+
+
+if __name__ == "__main__":
+    torch_run.main()

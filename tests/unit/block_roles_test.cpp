@@ -1,0 +1,192 @@
+// Each rule of analysis/block_roles.h on a hand-built PyTorch-like trace: a parameter moved by
+// Module._apply, an activation kept into backward, forward and backward temporaries, a gradient
+// made by the autograd engine's thread, Adam's state from _init_group, a step temporary, and
+// blocks no rule names (unknown). Real PyTorch's roles are checked against torch and MemTracker
+// in tests/torch/test_roles.py.
+#include "analysis/block_roles.h"
+
+#include <gtest/gtest.h>
+
+#include "analysis/time_index.h"
+#include "storage/trace_reader.h"
+#include "temp_dir.h"
+#include "trace_builder.h"
+
+namespace vramtrace::analysis {
+namespace {
+
+using testing::ProcessWriter;
+constexpr std::uint64_t kMiB = 1 << 20;
+constexpr const char* kTorch = "/venv/lib/python3.11/site-packages/torch";
+
+// Callsites, each a stack innermost first.
+enum Callsite : std::int64_t {
+  kParameter = 10,  // Module._apply < <module>
+  kForward,         // Model.forward < <module>
+  kSeed,            // torch.autograd.backward < Tensor.backward < <module> (main thread)
+  kEngine,          // torch::autograd::Engine::thread_main (the autograd thread)
+  kInitGroup,       // Adam._init_group < Adam.step < <module>
+  kStep,            // _multi_tensor_adam < Adam.step < <module>
+  kEvaluate,        // evaluate < <module>
+};
+
+class BlockRolesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.path() / "roles.db";
+    std::string error;
+    auto w = storage::TraceWriter::create(path_, &error);
+    ASSERT_NE(w, nullptr) << error;
+    const ProcessWriter p = testing::start_process(*w, 1, 4000);
+    w->add_thread(2, 1, 4002);
+    w->set_thread_name(2, "pt_autograd_0");
+    add_stacks(*w);
+    p.add(p.row(1, storage::allocation_kind::kDevice, storage::api::kCudaMalloc, 0x10000000,
+                64 * kMiB, 1, std::nullopt));
+    const auto block = [&](std::int64_t id, std::uint64_t size, std::uint64_t seq,
+                           std::int64_t callsite, std::int64_t utid = 1) {
+      storage::AllocationRow r =
+          p.row(id, storage::allocation_kind::kBlock, storage::api::kC10ReportMemoryUsage,
+                0x10000000 + static_cast<std::uint64_t>(id) * 4 * kMiB, size, seq, callsite);
+      r.segment_id = 1;
+      r.alloc_utid = utid;
+      p.add(r);
+    };
+    const auto free = [&](std::int64_t id, std::uint64_t seq, std::int64_t utid = 1) {
+      storage::FreeRow f;
+      f.free_seq = seq;
+      f.free_ns = testing::ns_of_seq(seq);
+      f.free_utid = utid;
+      f.free_api = storage::api::kC10ReportMemoryUsage;
+      w->set_free(id, f);
+    };
+    block(2, 1 * kMiB, 2, kParameter);  // parameter, never freed
+    block(3, 8 * kMiB, 3, kForward);    // activation: freed by backward
+    block(4, 4 * kMiB, 4, kForward);    // forward temporary
+    free(4, 5);
+    block(5, 512, 6, kSeed);            // backward begins: the grad seed, a temporary
+    block(6, 1 * kMiB, 7, kEngine, 2);  // gradient: outlives backward
+    block(7, 2 * kMiB, 8, kEngine, 2);  // backward temporary
+    free(5, 9);
+    free(7, 11, 2);
+    free(3, 12, 2);
+    block(8, 2 * kMiB, 13, kInitGroup);  // Adam's state
+    block(9, 1 * kMiB, 14, kStep);       // step temporary
+    free(9, 15);
+    block(10, 3 * kMiB, 16, kEvaluate);   // no backward after it: unknown
+    block(11, 256 * 1024, 17, kForward);  // a mark before its free: not a temporary
+    p.range(1, "checkpoint", 18, 18);
+    free(11, 19);
+    ASSERT_TRUE(w->finish(&error)) << error;
+    storage::OpenFailure failure;
+    trace_ = storage::TraceReader::open(path_, &failure);
+    ASSERT_NE(trace_, nullptr) << failure.message;
+    index_ = open_time_index(*trace_);
+  }
+
+  static void add_stacks(storage::TraceWriter& w) {
+    const std::string module_py = std::string(kTorch) + "/nn/modules/module.py";
+    const std::string adam_py = std::string(kTorch) + "/optim/adam.py";
+    const std::string autograd_py = std::string(kTorch) + "/autograd/__init__.py";
+    const std::string tensor_py = std::string(kTorch) + "/_tensor.py";
+    const auto py = storage::FrameLanguage::kPython;
+    int module = 1;
+    for (const std::string& file :
+         {std::string("/work/train.py"), module_py, adam_py, autograd_py, tensor_py}) {
+      w.add_module(module++, file, "");
+    }
+    w.add_module(module, std::string(kTorch) + "/lib/libtorch_cpu.so", "");
+    w.add_frame({1, 1, 5, "<module>", "/work/train.py", 5, false, py});
+    w.add_frame({2, 2, 966, "Module._apply", module_py, 966, false, py});
+    w.add_frame({3, 1, 20, "Model.forward", "/work/train.py", 20, false, py});
+    w.add_frame({4, 4, 350, "backward", autograd_py, 350, false, py});
+    w.add_frame({5, 5, 600, "Tensor.backward", tensor_py, 600, false, py});
+    w.add_frame(
+        {6, 6, 0x1000,
+         "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+         std::nullopt, std::nullopt, false});
+    w.add_frame({7, 3, 150, "Adam._init_group", adam_py, 150, false, py});
+    w.add_frame({8, 3, 230, "Adam.step", adam_py, 230, false, py});
+    w.add_frame({9, 3, 791, "_multi_tensor_adam", adam_py, 791, false, py});
+    w.add_frame({10, 1, 30, "evaluate", "/work/train.py", 30, false, py});
+    w.add_callsite(1, std::nullopt, 1, 0);  // <module>
+    w.add_callsite(kParameter, 1, 2, 1);
+    w.add_callsite(kForward, 1, 3, 1);
+    w.add_callsite(20, 1, 5, 1);  // Tensor.backward < <module>
+    w.add_callsite(kSeed, 20, 4, 2);
+    w.add_callsite(kEngine, std::nullopt, 6, 0);
+    w.add_callsite(21, 1, 8, 1);  // Adam.step < <module>
+    w.add_callsite(kInitGroup, 21, 7, 2);
+    w.add_callsite(kStep, 21, 9, 2);
+    w.add_callsite(kEvaluate, 1, 10, 1);
+  }
+
+  RoleTotals at(const std::string& moment) {
+    const std::vector<ProcessRoles> report =
+        build_role_report(*trace_, *index_, parse_moment(moment), std::nullopt);
+    EXPECT_EQ(report.size(), 1u);
+    return report.empty() ? RoleTotals{} : report.front().live;
+  }
+
+  static std::uint64_t bytes(const RoleTotals& totals, BlockRole role) {
+    return totals.bytes[static_cast<std::size_t>(role)];
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path path_;
+  std::unique_ptr<storage::TraceReader> trace_;
+  std::unique_ptr<storage::TimeIndex> index_;
+};
+
+TEST_F(BlockRolesTest, InBackwardTheWeightsActivationsGradientAndTemporariesEachHaveTheirRole) {
+  const RoleTotals roles = at("seq:8");
+  EXPECT_EQ(bytes(roles, BlockRole::kParameter), 1 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kActivation), 8 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kGradient), 1 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 2 * kMiB + 512);  // the engine's, the seed
+  EXPECT_EQ(bytes(roles, BlockRole::kOptimizerState), 0u);
+  EXPECT_EQ(bytes(roles, BlockRole::kUnknown), 0u);
+  EXPECT_EQ(roles.total_bytes(), 12 * kMiB + 512);
+  EXPECT_EQ(roles.count[static_cast<std::size_t>(BlockRole::kTemporary)], 2u);
+}
+
+TEST_F(BlockRolesTest, AForwardTemporaryIsFreedBeforeTheNextPhase) {
+  const RoleTotals roles = at("seq:4");
+  EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 4 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kActivation), 8 * kMiB);
+}
+
+TEST_F(BlockRolesTest, TheOptimizersStateAndItsStepTemporaries) {
+  const RoleTotals roles = at("seq:14");
+  EXPECT_EQ(bytes(roles, BlockRole::kOptimizerState), 2 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 1 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kGradient), 1 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kParameter), 1 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kActivation), 0u);  // freed by backward
+}
+
+TEST_F(BlockRolesTest, WhatNoRuleNamesIsUnknownAndAMarkEndsAPhase) {
+  const RoleTotals roles = at("seq:18");
+  // The evaluation's block has no backward after it; the forward block lives across a mark.
+  EXPECT_EQ(bytes(roles, BlockRole::kUnknown), 3 * kMiB + 256 * 1024);
+  EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 0u);
+}
+
+TEST_F(BlockRolesTest, ThePeakIsTheBlocksPeak) {
+  const std::vector<ProcessRoles> report =
+      build_role_report(*trace_, *index_, parse_moment("peak"), std::nullopt);
+  ASSERT_EQ(report.size(), 1u);
+  // Most bytes in live blocks: seq 4 (the weights, the activation and the forward
+  // temporary), not the segment's peak at seq 1.
+  EXPECT_EQ(report.front().seq, 4u);
+  EXPECT_EQ(report.front().live.total_bytes(), 13 * kMiB);
+}
+
+TEST(BlockRoleNames, AreTheJsonKeys) {
+  EXPECT_EQ(block_role_name(BlockRole::kParameter), "parameter");
+  EXPECT_EQ(block_role_name(BlockRole::kOptimizerState), "optimizer_state");
+  EXPECT_EQ(block_role_name(BlockRole::kUnknown), "unknown");
+}
+
+}  // namespace
+}  // namespace vramtrace::analysis
