@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "analysis/callsite_tree.h"
 #include "analysis/live_bytes_rollups.h"
 #include "storage/schema.h"
 
@@ -21,8 +22,26 @@ struct StackFacts {
   bool module_apply = false;    // nn.Module._apply: .cuda(), .to(), ... on parameters and buffers
   bool optimizer_init = false;  // an optimizer's _init_group: its state, made at the first step
   bool optimizer = false;       // any frame of torch/optim: the step
+  std::string optimizer_name;   // "Adam" of Adam._init_group
   bool backward = false;        // Tensor.backward / torch.autograd.backward, or the engine
+  bool autocast = false;        // torch.autocast, torch.amp
+  std::string site;             // the user's line, as RoleSite::where
 };
+
+std::string base_name(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string site_of(const std::vector<storage::StackFrame>& stack) {
+  const storage::StackFrame* frame = user_python_frame(stack);
+  if (frame == nullptr && !stack.empty()) frame = &stack.front();
+  if (frame == nullptr) return "(no stack recorded)";
+  std::string where = frame->function.value_or("??");
+  if (frame->file && frame->line)
+    where += " at " + base_name(*frame->file) + ":" + std::to_string(*frame->line);
+  return where;
+}
 
 bool ends_with(const std::optional<std::string>& text, std::string_view suffix) {
   return text && std::string_view(*text).ends_with(suffix);
@@ -33,6 +52,7 @@ bool contains(const std::optional<std::string>& text, std::string_view part) {
 
 StackFacts facts_of(const std::vector<storage::StackFrame>& stack) {
   StackFacts facts;
+  facts.site = site_of(stack);
   for (const storage::StackFrame& frame : stack) {
     if (frame.language != storage::FrameLanguage::kPython) {
       if (contains(frame.function, "torch::autograd::Engine::thread_main") ||
@@ -45,8 +65,16 @@ StackFacts facts_of(const std::vector<storage::StackFrame>& stack) {
       facts.module_apply = true;
     if (contains(frame.file, "/torch/optim/")) {
       facts.optimizer = true;
-      if (ends_with(frame.function, "_init_group")) facts.optimizer_init = true;
+      if (ends_with(frame.function, "._init_group")) {
+        facts.optimizer_init = true;
+        facts.optimizer_name = frame.function->substr(0, frame.function->size() - 12);
+      } else if (ends_with(frame.function, "_init_group")) {
+        facts.optimizer_init = true;
+      }
     }
+    if (contains(frame.file, "/torch/amp/") || contains(frame.function, "autocast") ||
+        contains(frame.function, "GradScaler"))
+      facts.autocast = true;
     if ((ends_with(frame.file, "/torch/autograd/__init__.py") && frame.function == "backward") ||
         (ends_with(frame.file, "/torch/_tensor.py") && frame.function == "Tensor.backward"))
       facts.backward = true;
@@ -191,6 +219,9 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
     if (thread.name && thread.name->starts_with("pt_autograd_"))
       autograd_threads.insert(thread.utid);
   }
+  std::map<std::int64_t, std::optional<int>> world_sizes;
+  for (const storage::ProcessRecord& p : trace.processes())
+    world_sizes[p.start.upid] = p.start.world_size;
   std::unordered_map<std::int64_t, StackFacts> facts_by_callsite;
   std::vector<ProcessRoles> report;
   for (const ProcessMoment& at : moments) {
@@ -198,12 +229,28 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
     ProcessRoles& roles = report.emplace_back();
     roles.upid = at.upid;
     roles.pid = at.pid;
+    roles.world_size = world_sizes[at.upid];
     roles.seq = at.seq;
     roles.time_ns = at.time_ns;
+    std::map<std::string, RoleSite> activation_sites;
     for (const Block& block : classify(trace, at.upid, autograd_threads, facts_by_callsite)) {
-      if (block.alloc_seq <= at.seq && block.free_seq > at.seq)
-        roles.live.add(block.role, block.size);
+      if (block.alloc_seq > at.seq || block.free_seq <= at.seq) continue;
+      roles.live.add(block.role, block.size);
+      if (!block.callsite) continue;
+      const StackFacts& facts = facts_by_callsite.at(*block.callsite);
+      roles.autocast_seen = roles.autocast_seen || facts.autocast;
+      if (block.role == BlockRole::kOptimizerState && roles.optimizer.empty())
+        roles.optimizer = facts.optimizer_name;
+      if (block.role == BlockRole::kActivation) {
+        RoleSite& site = activation_sites[facts.site];
+        site.where = facts.site;
+        site.bytes += block.size;
+        site.count += 1;
+      }
     }
+    for (auto& [where, site] : activation_sites) roles.activation_sites.push_back(std::move(site));
+    std::stable_sort(roles.activation_sites.begin(), roles.activation_sites.end(),
+                     [](const RoleSite& a, const RoleSite& b) { return a.bytes > b.bytes; });
   }
   return report;
 }

@@ -10,6 +10,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,12 +40,23 @@ struct RoleTotals {
   void add(BlockRole role, std::uint64_t size);
 };
 
+// Where a role's live bytes were made: the user's Python line of their stacks
+// (callsite_tree.h's user_python_frame), else their innermost frame.
+struct RoleSite {
+  std::string where;  // "Block.forward at model.py:40"
+  std::uint64_t bytes = 0, count = 0;
+};
+
 struct ProcessRoles {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
+  std::optional<int> world_size;        // its distributed job's, as the process recorded it
   std::uint64_t seq = 0;                // the live blocks just after this event
   std::optional<std::int64_t> time_ns;  // when
   RoleTotals live;
+  std::vector<RoleSite> activation_sites;  // the live activations by site, largest first
+  bool autocast_seen = false;  // a live block's stack runs through torch.autocast or torch.amp
+  std::string optimizer;       // the optimizer whose state is live ("Adam"); empty: none seen
 };
 
 // The roles of the blocks live at `moment` in each selected process that has allocator

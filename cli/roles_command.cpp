@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "analysis/role_advice.h"
+#include "cli/advice_output.h"
 #include "cli/time_query.h"
 #include "text/text_style.h"
 
@@ -24,6 +26,21 @@ Json totals_json(const analysis::RoleTotals& totals) {
   return roles;
 }
 
+// The largest sites of the live activations, where the remedies would act first.
+Json sites_json(const std::vector<analysis::RoleSite>& sites) {
+  constexpr std::size_t kSitesShown = 10;
+  Json out = Json::array();
+  for (std::size_t i = 0; i < sites.size() && i < kSitesShown; ++i)
+    out.push_back(
+        {{"where", sites[i].where}, {"bytes", sites[i].bytes}, {"count", sites[i].count}});
+  return out;
+}
+
+// The moment as the advice's text names it: "the peak", or the moment as given, quoted.
+std::string moment_words(const std::string& moment) {
+  return moment == "peak" ? std::string("the peak") : "'" + moment + "'";
+}
+
 }  // namespace
 
 Json roles_json(const std::string& trace_path, const std::string& moment,
@@ -37,13 +54,16 @@ Json roles_json(const std::string& trace_path, const std::string& moment,
       all.count[r] += p.live.count[r];
       counts[std::string(analysis::block_role_name(static_cast<BlockRole>(r)))] = p.live.count[r];
     }
-    processes.push_back({{"upid", p.upid},
-                         {"pid", p.pid},
-                         {"seq", p.seq},
-                         {"time_ns", p.time_ns ? Json(*p.time_ns) : Json(nullptr)},
-                         {"total_bytes", p.live.total_bytes()},
-                         {"roles", totals_json(p.live)},
-                         {"blocks", std::move(counts)}});
+    processes.push_back(
+        {{"upid", p.upid},
+         {"pid", p.pid},
+         {"seq", p.seq},
+         {"time_ns", p.time_ns ? Json(*p.time_ns) : Json(nullptr)},
+         {"total_bytes", p.live.total_bytes()},
+         {"roles", totals_json(p.live)},
+         {"blocks", std::move(counts)},
+         {"activation_sites", sites_json(p.activation_sites)},
+         {"advice", advice_json(analysis::role_advice(p, moment_words(moment), p.world_size))}});
   }
   return {{"trace", trace_path},       {"at", moment},
           {"level", "block"},          {"total_bytes", all.total_bytes()},
@@ -73,6 +93,9 @@ std::string roles_text(const std::string& trace_path, const std::string& moment,
           "  {:<16} {:>11} {:>6.1f}%  {}\n", analysis::block_role_name(static_cast<BlockRole>(r)),
           format_bytes(p.live.bytes[r]), share, count_of(p.live.count[r], "block", "blocks"));
     }
+    const std::vector<analysis::Advice> advice =
+        analysis::role_advice(p, moment_words(moment), p.world_size);
+    if (!advice.empty()) text += "  advice:\n" + advice_text(advice, "    ");
   }
   return text;
 }

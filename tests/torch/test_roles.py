@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import unittest
-from typing import Any, Dict
+from typing import Dict, Tuple
 
 import torch_run
 from torch_run import WORKLOADS, TempDirTest
@@ -72,6 +72,30 @@ class RolesTest(TempDirTest):
                 "unknown": 0,
             }, moment)
             self.assertEqual(category["Total"], self.tracker["allocated"][moment])
+
+    def test_advice_gives_each_remedys_saving_where_it_applies(self) -> None:
+        def advice(moment: str) -> Tuple[Dict[str, Dict[str, int]], Dict[str, int]]:
+            (process,) = torch_run.report("roles", self.plain, "--at", moment)["processes"]
+            return {a["id"]: a["evidence"] for a in process["advice"]}, process["roles"]
+
+        at_peak, roles = advice("peak")
+        # The blocks' peak is in backward: activations a quarter of it, no optimizer state yet.
+        self.assertEqual(at_peak["activation_checkpointing"]["saving_bytes"], roles["activation"])
+        self.assertEqual(at_peak["micro_batches"]["saving_bytes"],
+                         (roles["activation"] + roles["temporary"]) // 2)
+        self.assertEqual(at_peak["mixed_precision"]["saving_bytes"],
+                         (roles["activation"] + roles["gradient"]) // 2)
+        self.assertNotIn("lighter_optimizer", at_peak)
+        self.assertNotIn("sharding", at_peak)  # one process, no distributed job
+        after_step, roles = advice("after step")
+        # Adam's two states per parameter: SGD with momentum keeps one.
+        self.assertEqual(after_step["lighter_optimizer"]["saving_bytes"],
+                         self.torch["parameter_bytes"])
+        self.assertEqual(after_step["lighter_optimizer"]["optimizer_state_bytes"],
+                         roles["optimizer_state"])
+        text = subprocess.run([torch_run.vramtrace_binary(), "roles", self.plain, "--at",
+                               "after step"], capture_output=True, text=True, timeout=120).stdout
+        self.assertIn("[lighter_optimizer] Adam's state is 25% of 'after step', 4.0 MiB.", text)
 
     def test_text_lists_every_role_with_its_share(self) -> None:
         result = subprocess.run([torch_run.vramtrace_binary(), "roles", self.plain, "--at",
