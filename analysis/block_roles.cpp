@@ -87,6 +87,9 @@ enum class Phase { kOther, kBackward, kStep };
 struct Block {
   std::uint64_t alloc_seq = 0;
   std::uint64_t free_seq = std::numeric_limits<std::uint64_t>::max();  // max: never freed
+  std::int64_t alloc_ns = 0;
+  std::optional<std::int64_t> free_ns;
+  int device = 0;
   std::uint64_t size = 0;
   std::int64_t alloc_utid = 0;
   std::optional<std::int64_t> free_utid;
@@ -120,11 +123,14 @@ std::vector<Block> classify(const storage::TraceReader& trace, std::int64_t upid
   trace.for_each_allocation(filter, [&](const storage::AllocationRecord& record) {
     Block& block = blocks.emplace_back();
     block.alloc_seq = record.allocation.alloc_seq;
+    block.alloc_ns = record.allocation.alloc_ns;
+    block.device = record.allocation.device;
     block.size = record.allocation.size;
     block.alloc_utid = record.allocation.alloc_utid;
     block.callsite = record.allocation.alloc_callsite_id;
     if (record.free) {
       block.free_seq = record.free->free_seq;
+      block.free_ns = record.free->free_ns;
       block.free_utid = record.free->free_utid;
     }
   });
@@ -173,7 +179,26 @@ std::vector<Block> classify(const storage::TraceReader& trace, std::int64_t upid
   return blocks;
 }
 
+// The autograd engine's threads: PyTorch names them pt_autograd_N.
+std::set<std::int64_t> autograd_threads_of(const storage::TraceReader& trace) {
+  std::set<std::int64_t> threads;
+  for (const storage::ThreadRecord& thread : trace.threads()) {
+    if (thread.name && thread.name->starts_with("pt_autograd_")) threads.insert(thread.utid);
+  }
+  return threads;
+}
+
 }  // namespace
+
+std::vector<BlockLife> block_lives(const storage::TraceReader& trace, std::int64_t upid) {
+  std::unordered_map<std::int64_t, StackFacts> facts_by_callsite;
+  std::vector<BlockLife> lives;
+  for (const Block& block : classify(trace, upid, autograd_threads_of(trace), facts_by_callsite)) {
+    lives.push_back({block.alloc_seq, block.free_seq, block.alloc_ns, block.free_ns, block.device,
+                     block.size, block.role});
+  }
+  return lives;
+}
 
 std::string_view block_role_name(BlockRole role) {
   static constexpr std::array<std::string_view, kBlockRoles> kNames{
@@ -214,11 +239,7 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
   } else {
     moments = resolve_moment(trace, index, moment, processes);
   }
-  std::set<std::int64_t> autograd_threads;
-  for (const storage::ThreadRecord& thread : trace.threads()) {
-    if (thread.name && thread.name->starts_with("pt_autograd_"))
-      autograd_threads.insert(thread.utid);
-  }
+  const std::set<std::int64_t> autograd_threads = autograd_threads_of(trace);
   std::map<std::int64_t, std::optional<int>> world_sizes;
   for (const storage::ProcessRecord& p : trace.processes())
     world_sizes[p.start.upid] = p.start.world_size;

@@ -59,6 +59,21 @@ struct ProcessRoles {
   std::string optimizer;       // the optimizer whose state is live ("Adam"); empty: none seen
 };
 
+// One block's life and role: what a view over time (the viewer's timeline by role) needs.
+struct BlockLife {
+  std::uint64_t alloc_seq = 0;
+  std::uint64_t free_seq = 0;  // UINT64_MAX: never freed
+  std::int64_t alloc_ns = 0;
+  std::optional<std::int64_t> free_ns;
+  int device = 0;
+  std::uint64_t size = 0;
+  BlockRole role = BlockRole::kUnknown;
+};
+
+// Every successful block of process `upid`, in the order made, with its role. One pass over
+// the process's blocks; each distinct stack is read once.
+std::vector<BlockLife> block_lives(const storage::TraceReader& trace, std::int64_t upid);
+
 // The roles of the blocks live at `moment` in each selected process that has allocator
 // events (a process without blocks has no roles and is left out). `peak` is the moment of the
 // most bytes in live blocks (max_memory_allocated's), not of device memory in use.

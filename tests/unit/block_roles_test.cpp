@@ -182,6 +182,20 @@ TEST_F(BlockRolesTest, ThePeakIsTheBlocksPeak) {
   EXPECT_EQ(report.front().live.total_bytes(), 13 * kMiB);
 }
 
+TEST_F(BlockRolesTest, EveryBlocksLifeComesWithItsRole) {
+  const std::vector<BlockLife> lives = block_lives(*trace_, 1);
+  ASSERT_EQ(lives.size(), 10u);
+  EXPECT_EQ(lives[0].role, BlockRole::kParameter);
+  EXPECT_EQ(lives[0].free_seq, UINT64_MAX);
+  EXPECT_EQ(lives[1].role, BlockRole::kActivation);
+  EXPECT_EQ(lives[1].free_seq, 12u);
+  EXPECT_EQ(lives[1].free_ns, testing::ns_of_seq(12));
+  EXPECT_EQ(lives[1].size, 8 * kMiB);
+  EXPECT_EQ(lives[4].role, BlockRole::kGradient);
+  EXPECT_EQ(lives[6].role, BlockRole::kOptimizerState);
+  EXPECT_EQ(lives[8].role, BlockRole::kUnknown);
+}
+
 TEST(BlockRoleNames, AreTheJsonKeys) {
   EXPECT_EQ(block_role_name(BlockRole::kParameter), "parameter");
   EXPECT_EQ(block_role_name(BlockRole::kOptimizerState), "optimizer_state");
