@@ -105,6 +105,16 @@ class RolesTest(TempDirTest):
         self.assertEqual(under.returncode, 0, under.stdout + under.stderr)
         self.assertIn("PASS role.activation (pid ", under.stdout)
 
+    def test_summarys_block_peak_roles_are_the_roles_at_the_peak(self) -> None:
+        peaks = [peak for peak in torch_run.report("summary", self.plain)["block_peaks"]
+                 if peak["roles"] is not None]
+        self.assertEqual(len(peaks), 1, peaks)
+        report = torch_run.report("roles", self.plain)
+        (process,) = report["processes"]
+        self.assertEqual(peaks[0]["roles"], process["roles"])
+        self.assertEqual(peaks[0]["at_seq"], process["seq"])
+        self.assertEqual(peaks[0]["bytes"], sum(process["roles"].values()))
+
 
 if __name__ == "__main__":
     torch_run.main()
