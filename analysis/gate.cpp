@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "analysis/device_peaks.h"
@@ -111,6 +112,41 @@ std::vector<TestLeaks> leaks_by_test(const storage::TraceReader& trace,
 // rise, and the index reads stay small on a long run.
 constexpr std::size_t kGrowthIterations = 32;
 
+// One check per role given and process with allocator events, at the process's blocks' peak.
+// The processes that recorded GPU memory without allocator events are named in `warnings`.
+std::vector<GateCheck> role_checks(const storage::TraceReader& trace, const GateOptions& options,
+                                   std::vector<std::string>* warnings) {
+  const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
+  const std::set<std::int64_t> with_allocator = index->processes_with_allocator_events();
+  const bool any = std::any_of(with_allocator.begin(), with_allocator.end(),
+                               [&](std::int64_t u) { return is_selected(options.processes, u); });
+  if (!any)
+    throw BadMoment(
+        "a role limit needs allocator events (PyTorch's caching allocator), and no selected "
+        "process has any: its roles cannot be judged");
+  std::map<std::int64_t, std::uint32_t> pids;
+  for (const storage::ProcessRecord& p : trace.processes()) pids[p.start.upid] = p.start.pid;
+  for (const std::int64_t upid : trace.upids_with_gpu_events()) {
+    if (!is_selected(options.processes, upid) || with_allocator.contains(upid)) continue;
+    warnings->push_back(fmt::format(
+        "pid {} recorded GPU memory but no allocator events: the role limits do not judge it",
+        pids[upid]));
+  }
+  std::vector<GateCheck> checks;
+  for (const ProcessRoles& process :
+       build_role_report(trace, *index, parse_moment("peak"), options.processes)) {
+    for (std::size_t r = 0; r < kBlockRoles; ++r) {
+      const std::optional<std::uint64_t>& limit = options.limits.max_role[r];
+      if (!limit) continue;
+      checks.push_back(at_most(
+          fmt::format("role.{}", block_role_name(static_cast<BlockRole>(r))),
+          fmt::format("pid {} at its blocks' peak, seq {}", process.pid, process.seq), "bytes",
+          static_cast<double>(process.live.bytes[r]), static_cast<double>(*limit)));
+    }
+  }
+  return checks;
+}
+
 // One check per process that has the iteration marker twice: the bytes per iteration of the
 // stacks that grow, the suppressed ones left out.
 std::vector<GateCheck> growth_checks(const storage::TraceReader& trace, const GateOptions& options,
@@ -188,6 +224,10 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
           at_most("peak", fmt::format("pid {}, device {}", peak.pid, peak.device), "bytes",
                   static_cast<double>(peak.bytes), static_cast<double>(*limits.max_peak)));
     }
+  }
+  if (limits.any_role()) {
+    for (GateCheck& check : role_checks(trace, options, &result.warnings))
+      result.checks.push_back(std::move(check));
   }
   if (limits.max_peak_increase_percent) {
     const std::map<int, std::uint64_t> now = peak_by_device(trace, index.get(), options.processes);

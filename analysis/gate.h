@@ -13,15 +13,22 @@
 //   from one occurrence of the iteration marker to the next (leak_growth.h), after
 //   suppressions; the evidence is those stacks, fastest growing first. A leak in progress
 //   fails here even when the program frees everything at its end.
+// - role.ROLE (bytes): per process with allocator events, the live bytes of that role
+//   (block_roles.h) at the blocks' peak (max_memory_allocated's moment), one check per role
+//   given and process. Refused (BadMoment) when no selected process has allocator events: a
+//   role limit on a job that is not PyTorch's must not pass; a selected process that recorded
+//   GPU memory without allocator events is named in the warnings.
 // Leaks are also attributed to tests: a range marker named "test:ID" (the pytest plugin and the
 // GoogleTest listener make one per test) owns the leaks allocated inside it by its process.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/block_roles.h"
 #include "analysis/leak_report.h"
 #include "analysis/process_filter.h"
 #include "analysis/suppressions.h"
@@ -36,8 +43,15 @@ struct GateLimits {
   std::optional<double> max_peak_increase_percent;  // needs a baseline
   std::optional<std::uint64_t> max_leak_increase;   // bytes; needs a baseline
   std::optional<std::uint64_t> max_growth;          // bytes per iteration, per process
+  // bytes per role (indexed by BlockRole), per process, at its blocks' peak
+  std::array<std::optional<std::uint64_t>, kBlockRoles> max_role;
 
   bool needs_baseline() const { return max_peak_increase_percent || max_leak_increase; }
+  bool any_role() const {
+    for (const std::optional<std::uint64_t>& limit : max_role)
+      if (limit) return true;
+    return false;
+  }
 };
 
 struct GateOptions {
@@ -51,11 +65,14 @@ struct GateOptions {
 };
 
 struct GateCheck {
-  // "leaked_bytes", "leaked_count", "peak", "peak_increase", "leak_increase", "growth"
+  // "leaked_bytes", "leaked_count", "peak", "peak_increase", "leak_increase", "growth",
+  // "role.ROLE" ("role.activation")
   std::string name;
-  std::string subject;  // what was measured: "all processes", "pid 4242, device 0", "device 0"
-  std::string unit;     // "bytes", "allocations", "percent" or "bytes per iteration"
-  double actual = 0;    // for peak_increase with a baseline of 0 bytes: infinity
+  // what was measured: "all processes", "pid 4242, device 0", "device 0",
+  // "pid 4242 at its blocks' peak"
+  std::string subject;
+  std::string unit;   // "bytes", "allocations", "percent" or "bytes per iteration"
+  double actual = 0;  // for peak_increase with a baseline of 0 bytes: infinity
   double limit = 0;
   bool passed = true;
   std::vector<LeakGroup> leaks;  // leak checks: the leaks that count, largest first
@@ -90,7 +107,8 @@ struct GateResult {
 
 // Throws std::invalid_argument when a baseline limit is given without a baseline, and
 // BadMoment (moment.h) when the growth limit is given but no selected process has the
-// iteration marker twice: a growth check that cannot be made must not pass.
+// iteration marker twice, or a role limit but no selected process has allocator events: a
+// check that cannot be made must not pass.
 GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& options,
                          const storage::TraceReader* baseline = nullptr);
 

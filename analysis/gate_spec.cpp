@@ -11,8 +11,12 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+constexpr std::string_view kRolePrefix = "role.";
+
 bool set_limit(std::string_view name, std::string_view value, GateLimits* limits,
                std::string* error) {
+  if (name.starts_with(kRolePrefix))
+    return set_role_limit(name.substr(kRolePrefix.size()), value, limits, error);
   const std::optional<std::uint64_t> number = parse_byte_size(value);
   if (!number) {
     *error = "'" + std::string(value) + "' is not a size (such as 0, 512MiB, 2GB)";
@@ -32,13 +36,34 @@ bool set_limit(std::string_view name, std::string_view value, GateLimits* limits
     limits->max_leaked_count = number;
   } else {
     *error = "unknown limit '" + std::string(name) +
-             "' (known: leaked_bytes, leaked_count, peak, growth)";
+             "' (known: leaked_bytes, leaked_count, peak, growth, role.ROLE)";
     return false;
   }
   return true;
 }
 
 }  // namespace
+
+bool set_role_limit(std::string_view role, std::string_view size, GateLimits* limits,
+                    std::string* error) {
+  std::string known;
+  for (std::size_t r = 0; r < kBlockRoles; ++r) {
+    const std::string_view name = block_role_name(static_cast<BlockRole>(r));
+    if (name != role) {
+      known += (known.empty() ? "" : ", ") + std::string(name);
+      continue;
+    }
+    const std::optional<std::uint64_t> bytes = parse_byte_size(size);
+    if (!bytes) {
+      *error = "'" + std::string(size) + "' is not a size (such as 0, 512MiB, 2GB)";
+      return false;
+    }
+    limits->max_role[r] = bytes;
+    return true;
+  }
+  *error = "unknown role '" + std::string(role) + "' (known: " + known + ")";
+  return false;
+}
 
 bool parse_gate_spec(std::string_view spec, GateLimits* limits, std::string* error) {
   if (trim(spec).empty()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "analysis/time_index.h"
 #include "analysis/trace_advice.h"
 #include "analysis/trace_peaks.h"
 #include "analysis/trace_warnings.h"
@@ -29,6 +30,35 @@ class TimeSpan {
 
 bool has_calls(const KindTotals& totals) {
   return totals.allocations != 0 || totals.failed_allocations != 0;
+}
+
+// The roles at each block peak that is its process's largest (build_role_report's peak is per
+// process): the time index is opened only where some process has allocator events.
+std::vector<std::optional<RoleTotals>> roles_at_block_peaks(
+    const storage::TraceReader& trace, const ProcessSelection& selected,
+    const std::vector<AllocatorTotals>& allocator, const std::vector<DevicePeak>& block_peaks) {
+  std::vector<std::optional<RoleTotals>> roles(block_peaks.size());
+  const bool any = std::any_of(allocator.begin(), allocator.end(),
+                               [](const AllocatorTotals& a) { return a.allocator_events; });
+  if (!any || block_peaks.empty()) return roles;
+  std::vector<ProcessRoles> report;
+  try {
+    const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
+    report = build_role_report(trace, *index, parse_moment("peak"), selected);
+  } catch (const storage::TraceError&) {
+    return roles;  // a trace that cannot be indexed is summed up all the same, without roles
+  } catch (const BadMoment&) {
+    return roles;
+  }
+  for (const ProcessRoles& process : report) {
+    for (std::size_t i = 0; i < block_peaks.size(); ++i) {
+      if (block_peaks[i].upid == process.upid && block_peaks[i].at_seq == process.seq) {
+        roles[i] = process.live;
+        break;
+      }
+    }
+  }
+  return roles;
 }
 
 }  // namespace
@@ -121,6 +151,10 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     summary.block_peaks = peaks.blocks;
     for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
       summary.allocator.push_back(totals);
+    summary.block_peak_roles =
+        options.roles
+            ? roles_at_block_peaks(trace, selected, summary.allocator, summary.block_peaks)
+            : std::vector<std::optional<RoleTotals>>(summary.block_peaks.size());
     // The advice looks at whole processes: the peaks found above serve unless they were
     // narrowed to a kind or a device.
     const bool whole = options.allocations.empty();

@@ -11,6 +11,7 @@
 #include "analysis/allocation_scope.h"
 #include "analysis/allocator_level.h"
 #include "analysis/backend_comparison.h"
+#include "analysis/block_roles.h"
 #include "analysis/device_peaks.h"
 #include "analysis/process_chains.h"
 #include "analysis/process_filter.h"
@@ -75,8 +76,12 @@ struct Summary {
   std::vector<DevicePeak> peaks;  // by upid, then device
   // The allocator level: per process, blocks (tensors) against the segments holding them and
   // the cache; a process without allocator events is seen at the segment level only.
-  std::vector<AllocatorTotals> allocator;   // by upid, every selected process
-  std::vector<DevicePeak> block_peaks;      // peak live block bytes, by upid, then device
+  std::vector<AllocatorTotals> allocator;  // by upid, every selected process
+  std::vector<DevicePeak> block_peaks;     // peak live block bytes, by upid, then device
+  // One per block_peaks entry: the live blocks by role (block_roles.h) at that peak, for the
+  // device whose peak is the process's largest (the roles are per process); unset for the
+  // process's other devices.
+  std::vector<std::optional<RoleTotals>> block_peak_roles;
   std::vector<BadFreeCount> bad_frees;      // by reason
   std::vector<storage::StatRecord> stats;   // by name, for the whole trace
   std::vector<Advice> advice;               // trace_advice.h: the rules that fired
@@ -95,6 +100,9 @@ struct SummaryOptions {
   // The segment level leaves blocks out: no block kind, block peaks, allocator totals or
   // advice (whose rules read blocks).
   MemoryLevel level = MemoryLevel::kBlock;
+  // The roles at each blocks' peak (block_peak_roles): a pass over every block of the
+  // processes with allocator events, left out where nothing shows them.
+  bool roles = true;
 };
 
 Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& options = {});

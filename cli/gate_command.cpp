@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analysis/byte_size.h"
+#include "analysis/gate_spec.h"
 #include "cli/exit_status.h"
 #include "cli/gate_reports.h"
 #include "cli/output_format.h"
@@ -110,7 +111,8 @@ void register_gate_command(CLI::App& app, int* exit_status) {
   CLI::App* sub = app.add_subcommand(
       "gate",
       "Fail (exit 1) when a trace breaks a limit: leaked bytes or allocations, peak "
-      "device memory, growth per iteration, or growth against a baseline trace");
+      "device memory, growth per iteration, a role's bytes at the peak, or growth against a "
+      "baseline trace");
   sub->add_option("FILE", options->trace, "The trace, as written by 'vramtrace run -o FILE'")
       ->required();
   analysis::GateLimits& limits = options->gate.limits;
@@ -131,6 +133,24 @@ void register_gate_command(CLI::App& app, int* exit_status) {
                   "Most growth of live memory per iteration in each process: the stacks whose "
                   "live bytes rise from one iteration to the next (a leak in progress, even if "
                   "freed at exit)");
+  sub->add_option_function<std::vector<std::string>>(
+         "--max-role",
+         [options](const std::vector<std::string>& terms) {
+           for (const std::string& term : terms) {
+             const std::size_t equals = term.find('=');
+             std::string error = "'" + term + "' is not ROLE=SIZE (such as activation=4GiB)";
+             if (equals == std::string::npos ||
+                 !analysis::set_role_limit(std::string_view(term).substr(0, equals),
+                                           std::string_view(term).substr(equals + 1),
+                                           &options->gate.limits, &error))
+               throw CLI::ValidationError("--max-role", error);
+           }
+         },
+         "Most bytes of a role (parameter, gradient, optimizer_state, activation, temporary, "
+         "unknown) live at each process's blocks' peak, as 'vramtrace roles' tells them; "
+         "repeatable. Needs allocator events (PyTorch)")
+      ->type_name("ROLE=SIZE")
+      ->allow_extra_args(false);
   sub->add_option("--iteration-marker", options->gate.growth_marker,
                   "The marker whose occurrences are the iterations for --max-growth: ranges or "
                   "marks of this name, or numbered '<name> <n>' as vramtrace.iteration() makes")

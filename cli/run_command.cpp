@@ -447,9 +447,9 @@ void register_run_command(CLI::App& app, int* exit_status) {
            options->gate = limits;
          },
          "After the run, judge the trace as 'vramtrace gate' does: limits such as "
-         "'leaked_bytes=0,leaked_count<=10,peak<=2GiB,growth<=1MiB' (growth: per 'iteration'; "
-         "sizes take B, KiB, MiB, GiB, KB, MB, "
-         "GB)")
+         "'leaked_bytes=0,leaked_count<=10,peak<=2GiB,growth<=1MiB,role.activation<=4GiB' "
+         "(growth: per 'iteration'; role.ROLE: at each process's blocks' peak; sizes take B, "
+         "KiB, MiB, GiB, KB, MB, GB)")
       ->type_name("SPEC");
   run->add_option("command", options->command, "The command to run, after --")
       ->required()

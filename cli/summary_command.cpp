@@ -190,6 +190,40 @@ Json kind_json(const analysis::KindTotals& kind) {
   };
 }
 
+const std::optional<analysis::RoleTotals>& block_peak_roles(const analysis::Summary& summary,
+                                                            std::size_t i) {
+  static const std::optional<analysis::RoleTotals> kNone;
+  return i < summary.block_peak_roles.size() ? summary.block_peak_roles[i] : kNone;
+}
+
+Json role_bytes_json(const analysis::RoleTotals& roles) {
+  Json out = Json::object();
+  for (std::size_t r = 0; r < analysis::kBlockRoles; ++r)
+    out[std::string(analysis::block_role_name(static_cast<analysis::BlockRole>(r)))] =
+        roles.bytes[r];
+  return out;
+}
+
+// "    by role: activation 16.0 MiB, temporary 40.0 MiB, parameter 2.0 MiB": largest first,
+// the roles with no bytes left out; empty when every role is. The roles are the process's live
+// blocks on every device at that moment: where it used several, the line says so, since its
+// bytes are then more than the device's peak above it.
+std::string roles_line(const analysis::RoleTotals& roles, bool several_devices) {
+  std::vector<std::size_t> order;
+  for (std::size_t r = 0; r < analysis::kBlockRoles; ++r)
+    if (roles.bytes[r] != 0) order.push_back(r);
+  if (order.empty()) return "";
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return roles.bytes[a] > roles.bytes[b]; });
+  std::vector<std::string> parts;
+  for (const std::size_t r : order)
+    parts.push_back(fmt::format("{} {}",
+                                analysis::block_role_name(static_cast<analysis::BlockRole>(r)),
+                                format_bytes(roles.bytes[r])));
+  return fmt::format("    by role{}: {}\n", several_devices ? ", all devices at that moment" : "",
+                     fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 Json summary_json(const std::string& trace_path, const analysis::Summary& summary) {
@@ -223,13 +257,16 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
                      {"at_seq", peak.at_seq}});
   }
   Json block_peaks = Json::array();
-  for (const analysis::DevicePeak& peak : summary.block_peaks) {
+  for (std::size_t i = 0; i < summary.block_peaks.size(); ++i) {
+    const analysis::DevicePeak& peak = summary.block_peaks[i];
+    const std::optional<analysis::RoleTotals>& roles = block_peak_roles(summary, i);
     block_peaks.push_back({{"upid", peak.upid},
                            {"pid", peak.pid},
                            {"device", peak.device},
                            {"bytes", peak.bytes},
                            {"at_ns", peak.at_ns},
-                           {"at_seq", peak.at_seq}});
+                           {"at_seq", peak.at_seq},
+                           {"roles", roles ? role_bytes_json(*roles) : Json(nullptr)}});
   }
   Json allocator = Json::array();
   for (const analysis::AllocatorTotals& a : summary.allocator) {
@@ -372,11 +409,17 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     if (a.blocks_without_segment != 0)
       text += fmt::format("    {} with no recorded segment\n",
                           count_of(a.blocks_without_segment, "block", "blocks"));
-    for (const analysis::DevicePeak& peak : summary.block_peaks) {
+    const bool several_devices =
+        std::count_if(summary.block_peaks.begin(), summary.block_peaks.end(),
+                      [&](const analysis::DevicePeak& p) { return p.upid == a.upid; }) > 1;
+    for (std::size_t i = 0; i < summary.block_peaks.size(); ++i) {
+      const analysis::DevicePeak& peak = summary.block_peaks[i];
       if (peak.upid != a.upid) continue;
       text += fmt::format("    peak live blocks, device {}: {} at +{}\n", peak.device,
                           format_bytes_exact(peak.bytes),
                           format_seconds(peak.at_ns - summary.start_ns));
+      if (const std::optional<analysis::RoleTotals>& roles = block_peak_roles(summary, i))
+        text += roles_line(*roles, several_devices);
     }
   }
 
@@ -412,8 +455,11 @@ std::string summary_csv(const analysis::Summary& summary) {
 
 namespace {
 
-analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScope& scope) {
+// `roles`: with the roles at each blocks' peak (the CSV form has no place for them).
+analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScope& scope,
+                             bool roles = true) {
   analysis::SummaryOptions options;
+  options.roles = roles;
   options.processes = scope.processes;
   options.allocations = scope.allocations;
   options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
@@ -435,7 +481,7 @@ void register_summary_command(CLI::App& app, int* exit_status) {
          return summary_text(path, summary_of(trace, scope), scope.describe(), *all_processes);
        },
        [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
-         return summary_csv(summary_of(trace, scope));
+         return summary_csv(summary_of(trace, scope, /*roles=*/false));
        },
        [all_processes](CLI::App* command) {
          command->add_flag(

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "allocator_trace.h"
+#include "roles_trace.h"
 #include "run_vramtrace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -174,6 +175,110 @@ TEST_F(CliGateTest, MaxGrowthJudgesTheBytesEachIterationAddsPerProcess) {
   EXPECT_NE(no_marker.err.find("no selected process has the marker 'iteration' twice"),
             std::string::npos)
       << no_marker.err;
+}
+
+// Whether `text` holds `part`, saying what it held when not.
+::testing::AssertionResult has(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no '" << part << "' in:\n" << text;
+}
+
+// The roles trace (tests/unit/roles_trace.h): pid 4000's blocks peak at seq 4 with 8 MiB of
+// activations, 4 MiB of temporaries and 1 MiB of parameters; pid 4100 has no allocator events.
+class CliGateRolesTest : public CliGateTest {
+ protected:
+  void SetUp() override {
+    CliGateTest::SetUp();
+    ASSERT_EQ(write_roles_trace(roles_), "");
+  }
+  CommandResult roles_gate(std::vector<std::string> args) {
+    args.insert(args.begin(), {"gate", roles_.string()});
+    return run_vramtrace(args, scratch_.path());
+  }
+
+  std::filesystem::path roles_ = dir_ / "roles.db";
+};
+
+TEST_F(CliGateRolesTest, MaxRolePassesAtTheRolesBytesAtThePeak) {
+  const CommandResult result =
+      roles_gate({"--max-role", "activation=8MiB", "--max-role", "parameter=1MiB"});
+  EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
+  EXPECT_TRUE(has(result.out,
+                  "PASS role.activation (pid 4000 at its blocks' peak, seq 4): 8.0 MiB "
+                  "(8388608 bytes), limit 8.0 MiB\n"));
+  EXPECT_TRUE(has(result.out, "PASS role.parameter (pid 4000 at its blocks' peak, seq 4)"));
+  EXPECT_TRUE(has(result.out,
+                  "warning: pid 4100 recorded GPU memory but no allocator events: the "
+                  "role limits do not judge it"));
+}
+
+TEST_F(CliGateRolesTest, MaxRoleFailsOverTheLimitInEveryReport) {
+  const auto json_path = dir_ / "gate.json";
+  const auto junit_path = dir_ / "gate.xml";
+  const auto markdown_path = dir_ / "gate.md";
+  const CommandResult result =
+      roles_gate({"--max-role", "activation=4MiB", "--json", json_path.string(), "--junit",
+                  junit_path.string(), "--markdown", markdown_path.string()});
+  EXPECT_EQ(result.exit_status, 1) << result.out << result.err;
+  EXPECT_TRUE(has(result.out,
+                  "FAIL role.activation (pid 4000 at its blocks' peak, seq 4): 8.0 MiB "
+                  "(8388608 bytes), limit 4.0 MiB"));
+  const json report = json::parse(slurp(json_path));
+  EXPECT_EQ(report["passed"], false);
+  ASSERT_EQ(report["checks"].size(), 1u);
+  EXPECT_EQ(report["checks"][0]["name"], "role.activation");
+  EXPECT_EQ(report["checks"][0]["subject"], "pid 4000 at its blocks' peak, seq 4");
+  EXPECT_EQ(report["checks"][0]["unit"], "bytes");
+  EXPECT_EQ(report["checks"][0]["actual"], 8 << 20);
+  EXPECT_EQ(report["checks"][0]["limit"], 4 << 20);
+  EXPECT_EQ(report["checks"][0]["passed"], false);
+  const std::string junit = slurp(junit_path);
+  EXPECT_TRUE(has(junit,
+                  "<testcase classname=\"vramtrace.gate\" name=\"role.activation (pid 4000 "
+                  "at its blocks&apos; peak, seq 4)\">\n      <failure message=\"role."
+                  "activation (pid 4000 at its blocks&apos; peak, seq 4): 8.0 MiB (8388608 "
+                  "bytes), limit 4.0 MiB\" type=\"role.activation\">"));
+  const std::string markdown = slurp(markdown_path);
+  EXPECT_TRUE(has(markdown,
+                  "| role.activation | pid 4000 at its blocks' peak, seq 4 | 8.0 MiB "
+                  "(8388608 bytes) | 4.0 MiB | **FAIL** |"));
+}
+
+TEST_F(CliGateRolesTest, ABadRoleOrSizeExits2WithOneLine) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"weights=1GiB",
+       "unknown role 'weights' (known: parameter, gradient, optimizer_state, "
+       "activation, temporary, unknown)"},
+      {"activation=lots", "'lots' is not a size"},
+      {"activation", "'activation' is not ROLE=SIZE"},
+  };
+  for (const auto& [term, message] : cases) {
+    const CommandResult result = roles_gate({"--max-role", term});
+    EXPECT_EQ(result.exit_status, 2) << term << ": " << result.out << result.err;
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
+    EXPECT_TRUE(has(result.err, message));
+  }
+}
+
+// A role limit on a trace that has no allocator events is refused, not passed: a CI gate on a
+// job that is not PyTorch's would otherwise hold nothing.
+TEST_F(CliGateRolesTest, MaxRoleWithoutAllocatorEventsIsRefused) {
+  const CommandResult result = gate({"--max-role", "activation=1GiB"});
+  EXPECT_EQ(result.exit_status, 2) << result.out << result.err;
+  EXPECT_EQ(line_count(result.err), 1u) << result.err;
+  EXPECT_TRUE(has(result.err, "a role limit needs allocator events"));
+
+  const auto trace = dir_ / "run.db";
+  const CommandResult run = run_vramtrace({"run", "--force", "-o", trace.string(), "--gate",
+                                           "role.activation<=1GiB", "--", "/bin/sh", "-c", "true"},
+                                          scratch_.path());
+  EXPECT_EQ(run.exit_status, 2) << run.err;
+  EXPECT_TRUE(has(run.err, "a role limit needs allocator events"));
+  const CommandResult bad = run_vramtrace(
+      {"run", "--force", "-o", trace.string(), "--gate", "role.weights<=1GiB", "--", "true"},
+      scratch_.path());
+  EXPECT_EQ(bad.exit_status, 2);
+  EXPECT_TRUE(has(bad.err, "unknown role 'weights'"));
 }
 
 }  // namespace

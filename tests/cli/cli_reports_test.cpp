@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "roles_trace.h"
 #include "run_vramtrace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -176,6 +177,45 @@ TEST_F(CliReportsTest, AnIncompleteTraceIsReportedWithAWarningAndExits0) {
   EXPECT_EQ(report.at("incomplete"), true);
   EXPECT_NE(report.at("warnings").at(0).get<std::string>().find("incomplete"), std::string::npos);
   EXPECT_EQ(report.at("total_count"), 8);
+}
+
+// Whether `text` holds `part`, saying what it held when not.
+::testing::AssertionResult has(const std::string& text, const std::string& part) {
+  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no '" << part << "' in:\n" << text;
+}
+
+// The roles trace (tests/unit/roles_trace.h): pid 4000's blocks peak on device 0 at seq 4 with
+// 8 MiB of activations, 4 MiB of temporaries and 1 MiB of parameters; its device 1 peaks
+// later, at a moment that is not the process's peak. The roles count the process's blocks on
+// both devices, and the line says so.
+TEST_F(CliReportsTest, SummaryNamesTheRolesAtTheProcesssBlocksPeak) {
+  const auto roles = dir_ / "roles.db";
+  ASSERT_EQ(write_roles_trace(roles), "");
+  const CommandResult text = run_vramtrace({"summary", roles.string()}, scratch_.path());
+  EXPECT_EQ(text.exit_status, 0) << text.err;
+  EXPECT_TRUE(has(text.out,
+                  "    peak live blocks, device 0: 13.0 MiB (13631488 bytes) at +4.000 ms\n"
+                  "    by role, all devices at that moment: activation 8.0 MiB, temporary "
+                  "4.0 MiB, parameter 1.0 MiB\n"
+                  "    peak live blocks, device 1: 256.0 KiB (262144 bytes) at +11.000 ms\n"
+                  "  pid 4100: no allocator events"));
+
+  const CommandResult result =
+      run_vramtrace({"summary", roles.string(), "--format", "json"}, scratch_.path());
+  EXPECT_EQ(result.exit_status, 0) << result.err;
+  const json summary = json::parse(result.out);
+  const json& peaks = summary["block_peaks"];
+  ASSERT_EQ(peaks.size(), 2u) << peaks.dump();
+  EXPECT_EQ(peaks[0]["device"], 0);
+  EXPECT_EQ(peaks[0]["roles"], json({{"parameter", 1 << 20},
+                                     {"gradient", 0},
+                                     {"optimizer_state", 0},
+                                     {"activation", 8 << 20},
+                                     {"temporary", 4 << 20},
+                                     {"unknown", 0}}));
+  EXPECT_EQ(peaks[1]["device"], 1);
+  EXPECT_TRUE(peaks[1]["roles"].is_null()) << peaks[1].dump();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@ step, marked before backward, after backward and after step)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import unittest
 from typing import Dict, Tuple
@@ -108,6 +109,35 @@ class RolesTest(TempDirTest):
         optimizer = next(line for line in lines if line.split()[:1] == ["optimizer_state"])
         self.assertIn("4.0 MiB", optimizer)
         self.assertIn("6 blocks", optimizer)
+
+    def gate(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([torch_run.vramtrace_binary(), "gate", self.plain, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    def test_gate_max_role_judges_the_activations_at_the_blocks_peak(self) -> None:
+        activation = self.roles(self.plain, "peak")["activation"]
+        self.assertGreater(activation, 1 << 20)
+        self.assertLess(activation, 1 << 30)
+        over = self.gate("--max-role", "activation=1MiB", "--format", "json")
+        self.assertEqual(over.returncode, 1, over.stdout + over.stderr)
+        (check,) = json.loads(over.stdout)["checks"]
+        self.assertEqual(check["name"], "role.activation")
+        self.assertEqual(check["actual"], activation)
+        self.assertEqual(check["limit"], 1 << 20)
+        self.assertFalse(check["passed"])
+        under = self.gate("--max-role", "activation=1GiB")
+        self.assertEqual(under.returncode, 0, under.stdout + under.stderr)
+        self.assertIn("PASS role.activation (pid ", under.stdout)
+
+    def test_summarys_block_peak_roles_are_the_roles_at_the_peak(self) -> None:
+        peaks = [peak for peak in torch_run.report("summary", self.plain)["block_peaks"]
+                 if peak["roles"] is not None]
+        self.assertEqual(len(peaks), 1, peaks)
+        report = torch_run.report("roles", self.plain)
+        (process,) = report["processes"]
+        self.assertEqual(peaks[0]["roles"], process["roles"])
+        self.assertEqual(peaks[0]["at_seq"], process["seq"])
+        self.assertEqual(peaks[0]["bytes"], sum(process["roles"].values()))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "analysis/leak_growth.h"
 #include "analysis/moment.h"
 #include "analysis/suppressions.h"
+#include "roles_trace.h"
 #include "sql_query.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -306,11 +308,28 @@ TEST(GateSpec, TermsSetTheirLimits) {
   EXPECT_EQ(limits.max_growth, 1u << 20);
 }
 
+TEST(GateSpec, RoleTermsSetTheRolesLimits) {
+  GateLimits limits;
+  std::string error;
+  ASSERT_TRUE(
+      parse_gate_spec("role.activation<=4GiB, role.optimizer_state=512MiB", &limits, &error))
+      << error;
+  EXPECT_EQ(limits.max_role[static_cast<std::size_t>(BlockRole::kActivation)], 4ull << 30);
+  EXPECT_EQ(limits.max_role[static_cast<std::size_t>(BlockRole::kOptimizerState)], 512u << 20);
+  EXPECT_EQ(limits.max_role[static_cast<std::size_t>(BlockRole::kParameter)], std::nullopt);
+  EXPECT_TRUE(limits.any_role());
+}
+
 TEST(GateSpec, MalformedSpecsSayWhy) {
   const std::pair<const char*, const char*> cases[] = {
       {"", "the gate names no limit"},
       {"leaked_bytes", "'leaked_bytes' is not NAME=VALUE or NAME<=VALUE"},
-      {"leaks=0", "unknown limit 'leaks' (known: leaked_bytes, leaked_count, peak, growth)"},
+      {"leaks=0",
+       "unknown limit 'leaks' (known: leaked_bytes, leaked_count, peak, growth, role.ROLE)"},
+      {"role.weights<=1GiB",
+       "unknown role 'weights' (known: parameter, gradient, optimizer_state, activation, "
+       "temporary, unknown)"},
+      {"role.activation<=lots", "'lots' is not a size (such as 0, 512MiB, 2GB)"},
       {"peak<=lots", "'lots' is not a size (such as 0, 512MiB, 2GB)"},
       {"leaked_count=1KiB", "leaked_count takes a plain count, not '1KiB'"},
   };
@@ -320,6 +339,68 @@ TEST(GateSpec, MalformedSpecsSayWhy) {
     EXPECT_FALSE(parse_gate_spec(spec, &limits, &error)) << spec;
     EXPECT_EQ(error, message) << spec;
   }
+}
+
+// The roles trace (tests/unit/roles_trace.h): pid 4000's blocks peak at seq 4 with 8 MiB of
+// activations, 4 MiB of temporaries and 1 MiB of parameters; pid 4100 has no allocator events.
+class GateRolesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(testing::write_roles_trace(dir_ / "roles.db"), "");
+    storage::OpenFailure failure;
+    trace_ = storage::TraceReader::open(dir_ / "roles.db", &failure);
+    ASSERT_NE(trace_, nullptr) << failure.message;
+  }
+  GateResult judge(BlockRole role, std::uint64_t limit) {
+    GateOptions options;
+    options.limits.max_role[static_cast<std::size_t>(role)] = limit;
+    return evaluate_gate(*trace_, options);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<storage::TraceReader> trace_;
+};
+
+TEST_F(GateRolesTest, ARolePassesAtItsBytesAtThePeakAndFailsBelowThem) {
+  const GateResult at = judge(BlockRole::kActivation, 8 * kMiB);
+  const GateCheck& check = only_check(at);
+  EXPECT_EQ(check.name, "role.activation");
+  EXPECT_EQ(check.subject, "pid 4000 at its blocks' peak, seq 4");
+  EXPECT_EQ(check.unit, "bytes");
+  EXPECT_EQ(check.actual, 8.0 * kMiB);
+  EXPECT_TRUE(at.passed());
+  EXPECT_FALSE(judge(BlockRole::kActivation, 8 * kMiB - 1).passed());
+  EXPECT_FALSE(judge(BlockRole::kTemporary, 4 * kMiB - 1).passed());
+  // No gradient is live at the peak (it is made in backward, after it).
+  EXPECT_TRUE(judge(BlockRole::kGradient, 0).passed());
+}
+
+TEST_F(GateRolesTest, AProcessWithoutAllocatorEventsIsNamedInTheWarnings) {
+  const GateResult result = judge(BlockRole::kParameter, 1 * kMiB);
+  EXPECT_EQ(only_check(result).actual, 1.0 * kMiB);
+  EXPECT_NE(std::find(result.warnings.begin(), result.warnings.end(),
+                      "pid 4100 recorded GPU memory but no allocator events: the role limits do "
+                      "not judge it"),
+            result.warnings.end());
+}
+
+TEST_F(GateRolesTest, EachRoleGivenIsACheck) {
+  GateOptions options;
+  options.limits.max_role[static_cast<std::size_t>(BlockRole::kParameter)] = 2 * kMiB;
+  options.limits.max_role[static_cast<std::size_t>(BlockRole::kTemporary)] = 1 * kMiB;
+  const GateResult result = evaluate_gate(*trace_, options);
+  ASSERT_EQ(result.checks.size(), 2u);
+  EXPECT_EQ(result.checks[0].name, "role.parameter");
+  EXPECT_TRUE(result.checks[0].passed);
+  EXPECT_EQ(result.checks[1].name, "role.temporary");
+  EXPECT_FALSE(result.checks[1].passed);
+}
+
+// A role limit on a trace with no allocator events cannot be judged: refused, not passed.
+TEST_F(GateTest, RoleLimitsWithoutAllocatorEventsAreRefused) {
+  GateOptions options;
+  options.limits.max_role[static_cast<std::size_t>(BlockRole::kActivation)] = 1 * kMiB;
+  EXPECT_THROW(judge(options), BadMoment);
 }
 
 TEST(Suppressions, ParseErrorsNameTheLine) {
