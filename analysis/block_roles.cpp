@@ -84,100 +84,92 @@ StackFacts facts_of(const std::vector<storage::StackFrame>& stack) {
 
 enum class Phase { kOther, kBackward, kStep };
 
-struct Block {
-  std::uint64_t alloc_seq = 0;
-  std::uint64_t free_seq = std::numeric_limits<std::uint64_t>::max();  // max: never freed
-  std::int64_t alloc_ns = 0;
-  std::optional<std::int64_t> free_ns;
-  int device = 0;
-  std::uint64_t size = 0;
-  std::int64_t alloc_utid = 0;
-  std::optional<std::int64_t> free_utid;
-  std::optional<std::int64_t> callsite;
-  Phase phase = Phase::kOther;
-  BlockRole role = BlockRole::kUnknown;
-};
-
 // Whether some boundary lies strictly between a and b.
 bool any_between(const std::vector<std::uint64_t>& sorted, std::uint64_t a, std::uint64_t b) {
   const auto next = std::upper_bound(sorted.begin(), sorted.end(), a);
   return next != sorted.end() && *next < b;
 }
 
-// Every block of one process, in the order made, each with its role.
-std::vector<Block> classify(const storage::TraceReader& trace, std::int64_t upid,
-                            const std::set<std::int64_t>& autograd_threads,
-                            std::unordered_map<std::int64_t, StackFacts>& facts_by_callsite) {
-  const auto facts = [&](const std::optional<std::int64_t>& callsite) -> const StackFacts& {
+// What the rules read of a process besides a block's own record: its threads, the stacks'
+// facts (each stack read once), and where its phases change.
+class RoleRules {
+ public:
+  RoleRules(const storage::TraceReader& trace, std::set<std::int64_t> autograd_threads)
+      : trace_(trace), autograd_threads_(std::move(autograd_threads)) {}
+
+  // One pass over the process's blocks in the order made, keeping only where the phase changes
+  // from one block to the next; each of the program's own markers is a boundary too.
+  void find_phases(std::int64_t upid) {
+    boundaries_.clear();
+    backward_starts_.clear();
+    Phase previous = Phase::kOther;
+    trace_.for_each_allocation(blocks_of(upid), [&](const storage::AllocationRecord& record) {
+      const Phase phase = phase_of(record);
+      if (phase != previous) {
+        boundaries_.push_back(record.allocation.alloc_seq);
+        if (phase == Phase::kBackward) backward_starts_.push_back(record.allocation.alloc_seq);
+      }
+      previous = phase;
+    });
+    for (const storage::MarkerRecord& marker : trace_.markers()) {
+      if (marker.start.upid != upid || marker.start.source == storage::kMarkerFromShim) continue;
+      boundaries_.push_back(marker.start.start_seq);
+      if (marker.end) boundaries_.push_back(marker.end->end_seq);
+    }
+    std::sort(boundaries_.begin(), boundaries_.end());
+  }
+
+  // The role of a block of the process find_phases() last looked at.
+  BlockRole role_of(const storage::AllocationRecord& record) {
+    const storage::AllocationRow& a = record.allocation;
+    const StackFacts& f = facts(a.alloc_callsite_id);
+    const std::uint64_t free_seq = record.free ? record.free->free_seq : kNeverFreed;
+    const bool freed_in_phase =
+        record.free.has_value() && !any_between(boundaries_, a.alloc_seq, free_seq);
+    if (f.module_apply) return BlockRole::kParameter;
+    if (f.optimizer_init) return BlockRole::kOptimizerState;
+    // A gradient outlives the backward pass that made it, and is let go by the program
+    // (zero_grad, the next step) or never.
+    if (autograd_threads_.contains(a.alloc_utid) && !freed_in_phase &&
+        (!record.free || record.free->free_utid != a.alloc_utid))
+      return BlockRole::kGradient;
+    if (freed_in_phase) return BlockRole::kTemporary;
+    if (phase_of(record) == Phase::kOther && any_between(backward_starts_, a.alloc_seq, free_seq))
+      return BlockRole::kActivation;
+    return BlockRole::kUnknown;
+  }
+
+  const StackFacts& facts(const std::optional<std::int64_t>& callsite) {
     static const StackFacts kNone;
     if (!callsite) return kNone;
-    auto [it, added] = facts_by_callsite.try_emplace(*callsite);
-    if (added) it->second = facts_of(trace.stack(*callsite));
+    auto [it, added] = facts_by_callsite_.try_emplace(*callsite);
+    if (added) it->second = facts_of(trace_.stack(*callsite));
     return it->second;
-  };
-  std::vector<Block> blocks;
-  storage::AllocationFilter filter;
-  filter.upid = upid;
-  filter.kind = storage::allocation_kind::kBlock;
-  filter.outcome = storage::AllocationFilter::Outcome::kSucceeded;
-  trace.for_each_allocation(filter, [&](const storage::AllocationRecord& record) {
-    Block& block = blocks.emplace_back();
-    block.alloc_seq = record.allocation.alloc_seq;
-    block.alloc_ns = record.allocation.alloc_ns;
-    block.device = record.allocation.device;
-    block.size = record.allocation.size;
-    block.alloc_utid = record.allocation.alloc_utid;
-    block.callsite = record.allocation.alloc_callsite_id;
-    if (record.free) {
-      block.free_seq = record.free->free_seq;
-      block.free_ns = record.free->free_ns;
-      block.free_utid = record.free->free_utid;
-    }
-  });
-  // The phase each block was made in, and where the phases change: each change, and each of
-  // the program's own markers, is a boundary.
-  std::vector<std::uint64_t> boundaries, backward_starts;
-  Phase previous = Phase::kOther;
-  for (Block& block : blocks) {
-    const StackFacts& f = facts(block.callsite);
-    block.phase = autograd_threads.contains(block.alloc_utid) || f.backward ? Phase::kBackward
-                  : f.optimizer                                             ? Phase::kStep
-                                                                            : Phase::kOther;
-    if (block.phase != previous) {
-      boundaries.push_back(block.alloc_seq);
-      if (block.phase == Phase::kBackward) backward_starts.push_back(block.alloc_seq);
-    }
-    previous = block.phase;
   }
-  for (const storage::MarkerRecord& marker : trace.markers()) {
-    if (marker.start.upid != upid || marker.start.source == storage::kMarkerFromShim) continue;
-    boundaries.push_back(marker.start.start_seq);
-    if (marker.end) boundaries.push_back(marker.end->end_seq);
+
+  static storage::AllocationFilter blocks_of(std::int64_t upid) {
+    storage::AllocationFilter filter;
+    filter.upid = upid;
+    filter.kind = storage::allocation_kind::kBlock;
+    filter.outcome = storage::AllocationFilter::Outcome::kSucceeded;
+    return filter;
   }
-  std::sort(boundaries.begin(), boundaries.end());
-  for (Block& block : blocks) {
-    const StackFacts& f = facts(block.callsite);
-    const bool freed_in_phase =
-        block.free_utid.has_value() && !any_between(boundaries, block.alloc_seq, block.free_seq);
-    const bool made_by_the_engine = autograd_threads.contains(block.alloc_utid);
-    if (f.module_apply) {
-      block.role = BlockRole::kParameter;
-    } else if (f.optimizer_init) {
-      block.role = BlockRole::kOptimizerState;
-    } else if (made_by_the_engine && !freed_in_phase &&
-               (!block.free_utid || *block.free_utid != block.alloc_utid)) {
-      // A gradient outlives the backward pass that made it, and is let go by the program
-      // (zero_grad, the next step) or never.
-      block.role = BlockRole::kGradient;
-    } else if (freed_in_phase) {
-      block.role = BlockRole::kTemporary;
-    } else if (block.phase == Phase::kOther &&
-               any_between(backward_starts, block.alloc_seq, block.free_seq)) {
-      block.role = BlockRole::kActivation;
-    }
+
+  static constexpr std::uint64_t kNeverFreed = std::numeric_limits<std::uint64_t>::max();
+
+ private:
+  Phase phase_of(const storage::AllocationRecord& record) {
+    const StackFacts& f = facts(record.allocation.alloc_callsite_id);
+    if (autograd_threads_.contains(record.allocation.alloc_utid) || f.backward)
+      return Phase::kBackward;
+    return f.optimizer ? Phase::kStep : Phase::kOther;
   }
-  return blocks;
-}
+
+  const storage::TraceReader& trace_;
+  const std::set<std::int64_t> autograd_threads_;
+  std::unordered_map<std::int64_t, StackFacts> facts_by_callsite_;
+  std::vector<std::uint64_t> boundaries_, backward_starts_;
+};
 
 // The autograd engine's threads: PyTorch names them pt_autograd_N.
 std::set<std::int64_t> autograd_threads_of(const storage::TraceReader& trace) {
@@ -191,12 +183,14 @@ std::set<std::int64_t> autograd_threads_of(const storage::TraceReader& trace) {
 }  // namespace
 
 std::vector<BlockLife> block_lives(const storage::TraceReader& trace, std::int64_t upid) {
-  std::unordered_map<std::int64_t, StackFacts> facts_by_callsite;
+  RoleRules rules(trace, autograd_threads_of(trace));
+  rules.find_phases(upid);
   std::vector<BlockLife> lives;
-  for (const Block& block : classify(trace, upid, autograd_threads_of(trace), facts_by_callsite)) {
-    lives.push_back({block.alloc_seq, block.free_seq, block.alloc_ns, block.free_ns, block.device,
-                     block.size, block.role});
-  }
+  trace.for_each_allocation(RoleRules::blocks_of(upid), [&](const storage::AllocationRecord& r) {
+    lives.push_back({r.allocation.alloc_seq, r.free ? r.free->free_seq : RoleRules::kNeverFreed,
+                     r.allocation.alloc_ns, r.free ? std::optional(r.free->free_ns) : std::nullopt,
+                     r.allocation.device, r.allocation.size, rules.role_of(r)});
+  });
   return lives;
 }
 
@@ -239,11 +233,10 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
   } else {
     moments = resolve_moment(trace, index, moment, processes);
   }
-  const std::set<std::int64_t> autograd_threads = autograd_threads_of(trace);
   std::map<std::int64_t, std::optional<int>> world_sizes;
   for (const storage::ProcessRecord& p : trace.processes())
     world_sizes[p.start.upid] = p.start.world_size;
-  std::unordered_map<std::int64_t, StackFacts> facts_by_callsite;
+  RoleRules rules(trace, autograd_threads_of(trace));
   std::vector<ProcessRoles> report;
   for (const ProcessMoment& at : moments) {
     if (!with_allocator.contains(at.upid)) continue;
@@ -253,22 +246,26 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
     roles.world_size = world_sizes[at.upid];
     roles.seq = at.seq;
     roles.time_ns = at.time_ns;
+    // One pass over the process's blocks for its phases, then only what was live: memory
+    // follows the live set and the stacks, not the trace.
+    rules.find_phases(at.upid);
     std::map<std::string, RoleSite> activation_sites;
-    for (const Block& block : classify(trace, at.upid, autograd_threads, facts_by_callsite)) {
-      if (block.alloc_seq > at.seq || block.free_seq <= at.seq) continue;
-      roles.live.add(block.role, block.size);
-      if (!block.callsite) continue;
-      const StackFacts& facts = facts_by_callsite.at(*block.callsite);
+    index.for_each_live_at(at.upid, at.seq, [&](const storage::AllocationRecord& record) {
+      if (record.allocation.kind != storage::allocation_kind::kBlock) return;
+      const BlockRole role = rules.role_of(record);
+      roles.live.add(role, record.allocation.size);
+      if (!record.allocation.alloc_callsite_id) return;
+      const StackFacts& facts = rules.facts(record.allocation.alloc_callsite_id);
       roles.autocast_seen = roles.autocast_seen || facts.autocast;
-      if (block.role == BlockRole::kOptimizerState && roles.optimizer.empty())
+      if (role == BlockRole::kOptimizerState && roles.optimizer.empty())
         roles.optimizer = facts.optimizer_name;
-      if (block.role == BlockRole::kActivation) {
+      if (role == BlockRole::kActivation) {
         RoleSite& site = activation_sites[facts.site];
         site.where = facts.site;
-        site.bytes += block.size;
+        site.bytes += record.allocation.size;
         site.count += 1;
       }
-    }
+    });
     for (auto& [where, site] : activation_sites) roles.activation_sites.push_back(std::move(site));
     std::stable_sort(roles.activation_sites.begin(), roles.activation_sites.end(),
                      [](const RoleSite& a, const RoleSite& b) { return a.bytes > b.bytes; });
