@@ -1,8 +1,11 @@
 #include "analysis/summary.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <map>
 
+#include "analysis/role_advice.h"
 #include "analysis/time_index.h"
 #include "analysis/trace_advice.h"
 #include "analysis/trace_peaks.h"
@@ -34,9 +37,11 @@ bool has_calls(const KindTotals& totals) {
 
 // The roles at each block peak that is its process's largest (build_role_report's peak is per
 // process): the time index is opened only where some process has allocator events.
+// *report: the roles report itself, for the advice the roles support.
 std::vector<std::optional<RoleTotals>> roles_at_block_peaks(
     const storage::TraceReader& trace, const ProcessSelection& selected,
-    const std::vector<AllocatorTotals>& allocator, const std::vector<DevicePeak>& block_peaks) {
+    const std::vector<AllocatorTotals>& allocator, const std::vector<DevicePeak>& block_peaks,
+    std::vector<ProcessRoles>* report_out) {
   std::vector<std::optional<RoleTotals>> roles(block_peaks.size());
   const bool any = std::any_of(allocator.begin(), allocator.end(),
                                [](const AllocatorTotals& a) { return a.allocator_events; });
@@ -58,7 +63,22 @@ std::vector<std::optional<RoleTotals>> roles_at_block_peaks(
       }
     }
   }
+  *report_out = std::move(report);
   return roles;
+}
+
+// The trace's rules that guess at activations from ranges and stacks, which the roles at the
+// blocks' peak measure instead.
+bool measured_by_roles(const Advice& advice) {
+  return advice.id == kAdviceActivationCheckpointing || advice.id == kAdviceMicroBatches ||
+         advice.id == kAdviceMixedPrecision;
+}
+
+std::uint64_t advice_pid(const Advice& advice) {
+  for (const auto& [name, value] : advice.evidence) {
+    if (name == "pid") return value;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -151,9 +171,10 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     summary.block_peaks = peaks.blocks;
     for (auto& [upid, totals] : build_allocator_view(trace, selected).processes)
       summary.allocator.push_back(totals);
+    std::vector<ProcessRoles> roles;
     summary.block_peak_roles =
         options.roles
-            ? roles_at_block_peaks(trace, selected, summary.allocator, summary.block_peaks)
+            ? roles_at_block_peaks(trace, selected, summary.allocator, summary.block_peaks, &roles)
             : std::vector<std::optional<RoleTotals>>(summary.block_peaks.size());
     // The advice looks at whole processes: the peaks found above serve unless they were
     // narrowed to a kind or a device.
@@ -164,7 +185,22 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
       if (options.allocations.device && device != advice.evidence.end() &&
           device->second != static_cast<std::uint64_t>(*options.allocations.device))
         continue;
+      // Where the roles were measured, their advice replaces the guesses about the same
+      // remedies.
+      const bool measured = std::any_of(roles.begin(), roles.end(), [&](const ProcessRoles& p) {
+        return p.pid == advice_pid(advice);
+      });
+      if (measured && measured_by_roles(advice)) continue;
       summary.advice.push_back(std::move(advice));
+    }
+    if (!options.allocations.device) {
+      for (const ProcessRoles& process : roles) {
+        for (Advice& advice :
+             role_advice(process, "the peak of live tensors", process.world_size)) {
+          advice.text = fmt::format("pid {}: {}", process.pid, advice.text);
+          summary.advice.push_back(std::move(advice));
+        }
+      }
     }
   }
   summary.start_ns = span.start();
