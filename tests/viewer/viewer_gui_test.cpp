@@ -23,6 +23,7 @@
 #include "allocator_trace.h"
 #include "burst_trace.h"
 #include "python_trace.h"
+#include "role_trace.h"
 #include "shell_trace.h"
 #include "synthetic_trace.h"
 #include "temp_dir.h"
@@ -200,6 +201,44 @@ class GuiTest : public QObject {
     QVERIFY(map.wait(10000));
     QCOMPARE(view->report()->at.seq, std::uint64_t{7});
     QCOMPARE(view->map().geometry().bars().size(), std::size_t{2});
+  }
+
+  // The level box's "role" stacks role_trace.h's process by role: a legend line per role, and
+  // the hover gives each role's bytes then.
+  void the_timeline_stacks_a_process_by_role() {
+    const auto path = dir_ / "roles.db";
+    QCOMPARE(QString::fromStdString(testing::write_role_trace(path)), QString());
+    open(path);
+    QComboBox* levels = window_->level_box();
+    QVERIFY(levels->findText(QStringLiteral("role")) >= 0);
+    TimelineWidget* timeline = window_->timeline();
+    QSignalSpy roles(&window_->controller(), &TraceController::roles_ready);
+    levels->setCurrentText(QStringLiteral("role"));
+    QVERIFY(roles.wait(10000));
+    QVERIFY(timeline->by_role());
+    const QStringList legend = timeline->legend_text();
+    QCOMPARE(legend, (QStringList{QStringLiteral("pid 4000 device 0 parameter, peak 1.0 MiB"),
+                                  QStringLiteral("pid 4000 device 0 gradient, peak 1.0 MiB"),
+                                  QStringLiteral("pid 4000 device 0 optimizer_state, peak 2.0 MiB"),
+                                  QStringLiteral("pid 4000 device 0 activation, peak 8.0 MiB"),
+                                  QStringLiteral("pid 4000 device 0 temporary, peak 4.0 MiB")}));
+    send_mouse(timeline, QEvent::MouseMove, point_of(*timeline, testing::ns_of_seq(8) + kMs / 2),
+               Qt::NoButton, Qt::NoButton);
+    const QStringList box = timeline->hover_text();
+    for (const char* line :
+         {"device 0 parameter: 1.0 MiB", "device 0 activation: 8.0 MiB",
+          "device 0 gradient: 1.0 MiB", "device 0 optimizer_state: 0 B", "total: 12.0 MiB"})
+      QVERIFY2(box.contains(QString::fromLatin1(line)), qPrintable(box.join('|')));
+    // In forward, left of the legend for the picture: the forward's temporary is live.
+    send_mouse(timeline, QEvent::MouseMove, point_of(*timeline, testing::ns_of_seq(4) + kMs / 2),
+               Qt::NoButton, Qt::NoButton);
+    QVERIFY2(timeline->hover_text().contains(QStringLiteral("device 0 temporary: 4.0 MiB")),
+             qPrintable(timeline->hover_text().join('|')));
+    QVERIFY(save_screenshot(window_.get(), QStringLiteral("viewer_roles")));
+    // Back to the block level: the kinds' legend again.
+    levels->setCurrentText(QStringLiteral("block"));
+    QVERIFY(!timeline->by_role());
+    QVERIFY(!timeline->legend_text().join('|').contains(QStringLiteral("parameter")));
   }
 
   void hovering_the_timeline_shows_the_callsites_live_then() {

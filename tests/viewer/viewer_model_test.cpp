@@ -15,6 +15,7 @@
 #include "analysis/moment.h"
 #include "analysis/time_index.h"
 #include "python_trace.h"
+#include "role_trace.h"
 #include "shell_trace.h"
 #include "storage/schema.h"
 #include "storage/trace_writer.h"
@@ -201,6 +202,52 @@ class ModelTest : public QObject {
 
   // A job started through a shell: the map's process box and the summary list the one process
   // that recorded GPU memory (named by its python3.11 image, not the bash it exec'd from), and
+  // The timeline by role (role_trace.h's blocks): the controller sweeps the process's blocks
+  // once, and the stacked series over any columns give each role's bytes live then; the band
+  // of a column is its max, the hover's value the bytes at its end, as the kind stacking's.
+  void the_role_timeline_gives_each_roles_bytes_at_known_times() {
+    TraceController controller;
+    QSignalSpy ready(&controller, &TraceController::roles_ready);
+    const auto path = dir_ / "roles.db";
+    QCOMPARE(QString::fromStdString(testing::write_role_trace(path)), QString());
+    controller.open(QString::fromStdString(path.string()));
+    QVERIFY(wait_loaded(controller));
+    QCOMPARE(controller.role_process(), std::optional<std::int64_t>(1));
+    controller.ask_roles();
+    QVERIFY(ready.wait(10000));
+    const std::shared_ptr<const analysis::RoleSweep> sweep = controller.roles();
+    QVERIFY(sweep);
+    QCOMPARE(sweep->pid, 4000u);
+    // One column per seq from seq 1 to seq 16, so a column's end is just before the next seq.
+    std::vector<std::int64_t> edges;
+    for (std::uint64_t seq = 1; seq <= 17; ++seq) edges.push_back(testing::ns_of_seq(seq));
+    const StackedTimeline stacked(analysis::role_timeline(*sweep, edges), "role");
+    const auto bytes_of = [&](std::uint64_t seq) {
+      std::map<std::string, std::uint64_t> by_role;
+      const std::vector<std::uint64_t> bytes = stacked.bytes_at(testing::ns_of_seq(seq));
+      for (std::size_t l = 0; l < bytes.size(); ++l) {
+        if (!stacked.layers()[l].stacked) by_role["(not stacked)"] = bytes[l];
+        if (bytes[l]) by_role[stacked.layers()[l].kind_name] = bytes[l];
+      }
+      return by_role;
+    };
+    using Roles = std::map<std::string, std::uint64_t>;
+    QCOMPARE(bytes_of(4),
+             (Roles{{"parameter", kMiB}, {"activation", 8 * kMiB}, {"temporary", 4 * kMiB}}));
+    QCOMPARE(bytes_of(8), (Roles{{"parameter", kMiB},
+                                 {"activation", 8 * kMiB},
+                                 {"gradient", kMiB},
+                                 {"temporary", 2 * kMiB + 512}}));
+    QCOMPARE(bytes_of(14), (Roles{{"parameter", kMiB},
+                                  {"gradient", kMiB},
+                                  {"optimizer_state", 2 * kMiB},
+                                  {"temporary", kMiB}}));
+    // Asked again: the kept sweep, not a second read.
+    controller.ask_roles();
+    QCOMPARE(ready.count(), 2);
+    QCOMPARE(controller.roles(), sweep);
+  }
+
   // count the three that recorded nothing.
   void process_lists_leave_out_processes_that_recorded_no_gpu_memory() {
     const auto path = dir_ / "shell.db";

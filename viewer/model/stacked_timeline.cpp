@@ -18,7 +18,8 @@ StackedTimeline::StackedTimeline(const analysis::Timeline& timeline, std::string
       layer.kind = series.kind;
       layer.kind_name = series.kind_name;
       layer.level = series.level;
-      layer.stacked = level == "block" || analysis::occupies_device_memory(series.kind);
+      layer.stacked =
+          level == "block" || level == "role" || analysis::occupies_device_memory(series.kind);
       layer.buckets = series.buckets;
       continue;
     }

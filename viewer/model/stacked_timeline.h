@@ -5,7 +5,8 @@
 // only the kinds that occupy device memory (analysis::occupies_device_memory: what the peaks add
 // up) are stacked; pinned host memory, VMM reservations (address space) and VMM handles (memory
 // counted again when mapped) are layers of their own, drawn unstacked, since adding them would
-// count memory that is not there or count it twice.
+// count memory that is not there or count it twice. The "role" level (analysis/role_timeline.h:
+// one process's blocks, kind the role's index) is stacked like the block level.
 //
 // Level of detail: a view asks for one value pair per pixel column, the min and the max of each
 // layer over the buckets the column covers, so the cost of a picture follows its width and the

@@ -159,6 +159,8 @@ void TraceController::open(const QString& path) {
   zoomed_.reset();
   zoom_pending_.reset();
   zoom_running_ = false;
+  roles_.reset();
+  roles_by_upid_.clear();
   fragmentation_moment_ = {};
   file_signature_ = signature_of(path);
   session_ = std::make_shared<TraceSession>();
@@ -404,6 +406,44 @@ void TraceController::ask_zoomed_timeline(std::vector<std::int64_t> edges) {
       });
 }
 
+std::optional<std::int64_t> TraceController::role_process() const {
+  if (!overview_) return std::nullopt;
+  const MapProcess* first = nullptr;
+  for (const MapProcess& process : overview_->processes) {
+    if (!process.allocator_events) continue;
+    if (process.upid == map_upid_.value_or(overview_->map_upid.value_or(-1))) return process.upid;
+    if (!first) first = &process;
+  }
+  return first ? std::optional<std::int64_t>(first->upid) : std::nullopt;
+}
+
+void TraceController::ask_roles() {
+  const std::optional<std::int64_t> upid = role_process();
+  if (!upid) return;
+  if (const auto known = roles_by_upid_.find(*upid); known != roles_by_upid_.end()) {
+    roles_ = known->second;
+    emit roles_ready();
+    return;
+  }
+  std::uint32_t pid = 0;
+  for (const MapProcess& process : overview_->processes)
+    if (process.upid == *upid) pid = process.pid;
+  // On the worker: a process's every block, about a second per million blocks.
+  run<analysis::RoleSweep>(
+      [upid = *upid, pid](TraceSession& session) {
+        auto sweep = std::make_shared<analysis::RoleSweep>(
+            analysis::sweep_block_roles(analysis::block_lives(*session.reader, upid)));
+        sweep->upid = upid;
+        sweep->pid = pid;
+        return sweep;
+      },
+      [this](std::shared_ptr<analysis::RoleSweep> sweep) {
+        roles_by_upid_[sweep->upid] = sweep;
+        roles_ = std::move(sweep);
+        emit roles_ready();
+      });
+}
+
 void TraceController::set_poll_interval(int milliseconds) {
   poll_.setInterval(milliseconds);
 }
@@ -430,6 +470,7 @@ void TraceController::reload() {
         }
         session_ = fresh;
         overview_ = opened->overview;
+        roles_by_upid_.clear();  // new blocks: swept again when asked
         emit overview_ready();
         request_leaks();
         if (!map_upid_) map_upid_ = overview_->map_upid;  // the trace had no memory before

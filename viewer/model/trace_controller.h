@@ -21,11 +21,13 @@
 #include <QThreadPool>
 #include <QTimer>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <vector>
 
+#include "analysis/role_timeline.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/trace_queries.h"
 #include "viewer/model/trace_session.h"
@@ -60,6 +62,12 @@ class TraceController : public QObject {
   // The timeline's exact series over these column edges (exact_zoom.h), from the events in
   // them; a newer question replaces one still waiting.
   void ask_zoomed_timeline(std::vector<std::int64_t> edges);
+  // The role timeline's process: the map's process if it has allocator events, else the first
+  // that has them; unset when none has.
+  std::optional<std::int64_t> role_process() const;
+  // Its blocks' roles swept over time (analysis/role_timeline.h), read once per process and
+  // kept until the trace is opened or reloaded: roles_ready when they are there.
+  void ask_roles();
   void set_poll_interval(int milliseconds);
 
   QString path() const { return path_; }
@@ -81,6 +89,7 @@ class TraceController : public QObject {
     return live_groups_;
   }
   std::shared_ptr<const ZoomedTimeline> zoomed_timeline() const { return zoomed_; }
+  std::shared_ptr<const analysis::RoleSweep> roles() const { return roles_; }
 
  signals:
   void progress(int done, int total, const QString& stage);
@@ -93,6 +102,7 @@ class TraceController : public QObject {
   void summary_ready();
   void live_at_ready();
   void zoomed_timeline_ready();
+  void roles_ready();
   void loaded();  // every stage of open() is done (or failed: query_failed says so)
   void query_failed(const QString& message);
 
@@ -150,6 +160,8 @@ class TraceController : public QObject {
   std::int64_t live_at_ns_ = 0;
   std::shared_ptr<const std::vector<analysis::LeakGroup>> live_groups_;
   std::shared_ptr<const ZoomedTimeline> zoomed_;
+  std::shared_ptr<const analysis::RoleSweep> roles_;
+  std::map<std::int64_t, std::shared_ptr<const analysis::RoleSweep>> roles_by_upid_;
 };
 
 }  // namespace vramtrace::viewer

@@ -44,7 +44,9 @@ MainWindow::MainWindow(QWidget* parent)
 
   level_box_->setToolTip(
       tr("segment: memory as the driver sees it; block: a caching "
-         "allocator's tensors (never stacked together: blocks lie in segments)"));
+         "allocator's tensors (never stacked together: blocks lie in segments); role: one "
+         "PyTorch process's blocks by role (parameter, gradient, optimizer state, activation, "
+         "temporary, unknown)"));
   connect(level_box_, &QComboBox::currentTextChanged, this,
           [this](const QString& level) { timeline_->set_level(level.toStdString()); });
   auto* timeline_bar = new QHBoxLayout;
@@ -97,10 +99,16 @@ MainWindow::MainWindow(QWidget* parent)
     level_box_->clear();
     for (const std::string& level : StackedTimeline::levels_of(overview->timeline))
       level_box_->addItem(QString::fromStdString(level));
+    if (controller_.role_process()) level_box_->addItem(QStringLiteral("role"));
     timeline_->set_overview(overview);
-    level_box_->setCurrentText(QString::fromStdString(
-        timeline_->stacked().empty() ? std::string()
-                                     : timeline_->stacked().layers().front().level));
+    if (timeline_->by_role()) {
+      level_box_->setCurrentText(QStringLiteral("role"));
+      controller_.ask_roles();  // live mode: the blocks grew
+    } else {
+      level_box_->setCurrentText(QString::fromStdString(
+          timeline_->stacked().empty() ? std::string()
+                                       : timeline_->stacked().layers().front().level));
+    }
     fragmentation_->set_overview(overview);
     live_->setText(overview->complete ? QString() : tr("LIVE: following a trace being written"));
     live_->setMinimumWidth(live_->sizeHint().width());  // the stage's text must not squeeze it
@@ -131,6 +139,9 @@ MainWindow::MainWindow(QWidget* parent)
   connect(
       timeline_, &TimelineWidget::window_wanted, this,
       [this](const std::vector<std::int64_t>& edges) { controller_.ask_zoomed_timeline(edges); });
+  connect(timeline_, &TimelineWidget::roles_wanted, &controller_, &TraceController::ask_roles);
+  connect(&controller_, &TraceController::roles_ready, this,
+          [this] { timeline_->set_roles(controller_.roles()); });
   connect(&controller_, &TraceController::zoomed_timeline_ready, this,
           [this] { timeline_->set_zoomed_timeline(controller_.zoomed_timeline()); });
   connect(
@@ -139,6 +150,7 @@ MainWindow::MainWindow(QWidget* parent)
   connect(fragmentation_, &FragmentationView::process_chosen, this, [this](qint64 upid) {
     controller_.set_map_process(upid);
     fragmentation_->set_process(upid);
+    if (timeline_->by_role()) controller_.ask_roles();  // the roles follow the map's process
   });
   connect(fragmentation_, &FragmentationView::device_chosen, this,
           [this](std::optional<int> device) { controller_.set_map_device(device); });

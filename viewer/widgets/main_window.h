@@ -32,6 +32,7 @@ class MainWindow : public QMainWindow {
 
   TraceController& controller() { return controller_; }
   TimelineWidget* timeline() const { return timeline_; }
+  QComboBox* level_box() const { return level_box_; }  // segment, block, role
   CallsitePanel* leaks() const { return leaks_; }
   FlameGraphWidget* flame_graph() const { return flame_graph_; }
   FragmentationView* fragmentation() const { return fragmentation_; }

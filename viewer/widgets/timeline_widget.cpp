@@ -19,6 +19,7 @@ constexpr int kBottomMargin = 22;  // time labels
 constexpr int kBandHeight = 14;    // one row of marker bands
 constexpr int kBandRows = 3;       // nesting depths shown
 constexpr int kRightMargin = 8;
+constexpr int kRoleLegendBuckets = 1024;  // the whole trace's role buckets, for the peaks
 
 }  // namespace
 
@@ -39,9 +40,13 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
   overview_ = std::move(overview);
   if (!overview_) return;
   const std::vector<std::string> levels = StackedTimeline::levels_of(overview_->timeline);
-  if (!levels.empty() && std::find(levels.begin(), levels.end(), level_) == levels.end())
-    level_ = levels.front();
-  stacked_ = StackedTimeline(overview_->timeline, level_);
+  const bool has_blocks = std::find(levels.begin(), levels.end(), "block") != levels.end();
+  if (by_role()
+          ? !has_blocks
+          : !levels.empty() && std::find(levels.begin(), levels.end(), level_) == levels.end())
+    level_ = levels.empty() ? std::string("segment") : levels.front();
+  if (!same_trace) roles_.reset();
+  restack();
   if (same_trace) {
     axis_.set_trace_range(overview_->timeline.start_ns, overview_->timeline.end_ns);
   } else {
@@ -60,10 +65,41 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
 
 void TimelineWidget::set_level(const std::string& level) {
   level_ = level;
-  if (overview_) stacked_ = StackedTimeline(overview_->timeline, level_);
+  restack();
   if (zoomed_ && zoomed_->window.exact)
     zoomed_stacked_ = StackedTimeline(zoomed_->window.timeline, level_);
+  if (by_role() && !roles_) emit roles_wanted();
+  ask_for_window();
   update();
+}
+
+void TimelineWidget::set_roles(std::shared_ptr<const analysis::RoleSweep> roles) {
+  roles_ = std::move(roles);
+  restack();
+  update();
+}
+
+void TimelineWidget::restack() {
+  role_edges_.clear();
+  role_columns_ = StackedTimeline();
+  if (!overview_) return;
+  if (!by_role()) {
+    stacked_ = StackedTimeline(overview_->timeline, level_);
+    return;
+  }
+  if (!roles_) {
+    stacked_ = StackedTimeline();
+    return;
+  }
+  const std::int64_t start = overview_->timeline.start_ns, end = overview_->timeline.end_ns;
+  std::vector<std::int64_t> edges;
+  for (int b = 0; b <= kRoleLegendBuckets; ++b)
+    edges.push_back(start + (end - start) * b / kRoleLegendBuckets + (b == kRoleLegendBuckets));
+  stacked_ = StackedTimeline(analysis::role_timeline(*roles_, edges), "role");
+}
+
+QColor TimelineWidget::color_of(std::size_t layer) const {
+  return by_role() ? role_color(stacked_.layers()[layer].kind) : layer_color(layer);
 }
 
 void TimelineWidget::set_zoomed_timeline(std::shared_ptr<const ZoomedTimeline> zoomed) {
@@ -75,6 +111,15 @@ void TimelineWidget::set_zoomed_timeline(std::shared_ptr<const ZoomedTimeline> z
 }
 
 const StackedTimeline& TimelineWidget::drawn() const {
+  if (by_role() && roles_) {
+    // Re-bucketed for each view: the steps in view, never the trace.
+    std::vector<std::int64_t> edges = column_edges(axis_);
+    if (edges != role_edges_) {
+      role_columns_ = StackedTimeline(analysis::role_timeline(*roles_, edges), "role");
+      role_edges_ = std::move(edges);
+    }
+    return role_columns_;
+  }
   if (zoomed_ && zoomed_->window.exact && wants_exact_window(axis_) &&
       zoomed_->edges == column_edges(axis_))
     return zoomed_stacked_;
@@ -82,7 +127,7 @@ const StackedTimeline& TimelineWidget::drawn() const {
 }
 
 void TimelineWidget::ask_for_window() {
-  if (!overview_ || stacked_.empty() || !wants_exact_window(axis_)) return;
+  if (!overview_ || by_role() || stacked_.empty() || !wants_exact_window(axis_)) return;
   std::vector<std::int64_t> edges = column_edges(axis_);
   if (edges == asked_edges_) return;
   asked_edges_ = edges;
@@ -90,6 +135,12 @@ void TimelineWidget::ask_for_window() {
 }
 
 QString TimelineWidget::zoom_note() const {
+  if (by_role()) {
+    return roles_ ? tr("by role: pid %1's %2 blocks, exact from each block's life")
+                        .arg(roles_->pid)
+                        .arg(roles_->blocks)
+                  : QString();
+  }
   if (!wants_exact_window(axis_)) return {};
   if (drawn_exact()) {
     return tr("exact: from the %1 allocation events in view").arg(zoomed_->window.events);
@@ -152,7 +203,10 @@ void TimelineWidget::paintEvent(QPaintEvent*) {
     return;
   }
   if (stacked_.empty()) {
-    painter.drawText(plot, Qt::AlignCenter, tr("No memory was allocated in this trace"));
+    painter.drawText(plot, Qt::AlignCenter,
+                     !by_role() ? tr("No memory was allocated in this trace")
+                     : roles_   ? tr("This process made no blocks")
+                                : tr("Reading the roles of the process's blocks..."));
     return;
   }
   std::uint64_t top = 1;
@@ -193,7 +247,7 @@ void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
       const double high = static_cast<double>(columns[x].max_bytes[l]) * scale;
       const double low = static_cast<double>(columns[x].min_bytes[l]) * scale;
       if (high <= 0 || !stacked_.layers()[l].stacked) continue;
-      const QColor color = layer_color(l);
+      const QColor color = color_of(l);
       painter.setPen(QPen(color, 1));
       painter.drawLine(QPointF(px, base), QPointF(px, base - low));
       painter.setPen(QPen(color.lighter(125), 1));
@@ -210,7 +264,7 @@ void TimelineWidget::paint_layers(QPainter& painter, const QRect& plot,
       line << QPointF(plot.left() + static_cast<double>(x), y)
            << QPointF(plot.left() + static_cast<double>(x) + 1, y);
     }
-    painter.setPen(QPen(layer_color(l).darker(130), 2));
+    painter.setPen(QPen(color_of(l).darker(130), 2));
     painter.drawPolyline(line);
   }
 }
@@ -269,21 +323,38 @@ void TimelineWidget::paint_axes(QPainter& painter, const QRect& plot,
   }
 }
 
+QStringList TimelineWidget::legend_text() const {
+  QStringList lines;
+  for (const TimelineLayer& layer : stacked_.layers()) {
+    if (by_role()) {
+      lines << tr("pid %1 device %2 %3, peak %4")
+                   .arg(roles_ ? roles_->pid : 0)
+                   .arg(layer.device)
+                   .arg(QString::fromStdString(layer.kind_name))
+                   .arg(byte_text(layer.peak_bytes));
+      continue;
+    }
+    lines << tr("device %1 %2 (%3 level%4), peak %5")
+                 .arg(layer.device)
+                 .arg(QString::fromStdString(layer.kind_name))
+                 .arg(QString::fromStdString(layer.level))
+                 .arg(layer.stacked ? QString() : tr(", a line: not stacked"))
+                 .arg(byte_text(layer.peak_bytes));
+  }
+  return lines;
+}
+
 void TimelineWidget::paint_legend(QPainter& painter, const QRect& plot) const {
   const QFontMetrics metrics = painter.fontMetrics();
   int y = plot.top() + 4;
-  for (std::size_t l = 0; l < stacked_.layers().size(); ++l) {
-    const TimelineLayer& layer = stacked_.layers()[l];
-    const QString text = tr("device %1 %2 (%3 level%4), peak %5")
-                             .arg(layer.device)
-                             .arg(QString::fromStdString(layer.kind_name))
-                             .arg(QString::fromStdString(layer.level))
-                             .arg(layer.stacked ? QString() : tr(", a line: not stacked"))
-                             .arg(byte_text(layer.peak_bytes));
+  const QStringList lines = legend_text();
+  for (qsizetype l = 0; l < lines.size(); ++l) {
+    const QString& text = lines[l];
     const int w = metrics.horizontalAdvance(text) + 18;
     const QRect box(plot.right() - w - 4, y, w, metrics.height());
     painter.fillRect(box, QColor(255, 255, 255, 200));
-    painter.fillRect(QRect(box.left() + 2, y + 3, 10, metrics.height() - 6), layer_color(l));
+    painter.fillRect(QRect(box.left() + 2, y + 3, 10, metrics.height() - 6),
+                     color_of(static_cast<std::size_t>(l)));
     painter.setPen(Qt::black);
     painter.drawText(box.adjusted(16, 0, 0, 0), Qt::AlignLeft | Qt::AlignVCenter, text);
     y += metrics.height() + 1;

@@ -9,6 +9,10 @@
 // index's resolution (exact_zoom.h), the widget asks for the exact series of the visible columns
 // (window_wanted) and draws those once they come; until then, and where the window holds too
 // many events, it draws the buckets and the hover says so.
+//
+// By role (level "role"): one process's blocks stacked by their role (analysis/block_roles.h),
+// from the controller's sweep of their lives (analysis/role_timeline.h), asked for once with
+// roles_wanted; each view re-buckets the sweep over its own columns, exact at any zoom.
 #pragma once
 
 #include <QWidget>
@@ -17,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/role_timeline.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/time_axis.h"
@@ -40,6 +45,9 @@ class TimelineWidget : public QWidget {
   void set_cursor(std::optional<std::int64_t> ns);     // the fragmentation map's moment
   // The exact series of a window asked for by window_wanted.
   void set_zoomed_timeline(std::shared_ptr<const ZoomedTimeline> zoomed);
+  // The sweep the "role" level draws (unset: none yet, or no process with allocator events).
+  void set_roles(std::shared_ptr<const analysis::RoleSweep> roles);
+  bool by_role() const { return level_ == "role"; }
 
   const TimeAxis& axis() const { return axis_; }
   // The whole trace from the index's buckets (the legend's peaks).
@@ -55,6 +63,8 @@ class TimelineWidget : public QWidget {
   // What the hover box says: the time, each layer's bytes, and the callsites live then once the
   // controller's answer for that time has come; empty when the mouse is not over the plot.
   QStringList hover_text() const;
+  // What the legend says, a line per layer (in layer order).
+  QStringList legend_text() const;
 
   QSize sizeHint() const override { return {900, 300}; }
 
@@ -62,6 +72,8 @@ class TimelineWidget : public QWidget {
   void selection_changed(std::optional<vramtrace::viewer::TimeRange> range);
   void hovered(qint64 ns);
   void window_wanted(const std::vector<std::int64_t>& column_edges);
+  // The "role" level is shown and no sweep has come: ask the controller for one.
+  void roles_wanted();
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -83,6 +95,9 @@ class TimelineWidget : public QWidget {
   // After the view moved: asks for the exact series when zoomed in past the buckets.
   void ask_for_window();
   QString zoom_note() const;
+  // stacked_ anew from the overview (or the role sweep) at level_.
+  void restack();
+  QColor color_of(std::size_t layer) const;
   double plot_x(std::int64_t ns) const;
   std::int64_t time_at(int widget_x) const;
 
@@ -93,6 +108,10 @@ class TimelineWidget : public QWidget {
   std::shared_ptr<const ZoomedTimeline> zoomed_;
   StackedTimeline zoomed_stacked_;  // zoomed_'s series at level_, when exact
   std::vector<std::int64_t> asked_edges_;
+  std::shared_ptr<const analysis::RoleSweep> roles_;
+  // The role sweep bucketed over the visible columns, and the edges it was bucketed over.
+  mutable StackedTimeline role_columns_;
+  mutable std::vector<std::int64_t> role_edges_;
   TimeAxis axis_;
   std::optional<TimeRange> selection_;
   std::optional<std::int64_t> cursor_ns_;

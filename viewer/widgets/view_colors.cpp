@@ -11,6 +11,14 @@ QColor layer_color(std::size_t layer) {
   return QColor::fromRgb(kColors[layer % kColors.size()]);
 }
 
+QColor role_color(int role) {
+  // parameter, gradient, optimizer_state, activation, temporary, unknown (ColorBrewer "Dark2"
+  // and a grey for unknown): apart from one another when stacked.
+  static constexpr std::array<QRgb, 6> kColors{0x1b9e77, 0xd95f02, 0x7570b3,
+                                               0xe7298a, 0xe6ab02, 0x999999};
+  return QColor::fromRgb(kColors[static_cast<std::size_t>(role) % kColors.size()]);
+}
+
 QColor block_color(BlockState state) {
   switch (state) {
     case BlockState::kUsed:

@@ -12,6 +12,8 @@
 namespace vramtrace::viewer {
 
 QColor layer_color(std::size_t layer);
+// A block role's (analysis::BlockRole, by index), the same in every view.
+QColor role_color(int role);
 QColor block_color(BlockState state);
 QColor requested_color();  // the requested part of a used block, drawn over its rounded size
 QColor marker_color(const std::optional<std::uint32_t>& argb, int depth);
