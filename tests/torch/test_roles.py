@@ -139,6 +139,19 @@ class RolesTest(TempDirTest):
         self.assertEqual(peaks[0]["at_seq"], process["seq"])
         self.assertEqual(peaks[0]["bytes"], sum(process["roles"].values()))
 
+    def test_summarys_advice_is_the_roles_where_they_are_known(self) -> None:
+        advice = torch_run.report("summary", self.plain)["advice"]
+        (process,) = torch_run.report("roles", self.plain)["processes"]
+        by_role = {a["id"]: a for a in process["advice"]}
+        ids = [a["id"] for a in advice]
+        # Each remedy the roles name once, with the roles' estimate and the pid in front.
+        for id_ in by_role:
+            self.assertEqual(ids.count(id_), 1, ids)
+            entry = next(a for a in advice if a["id"] == id_)
+            self.assertEqual(entry["evidence"], by_role[id_]["evidence"])
+            self.assertTrue(entry["text"].startswith(f"pid {process['pid']}: "), entry["text"])
+        self.assertIn("activation_checkpointing", by_role)
+
 
 if __name__ == "__main__":
     torch_run.main()
