@@ -49,6 +49,27 @@ done
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
+# Runs the command once, after `prepare`; sets run_ns (its wall time), run_loop_ns (the loop
+# time the workload printed, if it did) and run_finish_ns (from the program's last act, as it
+# printed it, to the command's return). Its output is kept in $scratch/out and $scratch/err.
+timed_run() {
+  local prepare="$1"
+  shift
+  eval "$prepare"
+  local t0 t1 exited
+  t0=$(date +%s%N)
+  "$@" >"$scratch/out" 2>"$scratch/err" || {
+    echo "vs-heaptrack: failed: $*" >&2
+    cat "$scratch/err" >&2
+    exit 1
+  }
+  t1=$(date +%s%N)
+  run_ns=$((t1 - t0))
+  run_loop_ns=$(sed -n 's/^loop_ns \([0-9]*\)$/\1/p' "$scratch/out")
+  exited=$(sed -n 's/^exit_realtime_ns \([0-9]*\)$/\1/p' "$scratch/out")
+  run_finish_ns=$((t1 - ${exited:-$t1}))
+}
+
 # Best wall time of $runs runs of the command, in nanoseconds; its output is kept in
 # $scratch/out and $scratch/err (the last run's). `prepare` runs before each run.
 best_ns() {
@@ -56,17 +77,9 @@ best_ns() {
   shift
   local best=""
   for _ in $(seq "$runs"); do
-    eval "$prepare"
-    local t0 t1
-    t0=$(date +%s%N)
-    "$@" >"$scratch/out" 2>"$scratch/err" || {
-      echo "vs-heaptrack: failed: $*" >&2
-      cat "$scratch/err" >&2
-      exit 1
-    }
-    t1=$(date +%s%N)
-    if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then best=$((t1 - t0)); fi
-    sed -n 's/^loop_ns \([0-9]*\)$/\1/p' "$scratch/out" >>"$scratch/loops"
+    timed_run "$prepare" "$@"
+    if [ -z "$best" ] || [ "$run_ns" -lt "$best" ]; then best=$run_ns; fi
+    if [ -n "$run_loop_ns" ]; then echo "$run_loop_ns" >>"$scratch/loops"; fi
   done
   echo "$best"
 }
@@ -177,22 +190,12 @@ storm_best() {
   shift
   local best="" best_loop="" best_finish=""
   for _ in $(seq "$runs"); do
-    eval "$prepare"
-    local t0 t1 loop exited
-    t0=$(date +%s%N)
-    "$@" >"$scratch/out" 2>"$scratch/err" || {
-      echo "vs-heaptrack: failed: $*" >&2
-      cat "$scratch/err" >&2
-      exit 1
-    }
-    t1=$(date +%s%N)
-    loop=$(sed -n 's/^loop_ns \([0-9]*\)$/\1/p' "$scratch/out")
-    exited=$(sed -n 's/^exit_realtime_ns \([0-9]*\)$/\1/p' "$scratch/out")
-    if [ -z "$best" ] || [ $((t1 - t0)) -lt "$best" ]; then
-      best=$((t1 - t0))
-      best_finish=$((t1 - exited))
+    timed_run "$prepare" "$@"
+    if [ -z "$best" ] || [ "$run_ns" -lt "$best" ]; then
+      best=$run_ns
+      best_finish=$run_finish_ns
     fi
-    if [ -z "$best_loop" ] || [ "$loop" -lt "$best_loop" ]; then best_loop=$loop; fi
+    if [ -z "$best_loop" ] || [ "$run_loop_ns" -lt "$best_loop" ]; then best_loop=$run_loop_ns; fi
   done
   echo "$best $best_loop $best_finish"
 }
