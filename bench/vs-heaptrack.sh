@@ -100,9 +100,10 @@ heaptrack0=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload
 heaptrack_loop0=$(best_loop_ns)
 heaptrack_events0=$(heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
   sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
-# --no-index: the time index that `run` builds at the end is a cache for the reports (heaptrack
-# builds its own when heaptrack_print or the GUI load the file); recording is what is compared.
-vramtrace0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$base" "$d")
+# vramtrace with its defaults, as a user runs it: the trace indexed when `run` returns (heaptrack
+# builds its indexes only when heaptrack_print or the GUI load the file); --no-index below, for
+# information.
+vramtrace0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
 vramtrace_loop0=$(best_loop_ns)
 untraced=$(best_ns ":" "$workload" "$n" "$d")
 untraced_loop=$(best_loop_ns)
@@ -111,7 +112,7 @@ heaptrack_loop=$(best_loop_ns)
 heaptrack_file=$(ls "$scratch"/ht.*)
 heaptrack_events=$(heaptrack_print -f "$heaptrack_file" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
   sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
-vramtrace_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+vramtrace_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 vramtrace_loop=$(best_loop_ns)
 vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
 vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
@@ -121,16 +122,20 @@ if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
 fi
 heaptrack_bytes=$(stat -c %s "$heaptrack_file")
 vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
+# For information: without the index, which the first report then builds.
+no_index0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$base" "$d")
+no_index_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+no_index_bytes=$(stat -c %s "$scratch/vt.db")
 # For information: with a stack for every free too (heaptrack records none for its frees).
-free_stacks0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index --free-stacks -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-free_stacks_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index --free-stacks -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+free_stacks0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --free-stacks -o "$scratch/vt.db" -- "$workload" "$base" "$d")
+free_stacks_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --free-stacks -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 free_stacks_bytes=$(stat -c %s "$scratch/vt.db")
 # For information: every stack walked by libunwind, as before the frame-rule walk.
-libunwind0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-libunwind_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+libunwind0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
+libunwind_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 # For information: every stack sent whole, as before stack names.
-unnamed0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-unnamed_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+unnamed0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
+unnamed_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
 
 ingest_depth=16
 if [ "$d" -gt 40 ]; then ingest_depth=64; fi
@@ -149,17 +154,19 @@ awk -v u0="$untraced0" -v h0="$heaptrack0" -v v0="$vramtrace0" \
   -v ingest="$ingest" -v idepth="$ingest_depth" -v runs="$runs" \
   -v f0="$free_stacks0" -v f="$free_stacks_ns" -v fb="$free_stacks_bytes" \
   -v l0="$libunwind0" -v l="$libunwind_ns" -v n0="$unnamed0" -v nn="$unnamed_ns" \
+  -v x0="$no_index0" -v x="$no_index_ns" -v xb="$no_index_bytes" \
   -v ul="$untraced_loop" -v hl="$heaptrack_loop" -v vl="$vramtrace_loop" \
   -v ul0="$untraced_loop0" -v hl0="$heaptrack_loop0" -v vl0="$vramtrace_loop0" 'BEGIN {
   hd = he - he0; vd = ve - base;  # events between the BASE run and the N run
   ho = ((h - h0) - (u - u0)) / hd; vo = ((v - v0) - (u - u0)) / vd; fo = ((f - f0) - (u - u0)) / vd;
-  lo = ((l - l0) - (u - u0)) / vd; no = ((nn - n0) - (u - u0)) / vd;
+  lo = ((l - l0) - (u - u0)) / vd; no = ((nn - n0) - (u - u0)) / vd; xo = ((x - x0) - (u - u0)) / vd;
   printf "workload: %d iterations at stack depth %d (best of %d runs, wall clock)\n", n, d, runs;
   printf "%-10s %9s %9s %10s %15s %12s %12s\n", "run", "N=" base " (s)", "N (s)", "events", "overhead/event", "trace bytes", "bytes/event";
   printf "%-10s %9.3f %9.3f %10s %15s %12s %12s\n", "untraced", u0 / 1e9, u / 1e9, "-", "-", "-", "-";
   printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.3f\n", "heaptrack", h0 / 1e9, h / 1e9, he, ho, hb, hb / he;
   printf "%-10s %9.3f %9.3f %10d %12.0f ns %12d %12.3f\n", "vramtrace", v0 / 1e9, v / 1e9, ve, vo, vb, vb / ve;
   printf "overhead per event, vramtrace / heaptrack: %.2f\n", vo / ho;
+  printf "for information, vramtrace run --no-index: %.0f ns per event (%.2f of heaptrack'"'"'s), %.3f bytes per event\n", xo, xo / ho, xb / ve;
   printf "for information, vramtrace run --free-stacks: %.0f ns per event (%.2f of heaptrack'"'"'s), %.3f bytes per event\n", fo, fo / ho, fb / ve;
   printf "for information, VRAMTRACE_UNWINDER=libunwind: %.0f ns per event (%.2f of heaptrack'"'"'s)\n", lo, lo / ho;
   printf "for information, VRAMTRACE_STACK_NAMES=0: %.0f ns per event (%.2f of heaptrack'"'"'s)\n", no, no / ho;
