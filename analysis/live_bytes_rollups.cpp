@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <string>
-#include <utility>
+#include <tuple>
 
 #include "analysis/device_peaks.h"
 #include "storage/schema.h"
@@ -12,82 +11,150 @@
 namespace vramtrace::analysis {
 namespace {
 
-// Time offsets times kLiveBytesBuckets overflow 64 bits on long traces.
-__extension__ using Wide = unsigned __int128;
+// Running sums per (process, device, kind) and per peak group. With a fixed shift (the build,
+// which knows the span first) times need not rise with the sequence (storage::RollupSource): a
+// slice that an earlier event left is taken up again where it was, so each slice is one row,
+// whatever order its events come in. Without one (kept up as rows arrive) they rise, and the
+// slices grow as the series' span does.
+class LiveBytesRollups final : public storage::RollupKeeper {
+ public:
+  // `slices`: the build's [first, last] slice at `fixed_shift`, which every time is held to.
+  LiveBytesRollups(std::optional<int> fixed_shift, std::int64_t first_slice = 0,
+                   std::int64_t last_slice = 0)
+      : fixed_shift_(fixed_shift), first_slice_(first_slice), last_slice_(last_slice) {}
 
-std::uint32_t bucket_of(const storage::RollupSource& source, std::int64_t ns) {
-  if (source.end_ns <= source.start_ns || ns <= source.start_ns) return 0;
-  const Wide offset = static_cast<Wide>(ns - source.start_ns) * kLiveBytesBuckets;
-  const Wide bucket = offset / static_cast<Wide>(source.end_ns - source.start_ns + 1);
-  return static_cast<std::uint32_t>(std::min<Wide>(bucket, kLiveBytesBuckets - 1));
-}
-
-}  // namespace
-
-// Running sums per process, flushed when the next process's events begin. Times need not rise
-// with the sequence (storage::RollupSource): a slice that an earlier event left is taken up
-// again where it was, so each slice is one row, whatever order its events come in.
-void build_live_bytes_rollups(const storage::RollupSource& source,
-                              const storage::RollupSink& sink) {
-  struct Slice {
-    std::uint64_t min = 0, max = 0, last = 0;
-  };
-  struct Series {
-    std::uint64_t live = 0;
-    std::map<std::uint32_t, Slice> slices;  // by bucket
-    std::uint32_t bucket = 0;
-    Slice* at = nullptr;  // the slice of the last event, `bucket`
-  };
-  struct Peak {
-    std::uint64_t live = 0, bytes = 0, seq = 0;
-    std::int64_t ns = 0;
-  };
-  std::int64_t upid = 0;
-  std::map<std::pair<int, int>, Series> series;       // (device, kind)
-  std::map<std::pair<int, std::string>, Peak> peaks;  // (device, group)
-
-  const auto flush_process = [&] {
-    for (const auto& [key, s] : series) {
-      for (const auto& [bucket, slice] : s.slices)
-        sink.add_bucket({upid, key.first, key.second, bucket, slice.min, slice.max, slice.last});
-    }
-    for (const auto& [key, peak] : peaks) {
-      if (peak.bytes == 0) continue;
-      sink.add_peak({upid, key.first, key.second, peak.bytes, peak.seq, peak.ns});
-    }
-    series.clear();
-    peaks.clear();
-  };
-  source.for_each_event([&](const storage::AllocationEvent& event) {
+  void add(const storage::AllocationEvent& event) override {
     const bool is_free = event.type == storage::AllocationEvent::Type::kFree;
-    if (event.upid != upid) {
-      flush_process();
-      upid = event.upid;
+    Series& s = series_of(event);
+    std::int64_t slice = slice_of(s, event.ns);
+    if (!fixed_shift_) {
+      if (s.at == nullptr && s.slices.empty()) s.lowest = s.highest = slice;
+      while (std::max(s.highest, slice) - std::min(s.lowest, slice) >=
+             std::int64_t{kLiveBytesBuckets}) {
+        merge_neighbours(s);
+        slice = slice_of(s, event.ns);
+      }
+      s.lowest = std::min(s.lowest, slice);
+      s.highest = std::max(s.highest, slice);
     }
-    const std::pair<int, int> key{event.device, event.kind};
-    Series& s = series[key];
-    const std::uint32_t bucket = bucket_of(source, event.ns);
-    if (s.at == nullptr || s.bucket != bucket) {
+    if (s.at == nullptr || s.at_slice != slice) {
       // The value the slice starts with (or has again) is in its range.
-      Slice& slice = s.slices.try_emplace(bucket, Slice{s.live, s.live, s.live}).first->second;
-      slice.min = std::min(slice.min, s.live);
-      slice.max = std::max(slice.max, s.live);
-      s.bucket = bucket;
-      s.at = &slice;
+      Slice& entered = s.slices.try_emplace(slice, Slice{s.live, s.live, s.live}).first->second;
+      entered.min = std::min(entered.min, s.live);
+      entered.max = std::max(entered.max, s.live);
+      s.at_slice = slice;
+      s.at = &entered;
     }
     s.live = is_free ? s.live - std::min(s.live, event.size) : s.live + event.size;
     s.at->last = s.live;
     s.at->min = std::min(s.at->min, s.live);
     s.at->max = std::max(s.at->max, s.live);
+
     const char* group = event.kind == storage::allocation_kind::kBlock ? kPeakGroupBlocks
                         : occupies_device_memory(event.kind)           ? kPeakGroupDeviceMemory
                                                                        : nullptr;
     if (group == nullptr) return;
-    Peak& peak = peaks[{event.device, group}];
+    Peak& peak = peaks_[{event.upid, event.device, group}];
     peak.live = is_free ? peak.live - std::min(peak.live, event.size) : peak.live + event.size;
-    if (peak.live > peak.bytes) peak = {peak.live, peak.live, event.seq, event.ns};
-  });
-  flush_process();
+    if (peak.live > peak.bytes) {
+      peak.bytes = peak.live;
+      peak.seq = event.seq;
+      peak.ns = event.ns;
+    }
+  }
+
+  void write(std::int64_t start_ns, std::int64_t end_ns,
+             const storage::RollupSink& sink) const override {
+    const int shift = storage::live_bytes_bucket_shift(start_ns, end_ns);
+    const std::int64_t first = start_ns >> shift;
+    for (const auto& [key, kept] : series_) {
+      // Kept up, a series' slices are as fine as its own span needs: at most the index's.
+      Series s = kept;
+      while (s.shift < shift) merge_neighbours(s);
+      for (const auto& [slice, values] : s.slices) {
+        const std::int64_t bucket =
+            std::clamp<std::int64_t>(slice - first, 0, std::int64_t{kLiveBytesBuckets} - 1);
+        sink.add_bucket({std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                         static_cast<std::uint32_t>(bucket), values.min, values.max, values.last});
+      }
+    }
+    for (const auto& [key, peak] : peaks_) {
+      if (peak.bytes == 0) continue;
+      sink.add_peak(
+          {std::get<0>(key), std::get<1>(key), std::get<2>(key), peak.bytes, peak.seq, peak.ns});
+    }
+  }
+
+ private:
+  struct Slice {
+    std::uint64_t min = 0, max = 0, last = 0;
+  };
+  struct Series {
+    int shift = 0;
+    std::uint64_t live = 0;
+    std::map<std::int64_t, Slice> slices;  // by ns >> shift
+    std::int64_t lowest = 0, highest = 0;  // of the slices' keys (kept up only)
+    std::int64_t at_slice = 0;
+    Slice* at = nullptr;  // the slice of the last event, `at_slice`
+  };
+  struct Peak {
+    std::uint64_t live = 0, bytes = 0, seq = 0;
+    std::int64_t ns = 0;
+  };
+
+  std::int64_t slice_of(const Series& s, std::int64_t ns) const {
+    if (!fixed_shift_) return ns >> s.shift;
+    return std::clamp(ns >> *fixed_shift_, first_slice_, last_slice_);
+  }
+
+  // Each two neighbours at s.shift become one slice at s.shift + 1: the lower one's start, the
+  // extremes of both, the later one's last (the times rise, so its events came last).
+  static void merge_neighbours(Series& s) {
+    std::map<std::int64_t, Slice> merged;
+    for (const auto& [slice, values] : s.slices) {
+      const auto [it, added] = merged.try_emplace(slice >> 1, values);
+      if (added) continue;
+      it->second.min = std::min(it->second.min, values.min);
+      it->second.max = std::max(it->second.max, values.max);
+      it->second.last = values.last;
+    }
+    s.slices = std::move(merged);
+    ++s.shift;
+    s.lowest >>= 1;
+    s.highest >>= 1;
+    s.at = nullptr;
+  }
+
+  Series& series_of(const storage::AllocationEvent& event) {
+    const std::tuple<std::int64_t, int, int> key{event.upid, event.device, event.kind};
+    if (last_ != nullptr && last_key_ == key) return *last_;
+    Series& s = series_.try_emplace(key).first->second;
+    if (fixed_shift_) s.shift = *fixed_shift_;
+    last_key_ = key;
+    last_ = &s;
+    return s;
+  }
+
+  std::optional<int> fixed_shift_;
+  std::int64_t first_slice_, last_slice_;
+  std::map<std::tuple<std::int64_t, int, int>, Series> series_;       // (upid, device, kind)
+  std::map<std::tuple<std::int64_t, int, const char*>, Peak> peaks_;  // (upid, device, group)
+  std::tuple<std::int64_t, int, int> last_key_;
+  Series* last_ = nullptr;
+};
+
+}  // namespace
+
+void build_live_bytes_rollups(const storage::RollupSource& source,
+                              const storage::RollupSink& sink) {
+  const int shift = storage::live_bytes_bucket_shift(source.start_ns, source.end_ns);
+  LiveBytesRollups rollups(shift, source.start_ns >> shift, source.end_ns >> shift);
+  source.for_each_event([&](const storage::AllocationEvent& event) { rollups.add(event); });
+  rollups.write(source.start_ns, source.end_ns, sink);
+}
+
+std::unique_ptr<storage::RollupKeeper> keep_live_bytes_rollups() {
+  return std::make_unique<LiveBytesRollups>(std::nullopt);
 }
 
 }  // namespace vramtrace::analysis

@@ -1,20 +1,21 @@
 // The time index's rollups (docs/schema.md, "Time index"), built in its one pass over the
-// trace's events:
+// trace's events, or kept up by the writer as the events arrive:
 // - live_bytes_bucket: live bytes per (process, device, kind), as min, max and last in each of
-//   kLiveBytesBuckets equal slices of the trace's time;
+//   the index's time slices (storage::live_bytes_bucket_shift: at most kLiveBytesBuckets of a
+//   power of two ns);
 // - live_bytes_peak: the most live bytes per (process, device) of device memory in use
 //   (occupies_device_memory) and of allocator blocks, with the event that first reached it.
 // Storage keeps the rows (storage/time_index.h); what they count is decided here.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include "storage/time_index.h"
 
 namespace vramtrace::analysis {
 
-// Time slices of live_bytes_bucket, equal parts of the index's [start_ns, end_ns].
-inline constexpr std::uint32_t kLiveBytesBuckets = 16384;
+inline constexpr std::uint32_t kLiveBytesBuckets = storage::kLiveBytesBuckets;
 
 // live_bytes_peak's groups.
 inline constexpr const char* kPeakGroupDeviceMemory = "device_memory";
@@ -22,5 +23,10 @@ inline constexpr const char* kPeakGroupBlocks = "blocks";
 
 // A storage::BuildRollups.
 void build_live_bytes_rollups(const storage::RollupSource& source, const storage::RollupSink& sink);
+
+// The same rows kept up as rows arrive (TraceWriter's kAsRowsArrive): each series' slices start
+// at 1 ns and double, two merged into one, whenever its events would span more than
+// kLiveBytesBuckets of them, so that it holds that many at most and ends at the index's size.
+std::unique_ptr<storage::RollupKeeper> keep_live_bytes_rollups();
 
 }  // namespace vramtrace::analysis

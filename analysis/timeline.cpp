@@ -6,29 +6,18 @@
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
-namespace {
-
-constexpr std::uint32_t kFine = kLiveBytesBuckets;
-
-// The first fine bucket of coarse bucket j: the smallest i with i * n / kFine >= j.
-std::uint64_t first_fine(std::uint64_t j, std::uint64_t n) {
-  return (j * kFine + n - 1) / n;
-}
-
-}  // namespace
 
 Timeline build_timeline(const storage::TraceReader& trace, const storage::TimeIndex& index,
                         std::uint32_t buckets, const ProcessSelection& processes) {
   Timeline timeline;
   timeline.start_ns = index.start_ns();
   timeline.end_ns = index.end_ns();
-  const std::uint64_t n = std::clamp<std::uint32_t>(buckets, 1, kFine);
-  // Fine bucket i spans [start + i * span / kFine, ...), as the index cut them.
-  const auto span = static_cast<long double>(timeline.end_ns - timeline.start_ns + 1);
-  const auto fine_start = [&](std::uint64_t i) {
-    return timeline.start_ns +
-           static_cast<std::int64_t>(span * static_cast<long double>(i) / kFine + 0.999999L);
-  };
+  // Each coarse bucket is whole fine ones, the index's slices: no more coarse than fine.
+  const std::uint64_t fine_count = index.bucket_count();
+  const std::uint64_t n = std::clamp<std::uint64_t>(buckets, 1, fine_count);
+  // The first fine bucket of coarse bucket j: the smallest i with i * n / fine_count >= j.
+  const auto first_fine = [&](std::uint64_t j) { return (j * fine_count + n - 1) / n; };
+  const auto fine_start = [&](std::uint64_t i) { return index.bucket_start_ns(i); };
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
@@ -38,8 +27,8 @@ Timeline build_timeline(const storage::TraceReader& trace, const storage::TimeIn
   std::uint64_t next = 0;                         // the next coarse bucket to fill
   const auto fill_until = [&](std::uint64_t j) {  // constant buckets with no fine data
     for (; next < j; ++next) {
-      series->buckets.push_back({fine_start(first_fine(next, n)),
-                                 fine_start(first_fine(next + 1, n)), carried, carried, carried});
+      series->buckets.push_back({fine_start(first_fine(next)), fine_start(first_fine(next + 1)),
+                                 carried, carried, carried});
     }
   };
   const auto finish_series = [&] {
@@ -64,11 +53,11 @@ Timeline build_timeline(const storage::TraceReader& trace, const storage::TimeIn
       carried = 0;
       next = 0;
     }
-    const std::uint64_t j = fine.bucket * n / kFine;
+    const std::uint64_t j = fine.bucket * n / fine_count;
     if (next <= j) {
       fill_until(j);
-      series->buckets.push_back({fine_start(first_fine(j, n)), fine_start(first_fine(j + 1, n)),
-                                 carried, carried, carried});
+      series->buckets.push_back(
+          {fine_start(first_fine(j)), fine_start(first_fine(j + 1)), carried, carried, carried});
       next = j + 1;
     }
     TimelineBucket& bucket = series->buckets.back();

@@ -35,7 +35,7 @@ struct TimelineSeries {
   int device = 0, kind = 0;
   std::string kind_name, level;
   std::uint64_t peak_bytes = 0;         // the largest max over the buckets
-  std::vector<TimelineBucket> buckets;  // N of them
+  std::vector<TimelineBucket> buckets;  // N of them, or the index's slices if fewer
 };
 
 struct Timeline {
@@ -43,7 +43,8 @@ struct Timeline {
   std::vector<TimelineSeries> series;     // (upid, device, kind) order
 };
 
-// The most buckets a timeline can have: the index's fine buckets.
+// The most buckets a timeline can have: the index's fine buckets (TimeIndex::bucket_count(),
+// at most this many; a span of more than that many ns has more than half of them).
 inline constexpr std::uint32_t kMaxTimelineBuckets = kLiveBytesBuckets;
 
 // `buckets` must be 1 .. kMaxTimelineBuckets.

@@ -4,14 +4,15 @@
 // the first sight of each address and is cached afterwards. Arguments: the stack depth,
 // whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not),
 // and whether stacks come by name after their first time (the shim's default; 0 as before
-// names, or VRAMTRACE_STACK_NAMES=0), and whether the writer keeps the reports' indexes up as
-// rows arrive (`vramtrace run`'s default; 0 as `run --no-index`).
+// names, or VRAMTRACE_STACK_NAMES=0), and whether the writer keeps the reports' indexes and the
+// time index's rollups up as rows arrive (`vramtrace run`'s default; 0 as `run --no-index`).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "analysis/live_bytes_rollups.h"
 #include "collector/trace_ingest.h"
 #include "storage/trace_writer.h"
 #include "vramtrace.pb.h"
@@ -37,7 +38,9 @@ void BM_CollectorIngest(benchmark::State& state) {
       fs::temp_directory_path() / ("vramtrace-ingest-bench-" + std::to_string(getpid()) + ".db");
   fs::remove(path);
   std::string error;
-  auto writer = vramtrace::storage::TraceWriter::create(path, &error, upkeep);
+  auto writer = vramtrace::storage::TraceWriter::create(
+      path, &error, upkeep,
+      state.range(3) != 0 ? vramtrace::analysis::keep_live_bytes_rollups() : nullptr);
   if (!writer) {
     state.SkipWithError(error.c_str());
     return;

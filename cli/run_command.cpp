@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "analysis/gate_spec.h"
+#include "analysis/live_bytes_rollups.h"
 #include "analysis/run_digest.h"
 #include "analysis/time_index.h"
 #include "cli/gate_command.h"
@@ -303,12 +304,13 @@ int run(RunOptions& options) {
   // vramtrace reports, like a full disk, not a signal that kills it: ignored, the write fails
   // with EFBIG and SQLite says the disk is full. The command gets the default back.
   signal(SIGXFSZ, SIG_IGN);
-  // The reports' indexes kept up as rows arrive, so that the end of the run has little left
-  // to do; --no-index records the rows alone.
-  std::unique_ptr<storage::TraceWriter> writer = storage::TraceWriter::create(
-      output, &error,
-      options.index ? storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive
-                    : storage::TraceWriter::TimeIndexUpkeep::kNone);
+  // The reports' indexes and the time index's rollups kept up as rows arrive, so that the end
+  // of the run has little left to do; --no-index records the rows alone.
+  std::unique_ptr<storage::TraceWriter> writer =
+      options.index ? storage::TraceWriter::create(
+                          output, &error, storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                          analysis::keep_live_bytes_rollups())
+                    : storage::TraceWriter::create(output, &error);
   if (!writer) {
     std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
                  chosen && fs::exists(output) ? " (use --force to replace it)" : "");

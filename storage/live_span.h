@@ -28,7 +28,8 @@ inline constexpr int kNeverFreedLevel = 255;
 inline constexpr std::int64_t kNeverFreedEnd = INT64_MAX;
 // time_index_upkeep's 'version': bumped when what a writer keeps up changes, so that a build
 // reads only tables it knows how they were made.
-inline constexpr std::int64_t kTimeIndexUpkeepVersion = 1;
+// 2: the rollups kept too (storage/rollup_rows.h), with the span they were cut for.
+inline constexpr std::int64_t kTimeIndexUpkeepVersion = 2;
 
 int live_span_shift(int level);
 // The bin of `seq` at `level`; 0 for the levels above the ladder.

@@ -241,35 +241,31 @@ CREATE VIEW allocation_view AS
   LEFT JOIN api AS free_api ON free_api.id = allocation.free_api;
 )sql";
 
-// The allocation table's kept up as rows arrive, the one built at the end, then the small
-// tables'. free_seq is the expression the view computes, so that queries of the view by
-// free_seq use the index.
-#define VRAMTRACE_KEPT_ALLOCATION_INDEXES                                                        \
+// The allocation table's, then the small tables'. free_seq is the expression the view
+// computes, so that queries of the view by free_seq use the index. allocation_failed holds the
+// failed calls alone (their address is 0), found through their sites: a few rows, where an
+// index of every row by site cost as much as the others together.
+#define VRAMTRACE_ALLOCATION_INDEXES                                                             \
   "CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation_compact(upid, alloc_seq);\n" \
   "CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation_compact(upid, alloc_seq + "   \
   "free_seq_delta);\n"                                                                           \
   "CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation_detail(segment_id) WHERE "     \
-  "segment_id IS NOT NULL;\n"
-#define VRAMTRACE_SITE_INDEX \
-  "CREATE INDEX IF NOT EXISTS allocation_by_site ON allocation_compact(site_id);\n"
+  "segment_id IS NOT NULL;\n"                                                                    \
+  "CREATE INDEX IF NOT EXISTS allocation_failed ON allocation_compact(site_id, upid) WHERE "     \
+  "address = 0;\n"
 #define VRAMTRACE_SMALL_TABLE_INDEXES                                        \
   "CREATE INDEX IF NOT EXISTS callsite_by_parent ON callsite(parent_id);\n"  \
   "CREATE INDEX IF NOT EXISTS bad_free_by_process ON bad_free(upid, seq);\n" \
   "CREATE INDEX IF NOT EXISTS marker_by_process ON marker(upid, start_seq);\n"
 
-constexpr std::string_view kIndexesSql =
-    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SITE_INDEX VRAMTRACE_SMALL_TABLE_INDEXES;
-constexpr std::string_view kAllocationIndexesSql =
-    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SITE_INDEX;
-constexpr std::string_view kIndexesKeptUpSql =
-    VRAMTRACE_KEPT_ALLOCATION_INDEXES VRAMTRACE_SMALL_TABLE_INDEXES;
-#undef VRAMTRACE_KEPT_ALLOCATION_INDEXES
-#undef VRAMTRACE_SITE_INDEX
+constexpr std::string_view kIndexesSql = VRAMTRACE_ALLOCATION_INDEXES VRAMTRACE_SMALL_TABLE_INDEXES;
+constexpr std::string_view kAllocationIndexesSql = VRAMTRACE_ALLOCATION_INDEXES;
+#undef VRAMTRACE_ALLOCATION_INDEXES
 #undef VRAMTRACE_SMALL_TABLE_INDEXES
 
 constexpr std::array<std::string_view, 4> kAllocationIndexNames{
     "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_segment",
-    "allocation_by_site"};
+    "allocation_failed"};
 
 constexpr std::array<std::string_view, 17> kRequiredTables{
     "meta",
@@ -307,9 +303,6 @@ std::string_view schema_indexes_sql() {
 }
 std::string_view allocation_indexes_sql() {
   return kAllocationIndexesSql;
-}
-std::string_view indexes_kept_up_sql() {
-  return kIndexesKeptUpSql;
 }
 std::span<const std::string_view> allocation_index_names() {
   return kAllocationIndexNames;

@@ -24,17 +24,14 @@ std::span<const NamedId> api_rows();
 
 // Creates every table and view of the current schema (no indexes, no pragmas, no rows).
 std::string_view schema_tables_sql();
-// Every index: the allocations' (allocation_indexes_sql()), then the small tables'.
+// Every index: the allocations' (allocation_indexes_sql()), then the small tables'. A writer
+// that keeps them up as rows arrive (TraceWriter's kAsRowsArrive) creates them all with the
+// schema.
 std::string_view schema_indexes_sql();
 
 // The allocations' part of the indexes (their names below), which the step that indexes the
 // trace by time (storage/time_index.h) needs first and builds where they are missing.
 std::string_view allocation_indexes_sql();
-// The indexes a writer that keeps them up as rows arrive creates with the schema
-// (TraceWriter's kAsRowsArrive): all but allocation_by_site, whose inserts land all over its
-// B-tree (one place per call site) and cost as much as the rest together; the time index's
-// step builds it when the recording ends.
-std::string_view indexes_kept_up_sql();
 std::span<const std::string_view> allocation_index_names();
 // Tables (and views) a reader requires before it accepts a file as a trace.
 std::span<const std::string_view> required_tables();

@@ -12,6 +12,7 @@
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
 #include "storage/live_span.h"
+#include "storage/rollup_rows.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_uri.h"
@@ -24,7 +25,8 @@ using sqlite::Statement;
 
 // Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
 // so that an older build's index is rebuilt. 2: time_problem, and times within their process.
-constexpr std::int64_t kTimeIndexVersion = 2;
+// 3: slices of a power of two.
+constexpr std::int64_t kTimeIndexVersion = 3;
 std::int64_t bin_of(int level, std::uint64_t seq) {
   return live_span_bin(level, static_cast<std::int64_t>(seq));
 }
@@ -167,8 +169,7 @@ struct TimeIndex::Impl {
     // First: the time index's queries walk them.
     if (!allocation_indexes_present()) execute(allocation_indexes_sql());
     if (index_is_current()) return;
-    build();
-    build_rollups(build_rollups_with);
+    if (build()) build_rollups(build_rollups_with);
   }
 
   // Whether the writer kept up the live spans, each process's time range and the allocator's
@@ -179,15 +180,9 @@ struct TimeIndex::Impl {
         "SELECT count(*) FROM $X.sqlite_master WHERE type = 'table' AND name = "
         "'time_index_upkeep'");
     if (exists.value_or(0) == 0) return false;
-    const auto value = [&](std::string_view key) {
-      Statement statement = prepare("SELECT value FROM $X.time_index_upkeep WHERE key = ?1");
-      statement.bind_text(1, key);
-      std::optional<std::int64_t> found;
-      each_row(statement, [&](const Statement& row) { found = row.optional_int64(0); });
-      return found;
-    };
-    return value("version") == kTimeIndexUpkeepVersion &&
-           value("allocation_id") == single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+    return upkeep_value("version") == kTimeIndexUpkeepVersion &&
+           upkeep_value("allocation_id") ==
+               single_int("SELECT max(id) FROM $T.allocation").value_or(0);
   }
 
   // The trace's (upid, seq) indexes: level 0's spans are read through the alloc_seq one.
@@ -198,22 +193,22 @@ struct TimeIndex::Impl {
                .value_or(0) == 2;
   }
 
-  void build() {
+  std::optional<std::int64_t> upkeep_value(std::string_view key) const {
+    Statement statement = prepare("SELECT value FROM $X.time_index_upkeep WHERE key = ?1");
+    statement.bind_text(1, key);
+    std::optional<std::int64_t> found;
+    each_row(statement, [&](const Statement& row) { found = row.optional_int64(0); });
+    return found;
+  }
+
+  // Makes the index's tables but the rollups; true when those are still to build (the writer
+  // did not keep them up, or cut them for another span than the trace's).
+  bool build() {
     const bool upkept = upkept_by_writer();
     level_0_spans = !upkept && !trace_has_seq_indexes();
     execute(
         "DROP TABLE IF EXISTS $X.time_index_info;"
-        "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
-        "DROP TABLE IF EXISTS $X.time_problem;"
-        "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;"
-        "CREATE TABLE $X.live_bytes_bucket (upid INTEGER, device INTEGER, kind INTEGER,"
-        "  bucket INTEGER, min_bytes INTEGER, max_bytes INTEGER, last_bytes INTEGER,"
-        "  PRIMARY KEY (upid, device, kind, bucket)) WITHOUT ROWID;"
-        "CREATE TABLE $X.live_bytes_peak (upid INTEGER, device INTEGER, peak_group TEXT,"
-        "  bytes INTEGER, seq INTEGER, ns INTEGER,"
-        "  PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;"
-        "CREATE TABLE $X.time_problem (upid INTEGER, problem TEXT, events INTEGER,"
-        "  first_seq INTEGER, PRIMARY KEY (upid, problem)) WITHOUT ROWID;");
+        "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;");
     if (!upkept) {
       execute(
           "DROP TABLE IF EXISTS $X.live_span; DROP TABLE IF EXISTS $X.allocator_segment;"
@@ -261,6 +256,14 @@ struct TimeIndex::Impl {
     });
     start_ns = first.value_or(0);
     end_ns = std::max(start_ns, last.value_or(0));
+    const bool rollups_kept = upkept && upkeep_value("rollups_start_ns") == start_ns &&
+                              upkeep_value("rollups_end_ns") == end_ns;
+    if (!rollups_kept) {
+      execute(
+          "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
+          "DROP TABLE IF EXISTS $X.time_problem;");
+      execute(rollup_tables_sql());
+    }
     Statement put = prepare(
         "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
         " ('start_ns', ?3), ('end_ns', ?4), ('level_0_spans', ?5)");
@@ -270,6 +273,7 @@ struct TimeIndex::Impl {
     put.bind_int64(4, end_ns);
     put.bind_int64(5, level_0_spans ? 1 : 0);
     each_row(put, [](const Statement&) {});
+    return !rollups_kept;
   }
 
   std::map<std::int64_t, ProcessSpan> process_spans() const {
@@ -343,22 +347,11 @@ struct TimeIndex::Impl {
     };
     RollupSink sink;
     sink.add_bucket = [&](const LiveBytesBucket& row) {
-      put_bucket.bind_int64(1, row.upid);
-      put_bucket.bind_int64(2, row.device);
-      put_bucket.bind_int64(3, row.kind);
-      put_bucket.bind_int64(4, row.bucket);
-      put_bucket.bind_uint64(5, row.min_bytes);
-      put_bucket.bind_uint64(6, row.max_bytes);
-      put_bucket.bind_uint64(7, row.last_bytes);
+      bind_bucket_row(put_bucket, row);
       each_row(put_bucket, [](const Statement&) {});
     };
     sink.add_peak = [&](const LiveBytesPeak& row) {
-      put_peak.bind_int64(1, row.upid);
-      put_peak.bind_int64(2, row.device);
-      put_peak.bind_text(3, row.group);
-      put_peak.bind_uint64(4, row.bytes);
-      put_peak.bind_uint64(5, row.seq);
-      put_peak.bind_int64(6, row.ns);
+      bind_peak_row(put_peak, row);
       each_row(put_peak, [](const Statement&) {});
     };
     build(source, sink);
@@ -457,7 +450,11 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
     *why = "is not a finished trace";
     return nullptr;
   }
-  if (register_live_span_functions(raw) != SQLITE_OK) {
+  // Never syncs, as the writer does not (storage/trace_writer.cpp): a sync here would flush the
+  // whole trace the writer has just left in the page cache, 90 ms after a 1.2-million-pair run.
+  std::string ignored;
+  if (register_live_span_functions(raw) != SQLITE_OK ||
+      sqlite::execute(raw, "PRAGMA synchronous = OFF", &ignored) != SQLITE_OK) {
     *why = "cannot be indexed on this connection";
     return nullptr;
   }
@@ -503,8 +500,7 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
       attach.bind_text(1, read_only_trace_uri(path));
       impl->each_row(attach, [](const Statement&) {});
       impl->execute("BEGIN");
-      impl->build();
-      impl->build_rollups(build_rollups);
+      if (impl->build()) impl->build_rollups(build_rollups);
       impl->execute("COMMIT");
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -736,6 +732,30 @@ bool TimeIndex::for_each_event_between(
 
 bool TimeIndex::finds_events_by_seq() const {
   return impl_->seq_indexes;
+}
+
+// A damaged trace's times may span all of int64: slice arithmetic is done wider.
+__extension__ using WideNs = __int128;
+
+int live_bytes_bucket_shift(std::int64_t start_ns, std::int64_t end_ns) {
+  int shift = 0;
+  while (shift < 63 &&
+         WideNs{end_ns >> shift} - WideNs{start_ns >> shift} >= WideNs{kLiveBytesBuckets})
+    ++shift;
+  return shift;
+}
+
+std::uint32_t TimeIndex::bucket_count() const {
+  const int shift = live_bytes_bucket_shift(impl_->start_ns, impl_->end_ns);
+  return static_cast<std::uint32_t>(
+      std::max<WideNs>(WideNs{impl_->end_ns >> shift} - WideNs{impl_->start_ns >> shift} + 1, 1));
+}
+
+std::int64_t TimeIndex::bucket_start_ns(std::uint64_t i) const {
+  if (i >= bucket_count()) return impl_->end_ns == INT64_MAX ? INT64_MAX : impl_->end_ns + 1;
+  const int shift = live_bytes_bucket_shift(impl_->start_ns, impl_->end_ns);
+  const WideNs start = (WideNs{impl_->start_ns >> shift} + static_cast<WideNs>(i)) << shift;
+  return static_cast<std::int64_t>(std::max<WideNs>(start, impl_->start_ns));
 }
 
 std::int64_t TimeIndex::last_allocation_id() const {

@@ -15,7 +15,8 @@
 //     blocks.
 //   live_bytes_bucket, live_bytes_peak: the rollups, rows that the caller's BuildRollups makes
 //     from one ordered pass over the trace's events (analysis/live_bytes_rollups.h says what
-//     they mean); the index stores them and reads them back.
+//     they mean), or that a writer kept up as rows arrived (a RollupKeeper's); the index stores
+//     them and reads them back.
 //   time_problem: the events of that pass whose times cannot be right (before their process
 //     started, after it ended, earlier than the event before them), counted per process. A
 //     trace is untrusted input: such a time is taken as far as it can be, never an error.
@@ -36,12 +37,19 @@
 
 namespace vramtrace::storage {
 
+// live_bytes_bucket's time slices: at most kLiveBytesBuckets over the index's [start_ns,
+// end_ns], each 2^shift ns and starting at a multiple of it, with the smallest shift that fits.
+// Slices of a power of two, aligned, are what a writer can keep up before it knows the trace's
+// end: two neighbours merge into one of the next size exactly.
+inline constexpr std::uint32_t kLiveBytesBuckets = 16384;
+int live_bytes_bucket_shift(std::int64_t start_ns, std::int64_t end_ns);
+
 // A row of live_bytes_bucket: live bytes of one (process, device, kind) in one time slice of
 // the trace.
 struct LiveBytesBucket {
   std::int64_t upid = 0;
   int device = 0, kind = 0;
-  std::uint32_t bucket = 0;  // the slice
+  std::uint32_t bucket = 0;  // the slice: (ns >> shift) - (start_ns >> shift)
   // Over the slice, the value it started with included; `last` holds until the next bucket of
   // the same series (a slice without events is not stored).
   std::uint64_t min_bytes = 0, max_bytes = 0, last_bytes = 0;
@@ -89,6 +97,16 @@ struct RollupSink {
 };
 
 using BuildRollups = std::function<void(const RollupSource&, const RollupSink&)>;
+
+// The same rollups made as rows arrive (TraceWriter's kAsRowsArrive), by the caller's rules: a
+// writer gives it what RollupSource would (each process's events in sequence order, times
+// within the process's span), and only while the times also rise; the trace's span comes last.
+class RollupKeeper {
+ public:
+  virtual ~RollupKeeper() = default;
+  virtual void add(const AllocationEvent& event) = 0;
+  virtual void write(std::int64_t start_ns, std::int64_t end_ns, const RollupSink& sink) const = 0;
+};
 
 // As TraceReader, one thread at a time.
 class TimeIndex {
@@ -150,6 +168,10 @@ class TimeIndex {
 
   // In (upid, device, kind, bucket) order.
   std::vector<LiveBytesBucket> buckets() const;
+  // The slices that buckets() fall in: their number, and where slice `i` begins (the first
+  // clipped to start_ns; slice bucket_count() begins at end_ns + 1).
+  std::uint32_t bucket_count() const;
+  std::int64_t bucket_start_ns(std::uint64_t i) const;
   // In (upid, device, group) order.
   std::vector<LiveBytesPeak> peaks() const;
   // Allocations that held a caching allocator's block at some time (segment_id of a block).

@@ -617,12 +617,12 @@ std::vector<std::int64_t> TraceReader::upids_with_gpu_events() const {
 
 std::map<std::pair<std::int64_t, int>, std::uint64_t> TraceReader::failures_by_process_and_kind(
     int result) const {
-  // CROSS JOIN keeps the sites outermost: the few that failed, then their allocations by the
-  // site index, rather than a scan of every allocation.
+  // CROSS JOIN keeps the sites outermost: the few that failed, then their allocations through
+  // allocation_failed (a failed call's address is 0), rather than a scan of every allocation.
   Statement statement = impl_->prepare(
       "SELECT a.upid, s.kind, count(*) FROM allocation_site AS s"
-      " CROSS JOIN allocation_compact AS a ON a.site_id = s.id WHERE s.result = ?1"
-      " GROUP BY a.upid, s.kind");
+      " CROSS JOIN allocation_compact AS a ON a.site_id = s.id AND a.address = 0"
+      " WHERE s.result = ?1 GROUP BY a.upid, s.kind");
   statement.bind_int64(1, result);
   std::map<std::pair<std::int64_t, int>, std::uint64_t> counts;
   impl_->each_row(statement, [&](const Statement& row) {

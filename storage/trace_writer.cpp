@@ -20,6 +20,7 @@
 #include "storage/json_string_array.h"
 #include "storage/live_span.h"
 #include "storage/pending_allocation_table.h"
+#include "storage/rollup_rows.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 
@@ -121,6 +122,14 @@ constexpr std::array<StatementSql, 21> kStatementSql{{
 
 // What an allocation shares with others made by the same call from the same place: the
 // allocation_site row it is filed under (storage/schema.cpp).
+// The time index's SQL (`$X.` naming its schema) for tables the writer makes in the trace itself.
+std::string in_the_trace(std::string_view index_sql) {
+  std::string sql(index_sql);
+  for (std::size_t at = sql.find("$X."); at != std::string::npos; at = sql.find("$X."))
+    sql.erase(at, 3);
+  return sql;
+}
+
 struct SiteKey {
   std::int64_t utid = 0;
   std::optional<std::int64_t> callsite_id;
@@ -205,6 +214,8 @@ struct TraceWriter::Impl {
   struct WrittenLive {
     std::int64_t id = 0, upid = 0;
     std::uint64_t alloc_seq = 0;
+    int device = 0, kind = 0;
+    std::uint64_t size = 0;
     bool freed = false;
   };
   std::vector<WrittenLive> written_live;  // successful rows written without their free, by id
@@ -216,12 +227,82 @@ struct TraceWriter::Impl {
   std::set<std::int64_t> allocator_segments, allocator_processes;
   std::int64_t last_allocation_id = 0;
 
+  // The rollups, while each process's events come as the build takes them: in sequence order,
+  // times rising, none before the process's start (nor, checked at the end, after its end).
+  std::unique_ptr<RollupKeeper> rollups;
+  struct ProcessTimes {
+    std::int64_t start_ns = 0;
+    std::optional<std::int64_t> end_ns;
+    std::optional<std::int64_t> last_ns;
+    std::uint64_t last_seq = 0;
+  };
+  std::unordered_map<std::int64_t, ProcessTimes> process_times;  // by upid
+
   void stop_upkeep() {
     upkeep = false;
     written_live = {};
     time_ranges.clear();
     allocator_segments.clear();
     allocator_processes.clear();
+    rollups.reset();
+  }
+
+  void keep_rollups(AllocationEvent::Type type, std::int64_t allocation_id, std::int64_t upid,
+                    std::uint64_t seq, std::int64_t ns, int device, int kind, std::uint64_t size) {
+    if (!rollups) return;
+    const auto process = process_times.find(upid);
+    if (process == process_times.end() || ns < process->second.start_ns ||
+        (process->second.last_ns &&
+         (ns < *process->second.last_ns || seq <= process->second.last_seq))) {
+      rollups.reset();  // the build places and counts such times
+      return;
+    }
+    process->second.last_ns = ns;
+    process->second.last_seq = seq;
+    rollups->add({type, allocation_id, upid, seq, ns, device, kind, size});
+  }
+
+  // At finish(): the rollups cut for the span the build will find, when the times held.
+  void write_kept_rollups() {
+    for (const auto& [upid, times] : process_times)
+      if (times.end_ns && times.last_ns && *times.last_ns > *times.end_ns) rollups.reset();
+    if (!rollups) return;
+    std::optional<std::int64_t> first, last;
+    for (const auto& [upid, range] : time_ranges) {
+      first = first ? std::min(*first, range.first_alloc_ns) : range.first_alloc_ns;
+      std::int64_t to = range.last_alloc_ns;
+      if (range.last_free_ns) to = std::max(to, *range.last_free_ns);
+      last = last ? std::max(*last, to) : to;
+    }
+    const std::int64_t start_ns = first.value_or(0);
+    const std::int64_t end_ns = std::max(start_ns, last.value_or(0));
+    std::string message;
+    if (sqlite::execute(db.get(), in_the_trace(rollup_tables_sql()), &message) != SQLITE_OK)
+      return fail("adding the time index's rollups", message);
+    Statement bucket, peak, span;
+    if (Statement::prepare(db.get(),
+                           "INSERT INTO live_bytes_bucket VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                           &bucket) != SQLITE_OK ||
+        Statement::prepare(db.get(), "INSERT INTO live_bytes_peak VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                           &peak) != SQLITE_OK ||
+        Statement::prepare(db.get(),
+                           "INSERT INTO time_index_upkeep VALUES('rollups_start_ns', ?1), "
+                           "('rollups_end_ns', ?2)",
+                           &span) != SQLITE_OK)
+      return fail("adding the time index's rollups", sqlite3_errmsg(db.get()));
+    RollupSink sink;
+    sink.add_bucket = [&](const LiveBytesBucket& row) {
+      bind_bucket_row(bucket, row);
+      run(bucket, "adding the time index's rollups");
+    };
+    sink.add_peak = [&](const LiveBytesPeak& row) {
+      bind_peak_row(peak, row);
+      run(peak, "adding the time index's rollups");
+    };
+    rollups->write(start_ns, end_ns, sink);
+    span.bind_int64(1, start_ns);
+    span.bind_int64(2, end_ns);
+    run(span, "adding the time index's rollups");
   }
 
   // As the time index's build takes them (storage/time_index.cpp): a range from successful
@@ -275,6 +356,8 @@ struct TraceWriter::Impl {
     it->freed = true;
     put_live_span(it->upid, it->alloc_seq, row.free_seq, it->id);
     keep_up_with_free(it->upid, row);
+    keep_rollups(AllocationEvent::Type::kFree, it->id, it->upid, row.free_seq, row.free_ns,
+                 it->device, it->kind, it->size);
   }
 
   // At finish(): what is still live, and the small tables. Without upkeep, empties them.
@@ -323,6 +406,7 @@ struct TraceWriter::Impl {
     upkept.bind_int64(1, kTimeIndexUpkeepVersion);
     upkept.bind_int64(2, last_allocation_id);
     run(upkept, "adding the time index's tables");
+    write_kept_rollups();
   }
 
   std::int64_t site_id(const AllocationRow& row) {
@@ -428,7 +512,8 @@ struct TraceWriter::Impl {
         run(add_pending_live_spans, "adding live spans");
         for (const PendingAllocation& pending : pending_allocations)
           if (pending.row.result == 0 && !pending.free)
-            written_live.push_back({pending.row.id, pending.row.upid, pending.row.alloc_seq});
+            written_live.push_back({pending.row.id, pending.row.upid, pending.row.alloc_seq,
+                                    pending.row.device, pending.row.kind, pending.row.size});
       }
     }
     pending_allocations.clear();
@@ -463,7 +548,8 @@ TraceWriter::~TraceWriter() {
 }
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& path,
-                                                 std::string* error, TimeIndexUpkeep upkeep) {
+                                                 std::string* error, TimeIndexUpkeep upkeep,
+                                                 std::unique_ptr<RollupKeeper> rollups) {
   std::string ignored;
   std::string& message = error != nullptr ? *error : ignored;
 
@@ -504,18 +590,18 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
   // kAsRowsArrive: the reports' indexes and the time index's kept tables, with the schema.
   std::string upkept_sql;
   if (upkeep == TimeIndexUpkeep::kAsRowsArrive) {
-    upkept_sql = std::string(indexes_kept_up_sql()) + std::string(live_span_tables_sql());
-    for (std::size_t at = upkept_sql.find("$X."); at != std::string::npos;
-         at = upkept_sql.find("$X."))
-      upkept_sql.erase(at, 3);
+    upkept_sql = std::string(schema_indexes_sql()) + in_the_trace(live_span_tables_sql());
   }
   std::string reason;
   // Checkpoints every 256 pages of log rather than SQLite's 1,000: the last one, in finish()
-  // after the traced command ended, then copies and syncs at most about a megabyte while the
-  // command's wrapper waits (4 MB took 7 ms more at the end of a 200,000-allocation run); the
-  // others, smaller and more often, run while the program does.
+  // after the traced command ended, then copies at most about a megabyte while the command's
+  // wrapper waits (4 MB took 7 ms more at the end of a 200,000-allocation run); the others,
+  // smaller and more often, run while the program does. Never syncs: each checkpoint's two
+  // fsyncs were a third of the ingest's time in a storm, and what they guard against is the
+  // machine's crash, not the program's or vramtrace's (SQLite's WAL stays whole through those,
+  // as heaptrack's unsynced stream does).
   if (sqlite::execute(raw_db,
-                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+                      "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; "
                       "PRAGMA wal_autocheckpoint = 256;",
                       &reason) != SQLITE_OK ||
       write_empty_trace(raw_db, &reason, upkept_sql) != SQLITE_OK) {
@@ -551,6 +637,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
     }
     impl->upkept_tables = true;
     impl->upkeep = true;
+    impl->rollups = std::move(rollups);
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }
@@ -569,6 +656,9 @@ void TraceWriter::set_command(const std::vector<std::string>& argv) {
 
 void TraceWriter::add_process(const ProcessRow& row) {
   if (!impl_->begin_write()) return;
+  // A upid given twice is refused by the table; its times are not kept.
+  if (!impl_->process_times.try_emplace(row.upid, Impl::ProcessTimes{row.start_ns}).second)
+    impl_->rollups.reset();
   Statement& statement = impl_->statements.add_process;
   statement.bind_int64(1, row.upid);
   statement.bind_int64(2, row.pid);
@@ -589,6 +679,8 @@ void TraceWriter::add_process(const ProcessRow& row) {
 
 void TraceWriter::end_process(const ProcessEndRow& row) {
   if (!impl_->begin_write()) return;
+  if (const auto times = impl_->process_times.find(row.upid); times != impl_->process_times.end())
+    times->second.end_ns = row.end_ns;
   Statement& statement = impl_->statements.end_process;
   statement.bind_int64(1, row.upid);
   statement.bind_optional_int64(2, row.end_ns);
@@ -670,6 +762,9 @@ void TraceWriter::add_callsite(std::int64_t id, std::optional<std::int64_t> pare
 void TraceWriter::add_allocation(const AllocationRow& row) {
   if (!impl_->begin_write()) return;
   if (impl_->upkeep) impl_->keep_up_with_allocation(row);
+  if (row.result == 0)
+    impl_->keep_rollups(AllocationEvent::Type::kAlloc, row.id, row.upid, row.alloc_seq,
+                        row.alloc_ns, row.device, row.kind, row.size);
   auto& pending = impl_->pending_allocations;
   if (!pending.empty() && row.id <= pending.back().row.id) {
     // Not the collector's ascending order: write it now, so that a duplicate fails here.
@@ -691,6 +786,9 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
         impl_->stop_upkeep();
       } else if (pending->row.result == 0) {
         impl_->keep_up_with_free(pending->row.upid, row);
+        impl_->keep_rollups(AllocationEvent::Type::kFree, allocation_id, pending->row.upid,
+                            row.free_seq, row.free_ns, pending->row.device, pending->row.kind,
+                            pending->row.size);
       }
     }
     pending->free = row;

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/time_index.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
@@ -36,13 +37,16 @@ class TraceWriter {
   // segments and processes (storage/live_span.h), written as each allocation's row and free
   // are; finish() adds what is still live. The time index's build then reads them instead
   // of the trace (docs/schema.md, "Time index"). A free undone (clear_free) or rows out of
-  // id order leave all of it to the build instead, as kNone does.
+  // id order leave all of it to the build instead, as kNone does. With a RollupKeeper, the
+  // rollups too, while each process's events come in sequence order with rising times within
+  // its span (as the build would take them); else the build makes them.
   enum class TimeIndexUpkeep { kNone, kAsRowsArrive };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.
   static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error,
-                                             TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone);
+                                             TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
+                                             std::unique_ptr<RollupKeeper> rollups = nullptr);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

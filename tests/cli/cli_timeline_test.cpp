@@ -35,9 +35,11 @@ TEST_F(CliTimelineTest, JsonKeepsMinMaxAndLastPerBucket) {
   const json doc = json::parse(result.out);
   EXPECT_EQ(doc["start_ns"], 1'001'000'000);
   EXPECT_EQ(doc["end_ns"], 1'013'000'000);
-  // Bucket edges fall on the index's 16384 fine buckets of (12 ms + 1 ns) / 16384 each.
-  EXPECT_EQ(doc["bucket_start_ns"],
-            json({1'001'000'000, 1'004'000'001, 1'007'000'001, 1'010'000'001}));
+  // Bucket edges fall on the index's fine buckets: 11719 of 1024 ns (storage's
+  // live_bytes_bucket_shift), from the one holding 1001 ms; the 4 coarse ones start at fine
+  // buckets 0, 2930, 5860 and 8790 (the first clipped to the trace's start).
+  EXPECT_EQ(doc["bucket_start_ns"], json({1'001'000'000, (977'539 + 2930) * 1024,
+                                          (977'539 + 5860) * 1024, (977'539 + 8790) * 1024}));
   ASSERT_EQ(doc["series"].size(), 3u);
   const json& device = doc["series"][0];
   EXPECT_EQ(device["pid"], 5000);
@@ -152,8 +154,9 @@ TEST_F(CliTimeFiltersTest, TimelineCsvHasARowPerSeriesAndBucket) {
   EXPECT_EQ(result.out,
             "upid,pid,device,kind,level,start_ns,end_ns,min_bytes,max_bytes,last_bytes\r\n"
             // R3 comes at the first event: the first bucket starts from 0.
-            "2,5001,1,device,segment,1001000000,1007000001,0,8388608,8388608\r\n"
-            "2,5001,1,device,segment,1007000001,1013000001,8388608,8388608,8388608\r\n");
+            // The second starts at fine bucket 5860 of 1024 ns after 977539 * 1024.
+            "2,5001,1,device,segment,1001000000,1007000576,0,8388608,8388608\r\n"
+            "2,5001,1,device,segment,1007000576,1013000001,8388608,8388608,8388608\r\n");
 }
 
 TEST_F(CliTimeFiltersTest, PeakKeepsTheSelectedDeviceAndLevel) {

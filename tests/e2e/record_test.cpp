@@ -200,7 +200,7 @@ TEST_F(RecordTest, TheTraceIsIndexedByTimeUnlessToldNotTo) {
   // tables' are built when the recording ends.
   const std::string allocation_indexes =
       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
-      "('allocation_by_alloc_seq', 'allocation_by_free_seq', 'allocation_by_site', "
+      "('allocation_by_alloc_seq', 'allocation_by_free_seq', 'allocation_failed', "
       "'allocation_by_segment')";
   const std::string small_indexes =
       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "

@@ -105,8 +105,10 @@ TEST_F(AllocationStorageTest, QueriesOfTheViewSearchTheIndexesUnderIt) {
        "INDEX allocation_by_alloc_seq (upid=? AND alloc_seq<?)"},
       {"SELECT id FROM allocation WHERE segment_id = 1",
        "INDEX allocation_by_segment (segment_id=?)"},
-      {"SELECT count(*) FROM allocation WHERE alloc_callsite_id = 3",
-       "INDEX allocation_by_site (site_id=?)"},
+      // TraceReader::failures_by_process_and_kind: the failed sites, then their rows.
+      {"SELECT a.upid, s.kind, count(*) FROM allocation_site AS s CROSS JOIN allocation_compact "
+       "AS a ON a.site_id = s.id AND a.address = 0 WHERE s.result = 2",
+       "INDEX allocation_failed (site_id=?)"},
   };
   for (const auto& [query, search] : search_of_query) {
     const std::string plan = plan_of(synthetic_, query);

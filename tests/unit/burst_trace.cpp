@@ -35,10 +35,11 @@ std::string write_burst_trace(const std::filesystem::path& path) {
     writer->set_free(id, row);
   };
   allocate(1, 1, 0, 4 * kMiB);
-  allocate(2, 2, 5000, kMiB);
-  allocate(3, 3, 5200, 2 * kMiB);
-  free(3, 4, 5600);
-  // The index's buckets divide [start, end] (end - start + 1 ns) in kLiveBytesBuckets equal parts.
+  allocate(2, 2, 5 * kBurstTraceBucketNs, kMiB);
+  allocate(3, 3, 5 * kBurstTraceBucketNs + 200, 2 * kMiB);
+  free(3, 4, 5 * kBurstTraceBucketNs + 600);
+  // The index's buckets are the smallest power of two ns that cuts [start, end] into at most
+  // kLiveBytesBuckets: this span takes exactly that many of 1024 ns.
   free(1, 5, kBurstTraceBucketNs * analysis::kLiveBytesBuckets - 1);
   return writer->finish(&error) ? std::string() : error;
 }

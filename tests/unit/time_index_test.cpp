@@ -446,7 +446,12 @@ TEST(TimeIndex, BucketsKeepMinMaxAndLast) {
   const auto index = open_index(path);
   ASSERT_NE(index, nullptr);
   // upid 1, device 0, kind device: 5 events in 5 distinct buckets (events are 1 ms apart over
-  // 12 ms, buckets 12 ms / 16384 wide): each bucket starts from the value before it.
+  // 12 ms, buckets of 1024 ns: the smallest power of two that cuts 12 ms into 16384 or fewer,
+  // 11719 here): each bucket starts from the value before it.
+  EXPECT_EQ(index->bucket_count(), 11719u);
+  EXPECT_EQ(index->bucket_start_ns(0), index->start_ns());
+  EXPECT_EQ(index->bucket_start_ns(1), ((index->start_ns() >> 10) + 1) << 10);
+  EXPECT_EQ(index->bucket_start_ns(11719), index->end_ns() + 1);
   std::vector<storage::LiveBytesBucket> device;
   for (const auto& b : index->buckets())
     if (b.upid == 1 && b.kind == storage::allocation_kind::kDevice) device.push_back(b);
@@ -459,7 +464,7 @@ TEST(TimeIndex, BucketsKeepMinMaxAndLast) {
   EXPECT_EQ(device[2].min_bytes, 2 * M);  // the free of S2 at seq 11
   EXPECT_EQ(device[2].max_bytes, 6 * M);
   EXPECT_EQ(device[4].last_bytes, 4 * M);
-  EXPECT_EQ(device[4].bucket, analysis::kLiveBytesBuckets - 1);
+  EXPECT_EQ(device[4].bucket, index->bucket_count() - 1);
 }
 
 }  // namespace

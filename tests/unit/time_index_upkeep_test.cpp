@@ -24,6 +24,7 @@ using Upkeep = TraceWriter::TimeIndexUpkeep;
 struct MixedTraceOptions {
   Upkeep upkeep = Upkeep::kNone;
   bool undo_a_free = false;
+  bool a_time_falls = false;  // one allocation stamped before the event ahead of it
 };
 
 // Two processes interleaved, each with device segments and blocks in them, failed allocations,
@@ -31,7 +32,9 @@ struct MixedTraceOptions {
 // written before their free and some after.
 void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOptions& options) {
   std::string error;
-  auto writer = TraceWriter::create(path, &error, options.upkeep);
+  auto writer = TraceWriter::create(
+      path, &error, options.upkeep,
+      options.upkeep == Upkeep::kAsRowsArrive ? analysis::keep_live_bytes_rollups() : nullptr);
   ASSERT_NE(writer, nullptr) << error;
   for (std::int64_t upid : {1, 2}) {
     storage::ProcessRow process;
@@ -67,6 +70,7 @@ void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOption
     seq[upid] += 1 + random() % 3000;
     row.alloc_seq = seq[upid];
     row.alloc_ns = 1000 + static_cast<std::int64_t>(seq[upid]);
+    if (options.a_time_falls && i == 15000) row.alloc_ns -= 5000;
     if (row.kind == storage::allocation_kind::kBlock) row.segment_id = segment[upid];
     if (random() % 200 == 0) row.result = 2;  // out of memory: never freed, no span
     writer->add_allocation(row);
@@ -124,9 +128,11 @@ std::string index_contents(const std::filesystem::path& path) {
   return contents;
 }
 
-std::unique_ptr<storage::TimeIndex> open_index(const std::filesystem::path& path) {
+std::unique_ptr<storage::TimeIndex> open_index(
+    const std::filesystem::path& path,
+    const storage::BuildRollups& build_rollups = analysis::build_live_bytes_rollups) {
   std::string error;
-  auto index = storage::TimeIndex::open(path, analysis::build_live_bytes_rollups, &error);
+  auto index = storage::TimeIndex::open(path, build_rollups, &error);
   EXPECT_NE(index, nullptr) << error;
   if (index) {
     EXPECT_EQ(index->note(), "");
@@ -181,16 +187,31 @@ TEST(TimeIndexUpkeep, KeptUpAsRowsArriveItIsTheIndexTheBuildMakes) {
                                "SELECT count(*) FROM sqlite_master WHERE name = "
                                "'live_span'"),
             "0");
-  const auto upkept_index = open_index(upkept);
-  const auto built_index = open_index(built);
+  // The writer's rollups are read, not made again: the build's are asked for once, by the
+  // trace that has none.
+  int rollup_builds = 0;
+  const storage::BuildRollups counted = [&](const storage::RollupSource& source,
+                                            const storage::RollupSink& sink) {
+    ++rollup_builds;
+    analysis::build_live_bytes_rollups(source, sink);
+  };
+  const auto upkept_index = open_index(upkept, counted);
+  EXPECT_EQ(rollup_builds, 0);
+  const auto built_index = open_index(built, counted);
+  EXPECT_EQ(rollup_builds, 1);
   ASSERT_TRUE(upkept_index && built_index);
   const std::string live = live_sets(*upkept_index);
   EXPECT_EQ(live, live_sets(*built_index));
   EXPECT_GT(std::stoul(live), 10000u);
   const std::string from_upkeep = index_contents(upkept);
   EXPECT_EQ(from_upkeep, index_contents(built));
-  // The build read the writer's tables rather than remaking them: its record of them stays.
-  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "2");
+  // The build read the writer's tables rather than remaking them: its record of them stays,
+  // with the span the rollups were cut for.
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "4");
+  EXPECT_EQ(testing::query_one(upkept,
+                               "SELECT value FROM time_index_upkeep WHERE key = "
+                               "'rollups_end_ns'"),
+            testing::query_one(upkept, "SELECT value FROM time_index_info WHERE key = 'end_ns'"));
   EXPECT_EQ(testing::query_one(built, "SELECT count(*) FROM time_index_upkeep"), "0");
   EXPECT_NE(from_upkeep.find("live_span: "), std::string::npos);
 }
@@ -207,6 +228,31 @@ TEST(TimeIndexUpkeep, AFreeUndoneLeavesTheIndexToTheBuild) {
   open_index(built);
   EXPECT_EQ(index_contents(upkept), index_contents(built));
   EXPECT_NE(testing::query_one(upkept, "SELECT count(*) FROM live_span"), "0");
+}
+
+// A time that falls behind the one before it is the build's to place and count
+// (time_problem): the writer keeps the rest up, and leaves the rollups to the build.
+TEST(TimeIndexUpkeep, ATimeThatFallsLeavesTheRollupsToTheBuild) {
+  testing::TempDir dir;
+  const auto upkept = dir / "upkept.db";
+  const auto built = dir / "built.db";
+  write_mixed_trace(upkept, {Upkeep::kAsRowsArrive, false, /*a_time_falls=*/true});
+  write_mixed_trace(built, {Upkeep::kNone, false, /*a_time_falls=*/true});
+  EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "2");
+  int rollup_builds = 0;
+  const storage::BuildRollups counted = [&](const storage::RollupSource& source,
+                                            const storage::RollupSink& sink) {
+    ++rollup_builds;
+    analysis::build_live_bytes_rollups(source, sink);
+  };
+  open_index(upkept, counted);
+  EXPECT_EQ(rollup_builds, 1);
+  open_index(built);
+  EXPECT_EQ(index_contents(upkept), index_contents(built));
+  EXPECT_EQ(testing::query_one(upkept,
+                               "SELECT sum(events) FROM time_problem WHERE problem = "
+                               "'out_of_order'"),
+            "1");
 }
 
 }  // namespace

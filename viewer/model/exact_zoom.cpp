@@ -6,7 +6,8 @@
 namespace vramtrace::viewer {
 
 bool wants_exact_window(const TimeAxis& axis) {
-  // As the index cuts them: kLiveBytesBuckets equal parts of the trace's end - start + 1 ns.
+  // About as the index cuts them: at most kLiveBytesBuckets slices of the trace's end - start +
+  // 1 ns, and more than half that many (storage::live_bytes_bucket_shift).
   const double bucket_ns = static_cast<double>(axis.trace_end_ns() - axis.trace_start_ns() + 1) /
                            analysis::kLiveBytesBuckets;
   const double column_ns =
