@@ -28,18 +28,14 @@ struct StackFacts {
   std::string site;             // the user's line, as RoleSite::where
 };
 
-std::string base_name(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string site_of(const std::vector<storage::StackFrame>& stack) {
   const storage::StackFrame* frame = user_python_frame(stack);
   if (frame == nullptr && !stack.empty()) frame = &stack.front();
   if (frame == nullptr) return "(no stack recorded)";
   std::string where = frame->function.value_or("??");
   if (frame->file && frame->line)
-    where += " at " + base_name(*frame->file) + ":" + std::to_string(*frame->line);
+    where += " at " + std::string(storage::path_base_name(*frame->file)) + ":" +
+             std::to_string(*frame->line);
   return where;
 }
 

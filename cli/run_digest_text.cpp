@@ -17,11 +17,6 @@ using text::format_bytes;
 // Enough for a job's ranks on one node; the summary lists them all.
 constexpr std::size_t kProcessesShown = 8;
 
-std::string base_name(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // A C++ function's name without its parameters and anonymous namespaces, for a line that
 // names it: "fill_cache" for "(anonymous namespace)::fill_cache(std::vector<void*>&)".
 std::string short_function(std::string name) {
@@ -37,8 +32,8 @@ std::string short_function(std::string name) {
 std::string where(const storage::StackFrame& frame) {
   const std::string function = short_function(frame.function.value_or("??"));
   if (frame.file && frame.line)
-    return fmt::format("{}:{} in {}", base_name(*frame.file), *frame.line, function);
-  return fmt::format("{} ({})", function, base_name(frame.module));
+    return fmt::format("{}:{} in {}", storage::path_base_name(*frame.file), *frame.line, function);
+  return fmt::format("{} ({})", function, storage::path_base_name(frame.module));
 }
 
 std::string process_line(const analysis::ProcessDigest& p) {

@@ -216,6 +216,13 @@ struct AllocationEvent {
 // shim records (TraceReader::kMaxStackDepth).
 enum class StackCut { kNone, kCycle, kTooDeep };
 
+// The last part of a frame's module or source file path (all of it without a '/'), as reports
+// name them.
+inline std::string_view path_base_name(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
 // One frame of a resolved stack.
 struct StackFrame {
   std::int64_t callsite_id = 0, frame_id = 0;

@@ -10,11 +10,6 @@
 namespace vramtrace::text {
 namespace {
 
-std::string_view base_name(std::string_view path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
 bool starts_with_any(std::string_view name, std::initializer_list<std::string_view> prefixes) {
   return std::any_of(prefixes.begin(), prefixes.end(),
                      [&](std::string_view prefix) { return name.starts_with(prefix); });
@@ -84,9 +79,10 @@ std::string run_summary(const std::vector<storage::StackFrame>& stack, std::size
   std::string_view ops, binding;
   for (std::size_t i = first; i <= last; ++i) {
     const storage::StackFrame& frame = stack[i];
-    std::string place = frame.language == storage::FrameLanguage::kPython
-                            ? std::string("nn.Module.__call__")
-                            : std::string(base_name(frame.module.empty() ? "??" : frame.module));
+    std::string place =
+        frame.language == storage::FrameLanguage::kPython
+            ? std::string("nn.Module.__call__")
+            : std::string(storage::path_base_name(frame.module.empty() ? "??" : frame.module));
     if (std::find(places.begin(), places.end(), place) == places.end())
       places.push_back(std::move(place));
     if (!frame.function) continue;
@@ -118,7 +114,7 @@ FoldClass fold_class(const storage::StackFrame& frame) {
       return FoldClass::kFramework;
     return FoldClass::kNone;
   }
-  const std::string_view name = base_name(frame.module);
+  const std::string_view name = storage::path_base_name(frame.module);
   if (name.starts_with("libpython") ||
       (name.starts_with("python") && name.find(".so") == std::string_view::npos))
     return FoldClass::kInterpreter;
