@@ -112,12 +112,21 @@ int64_t ProcessTracker::utid(const Process& p, Threads& threads, uint32_t tid) {
   if (inserted) {
     it->second = next_utid_++;
     writer_.add_thread(it->second, p.upid, tid);
-    if (const std::optional<std::string> name = read_thread_name(p.pid, tid))
+    if (const std::optional<std::string> name = read_thread_name(p.pid, tid)) {
       writer_.set_thread_name(it->second, *name);
+      threads.named.insert(tid);
+    }
   }
   threads.last_tid = tid;
   threads.last_utid = it->second;
   return it->second;
+}
+
+void ProcessTracker::name_thread(const Process& p, Threads& threads, uint32_t tid,
+                                 const std::string& name) {
+  const int64_t id = utid(p, threads, tid);
+  if (name.empty() || !threads.named.insert(tid).second) return;
+  writer_.set_thread_name(id, name);
 }
 
 }  // namespace vramtrace::collector

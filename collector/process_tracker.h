@@ -11,6 +11,7 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "collector/ingest_stats.h"
 #include "vramtrace.pb.h"
@@ -40,6 +41,7 @@ class ProcessTracker {
     std::unordered_map<uint32_t, int64_t> utids;  // by tid
     uint32_t last_tid = 0;                        // utid()'s latest answer; last_utid 0: none
     int64_t last_utid = 0;
+    std::unordered_set<uint32_t> named;  // the tids whose names are in the trace
   };
 
   ProcessTracker(storage::TraceWriter& writer, IngestStats& stats);
@@ -62,8 +64,12 @@ class ProcessTracker {
   // that pid (exec keeps the pid); one not seen yet keeps it until its ring closes.
   void set_wait_status(uint32_t pid, int wait_status);
 
-  // The utid of the thread `tid` of process `p`, its row written the first time.
+  // The utid of the thread `tid` of process `p`, its row written the first time, with the name
+  // /proc gives it then.
   int64_t utid(const Process& p, Threads& threads, uint32_t tid);
+  // The shim's word on the thread's name (wire::ThreadName), sent before its first event: the
+  // name, unless /proc gave one when the thread was first seen.
+  void name_thread(const Process& p, Threads& threads, uint32_t tid, const std::string& name);
 
   int64_t size() const { return static_cast<int64_t>(processes_.size()); }
 

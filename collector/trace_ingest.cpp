@@ -141,6 +141,10 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
     case wire::Envelope::kLiveQuery:
       on_live_query(*r, envelope_.live_query());
       return;
+    case wire::Envelope::kThreadName:
+      processes_.name_thread(p, state.threads, envelope_.thread_name().tid(),
+                             envelope_.thread_name().name());
+      return;
     case wire::Envelope::kProcessExit:
       processes_.said_exit(p, envelope_.process_exit().exit_status());
       return;

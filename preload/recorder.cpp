@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +36,8 @@ std::atomic<bool> g_started{false};
 namespace {
 
 thread_local uint32_t t_tid __attribute__((tls_model("initial-exec"))) = 0;
+// Whether this thread's name went ahead of its first event (say_thread_name_once).
+thread_local constinit bool t_name_said __attribute__((tls_model("initial-exec"))) = false;
 // Inside write_record, from before the ring's lock is asked for until after it is given back.
 thread_local constinit bool t_ring_write __attribute__((tls_model("initial-exec"))) = false;
 
@@ -412,6 +415,7 @@ void after_fork_in_parent() {
 void after_fork_in_child() {
   pthread_mutex_unlock(&g_modules_mutex);
   t_tid = 0;
+  t_name_said = false;
   const bool was_recording = is_recording();
   g_link.abandon_after_fork();
   g_modules.reset();
@@ -526,12 +530,25 @@ void say_if_python_finalizing(uint32_t tid) {
   write_record(buf, encode_marker(marker, buf, sizeof buf));
 }
 
+// Once per thread, before its first allocation or free: its name, which the collector cannot
+// read from /proc once the process has ended (it may reach a short program's last events only
+// then). One prctl a thread.
+void say_thread_name_once(uint32_t tid) {
+  if (t_name_said) return;
+  t_name_said = true;
+  char name[17] = {};
+  if (prctl(PR_GET_NAME, name) != 0 || name[0] == '\0') return;
+  uint8_t buf[64];
+  write_record(buf, encode_thread_name(tid, name, buf, sizeof buf));
+}
+
 // The record path: the stack, then the modules it may point into, then the event itself.
 template <class Event>
 uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   CapturedStack captured;
   captured.capture();
   e.tid = current_tid();
+  say_thread_name_once(e.tid);
   say_if_python_finalizing(e.tid);
   send_new_modules();
   uint8_t buf[kMaxEventBytes];
@@ -550,6 +567,7 @@ void record_alloc(AllocEvent e) {
 uint64_t record_free(FreeEvent e) {
   if (g_free_stacks) return record_event(e, &encode_free);
   e.tid = current_tid();
+  say_thread_name_once(e.tid);
   say_if_python_finalizing(e.tid);
   uint8_t buf[kMaxEventBytes];
   return write_record(buf, encode_free(e, Stack{}, buf, sizeof buf));

@@ -308,6 +308,16 @@ size_t encode_process_exit(int32_t exit_status, uint8_t* out, size_t capacity) {
   return encode(env, out, capacity);
 }
 
+size_t encode_thread_name(uint32_t tid, const char* name, uint8_t* out, size_t capacity) {
+  vramtrace_wire_Envelope env;
+  env.which_body = vramtrace_wire_Envelope_thread_name_tag;
+  auto& m = env.body.thread_name;
+  m = vramtrace_wire_ThreadName{};
+  m.tid = tid;
+  m.name = string_field(name);
+  return encode(env, out, capacity);
+}
+
 size_t encode_child_exit(uint32_t pid, int32_t wait_status, uint8_t* out, size_t capacity) {
   vramtrace_wire_Envelope env;
   env.which_body = vramtrace_wire_Envelope_child_exit_tag;

@@ -125,6 +125,7 @@ size_t encode_python_code(uint64_t id, const char* filename, const char* name, u
 size_t encode_python_interpreter(uint64_t api_address, const char* version, uint8_t* out,
                                  size_t capacity);
 size_t encode_live_checkpoint(uint8_t* out, size_t capacity);
+size_t encode_thread_name(uint32_t tid, const char* name, uint8_t* out, size_t capacity);
 size_t encode_live_query(uint64_t query_id, uint64_t checkpoint_seq, uint8_t* out, size_t capacity);
 
 }  // namespace vramtrace::preload

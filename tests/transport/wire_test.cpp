@@ -248,6 +248,10 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   env = decode(
       buf, preload::encode_notice(0, "native_stack_by_libunwind", "counted", buf, sizeof buf, 41));
   EXPECT_EQ(env.notice().count(), 41u);
+  env = decode(buf, preload::encode_thread_name(7, "pt_autograd_0", buf, sizeof buf));
+  ASSERT_EQ(env.body_case(), wire::Envelope::kThreadName);
+  EXPECT_EQ(env.thread_name().tid(), 7u);
+  EXPECT_EQ(env.thread_name().name(), "pt_autograd_0");
 }
 
 TEST(Wire, TooSmallABufferIsReportedNotOverrun) {

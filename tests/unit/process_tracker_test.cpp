@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include "tracker_trace.h"
 
@@ -113,6 +115,34 @@ TEST_F(ProcessTrackerTest, EachThreadGetsOneUtid) {
   EXPECT_EQ(thread_rows[0].tid, 7u);
   EXPECT_EQ(thread_rows[1].tid, 8u);
   EXPECT_EQ(thread_rows[1].upid, 1);
+}
+
+// The shim's word on a thread's name is the name when /proc has none: a thread the collector
+// reaches after its process ended. While /proc has the thread, /proc's name stays.
+TEST_F(ProcessTrackerTest, TheShimsThreadNameStandsWhereProcHasNone) {
+  ProcessTracker::Process& gone = tracker_.open(0x3fffffff);  // above pid_max: no /proc entry
+  tracker_.start_unannounced(gone, 0);
+  ProcessTracker::Threads gone_threads;
+  tracker_.name_thread(gone, gone_threads, 7, "pt_autograd_0");
+  tracker_.name_thread(gone, gone_threads, 7, "renamed");  // the first word stands
+  tracker_.name_thread(gone, gone_threads, 8, "");         // no name said: none
+  const int64_t seven = tracker_.utid(gone, gone_threads, 7);
+
+  const auto self = static_cast<uint32_t>(getpid());
+  ProcessTracker::Process& alive = tracker_.open(self);
+  tracker_.start_unannounced(alive, 0);
+  ProcessTracker::Threads alive_threads;
+  tracker_.name_thread(alive, alive_threads, self, "not-the-name");
+  char comm[17] = {};
+  ASSERT_EQ(prctl(PR_GET_NAME, comm), 0);
+
+  const auto rows = trace_.finish().threads();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].utid, seven);
+  EXPECT_EQ(rows[0].name, "pt_autograd_0");
+  EXPECT_EQ(rows[1].tid, 8u);
+  EXPECT_EQ(rows[1].name, std::nullopt);
+  EXPECT_EQ(rows[2].name, std::string(comm));
 }
 
 }  // namespace
