@@ -61,8 +61,9 @@ volatile sig_atomic_t g_child_pid = 0;
 
 // Completes the finished trace's time index (storage/time_index.h) now, while the machine is
 // the recording's, so that the first report over time, and the viewer's first picture, do not
-// wait for it: what the writer kept up as rows arrived is read, and the rest built (the
-// rollups: about 0.3 us per allocation). Then says what the trace holds, from that index. A
+// wait for it: what the writer kept up as rows arrived is read (all of it, unless a process's
+// times fell: then the rollups are built, about 0.3 us per allocation). Then says what the trace
+// holds, from that index. A
 // trace that cannot be indexed is still whole: the first report that needs the index tries
 // again.
 void index_and_digest(const std::string& path, std::int64_t allocations) {
