@@ -2,6 +2,7 @@
 // level of detail (min/max per pixel column), the flame graph's boxes, and the fragmentation
 // map's address to x.
 #include <QtTest>
+#include <cmath>
 
 #include "analysis/live_bytes_rollups.h"
 #include "storage/time_index.h"
@@ -103,16 +104,25 @@ class GeometryTest : public QObject {
   }
 
   void zoomed_below_two_buckets_a_column_the_view_asks_for_the_exact_series() {
-    // The index's buckets are 1000 ns wide on this trace: 16384 * 1000 ns, end inclusive.
+    // The index's buckets are 1000 ns wide on this trace.
     const std::int64_t end = 1000 * std::int64_t{analysis::kLiveBytesBuckets} - 1;
     TimeAxis axis(0, end, 1000);
-    QVERIFY(!wants_exact_window(axis));  // 16 buckets a column
-    axis.show(0, 2000 * 1000);           // 2 buckets a column: the buckets still do
-    QVERIFY(!wants_exact_window(axis));
+    QVERIFY(!wants_exact_window(axis, 1000));  // 16 buckets a column
+    axis.show(0, 2000 * 1000);                 // 2 buckets a column: the buckets still do
+    QVERIFY(!wants_exact_window(axis, 1000));
     axis.show(0, 1999 * 1000);
-    QVERIFY(wants_exact_window(axis));
-    axis.show(5000, 6000);  // one bucket over the whole view
-    QVERIFY(wants_exact_window(axis));
+    QVERIFY(wants_exact_window(axis, 1000));
+    QVERIFY(!wants_exact_window(axis, 500));  // with buckets half as wide, still 4 a column
+    axis.show(5000, 6000);                    // one bucket over the whole view
+    QVERIFY(wants_exact_window(axis, 1000));
+
+    // The width comes from the finest timeline: its span over its buckets, the index's slices
+    // of a power of two ns (11719 of 1024 ns over 12 ms), whatever their number.
+    analysis::Timeline finest;
+    finest.start_ns = 1'001'000'000;
+    finest.end_ns = 1'013'000'000;
+    finest.series.emplace_back().buckets.resize(11719);
+    QVERIFY(std::abs(index_bucket_ns(finest) - 1024.0) < 1.0);
 
     const std::vector<std::int64_t> edges = column_edges(axis);
     QCOMPARE(edges.size(), std::size_t{1001});

@@ -1,15 +1,22 @@
 #include "viewer/model/exact_zoom.h"
 
+#include <algorithm>
+
 #include "analysis/live_bytes_rollups.h"
 #include "storage/time_index.h"
 
 namespace vramtrace::viewer {
 
-bool wants_exact_window(const TimeAxis& axis) {
-  // About as the index cuts them: at most kLiveBytesBuckets slices of the trace's end - start +
-  // 1 ns, and more than half that many (storage::live_bytes_bucket_shift).
-  const double bucket_ns = static_cast<double>(axis.trace_end_ns() - axis.trace_start_ns() + 1) /
-                           analysis::kLiveBytesBuckets;
+double index_bucket_ns(const analysis::Timeline& finest) {
+  const double span = static_cast<double>(finest.end_ns - finest.start_ns + 1);
+  // Slices of a power of two ns (storage::live_bytes_bucket_shift): the first one clipped to
+  // the start, so the average is within one slice of the width.
+  const std::size_t buckets =
+      finest.series.empty() ? analysis::kLiveBytesBuckets : finest.series.front().buckets.size();
+  return span / static_cast<double>(std::max<std::size_t>(buckets, 1));
+}
+
+bool wants_exact_window(const TimeAxis& axis, double bucket_ns) {
   const double column_ns =
       static_cast<double>(axis.visible_end_ns() - axis.visible_start_ns()) / axis.width();
   return column_ns < kExactBelowBucketsPerColumn * bucket_ns;

@@ -21,9 +21,13 @@ namespace vramtrace::viewer {
 
 inline constexpr double kExactBelowBucketsPerColumn = 2.0;
 
-// True when `axis` shows fewer than kExactBelowBucketsPerColumn of the index's buckets per
-// pixel column.
-bool wants_exact_window(const TimeAxis& axis);
+// The width of the index's buckets, from the trace's timeline at its finest (the overview's:
+// one bucket per index bucket, analysis::kMaxTimelineBuckets asked).
+double index_bucket_ns(const analysis::Timeline& finest);
+
+// True when `axis` shows fewer than kExactBelowBucketsPerColumn of the index's buckets, each
+// `bucket_ns` wide, per pixel column.
+bool wants_exact_window(const TimeAxis& axis, double bucket_ns);
 
 // The edges of the axis's pixel columns: width + 1 of them, ascending.
 std::vector<std::int64_t> column_edges(const TimeAxis& axis);

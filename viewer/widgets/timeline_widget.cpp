@@ -39,6 +39,7 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
   const bool same_trace = overview_ && overview && overview_->path == overview->path;
   overview_ = std::move(overview);
   if (!overview_) return;
+  bucket_ns_ = index_bucket_ns(overview_->timeline);
   const std::vector<std::string> levels = StackedTimeline::levels_of(overview_->timeline);
   const bool has_blocks = std::find(levels.begin(), levels.end(), "block") != levels.end();
   if (by_role()
@@ -120,14 +121,14 @@ const StackedTimeline& TimelineWidget::drawn() const {
     }
     return role_columns_;
   }
-  if (zoomed_ && zoomed_->window.exact && wants_exact_window(axis_) &&
+  if (zoomed_ && zoomed_->window.exact && wants_exact_window(axis_, bucket_ns_) &&
       zoomed_->edges == column_edges(axis_))
     return zoomed_stacked_;
   return stacked_;
 }
 
 void TimelineWidget::ask_for_window() {
-  if (!overview_ || by_role() || stacked_.empty() || !wants_exact_window(axis_)) return;
+  if (!overview_ || by_role() || stacked_.empty() || !wants_exact_window(axis_, bucket_ns_)) return;
   std::vector<std::int64_t> edges = column_edges(axis_);
   if (edges == asked_edges_) return;
   asked_edges_ = edges;
@@ -141,7 +142,7 @@ QString TimelineWidget::zoom_note() const {
                         .arg(roles_->blocks)
                   : QString();
   }
-  if (!wants_exact_window(axis_)) return {};
+  if (!wants_exact_window(axis_, bucket_ns_)) return {};
   if (drawn_exact()) {
     return tr("exact: from the %1 allocation events in view").arg(zoomed_->window.events);
   }

@@ -102,6 +102,7 @@ class TimelineWidget : public QWidget {
   std::int64_t time_at(int widget_x) const;
 
   std::shared_ptr<const TraceOverview> overview_;
+  double bucket_ns_ = 1;  // of the time index's buckets (exact_zoom.h)
   std::shared_ptr<const std::vector<OomFlag>> ooms_;
   std::string level_ = "segment";
   StackedTimeline stacked_;
