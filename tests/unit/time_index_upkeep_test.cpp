@@ -140,6 +140,14 @@ std::unique_ptr<storage::TimeIndex> open_index(
   return index;
 }
 
+// analysis's rollups, counting each time the build asks for them.
+storage::BuildRollups counting_rollups(int& builds) {
+  return [&builds](const storage::RollupSource& source, const storage::RollupSink& sink) {
+    ++builds;
+    analysis::build_live_bytes_rollups(source, sink);
+  };
+}
+
 // The ids live just after 200 events of each process spread over it, and the count of them.
 std::string live_sets(const storage::TimeIndex& index) {
   std::string sets;
@@ -190,11 +198,7 @@ TEST(TimeIndexUpkeep, KeptUpAsRowsArriveItIsTheIndexTheBuildMakes) {
   // The writer's rollups are read, not made again: the build's are asked for once, by the
   // trace that has none.
   int rollup_builds = 0;
-  const storage::BuildRollups counted = [&](const storage::RollupSource& source,
-                                            const storage::RollupSink& sink) {
-    ++rollup_builds;
-    analysis::build_live_bytes_rollups(source, sink);
-  };
+  const storage::BuildRollups counted = counting_rollups(rollup_builds);
   const auto upkept_index = open_index(upkept, counted);
   EXPECT_EQ(rollup_builds, 0);
   const auto built_index = open_index(built, counted);
@@ -240,11 +244,7 @@ TEST(TimeIndexUpkeep, ATimeThatFallsLeavesTheRollupsToTheBuild) {
   write_mixed_trace(built, {Upkeep::kNone, false, /*a_time_falls=*/true});
   EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM time_index_upkeep"), "2");
   int rollup_builds = 0;
-  const storage::BuildRollups counted = [&](const storage::RollupSource& source,
-                                            const storage::RollupSink& sink) {
-    ++rollup_builds;
-    analysis::build_live_bytes_rollups(source, sink);
-  };
+  const storage::BuildRollups counted = counting_rollups(rollup_builds);
   open_index(upkept, counted);
   EXPECT_EQ(rollup_builds, 1);
   open_index(built);
