@@ -306,12 +306,15 @@ int run(RunOptions& options) {
   // with EFBIG and SQLite says the disk is full. The command gets the default back.
   signal(SIGXFSZ, SIG_IGN);
   // The reports' indexes and the time index's rollups kept up as rows arrive, so that the end
-  // of the run has little left to do; --no-index records the rows alone.
-  std::unique_ptr<storage::TraceWriter> writer =
-      options.index ? storage::TraceWriter::create(
-                          output, &error, storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                          analysis::keep_live_bytes_rollups())
-                    : storage::TraceWriter::create(output, &error);
+  // of the run has little left to do; --no-index records the rows alone. SQLite writes on the
+  // writer's own thread while the collector decodes the next records.
+  using storage::TraceWriter;
+  std::unique_ptr<TraceWriter> writer =
+      options.index ? TraceWriter::create(
+                          output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread)
+                    : TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kNone,
+                                          nullptr, TraceWriter::Threading::kOwnThread);
   if (!writer) {
     std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
                  chosen && fs::exists(output) ? " (use --force to replace it)" : "");

@@ -1,19 +1,16 @@
 // TraceWriter: creates a trace file and fills it. Used by the collector, from one thread.
 //
-// Contract:
-// - Ids are the caller's (the collector interns them); the writer never invents one.
-// - Writes are batched into one transaction that flush() commits; readers (WAL mode) see
-//   everything up to the last flush, also while the collector still runs.
-// - Allocation rows given in ascending id order (the collector's) are held in memory until
-//   their free or the next commit, whichever comes first, so that most are written once,
-//   complete, by an append: no UPDATE, and full B-tree pages. A commit writes the rest without
-//   their free, as before; set_free() then updates them. Nothing of this shows in the file.
-// - The first failure (disk full, a duplicate id, ...) is sticky: ok() turns false, error()
-//   keeps the first message, and every later call is a no-op. Nothing throws.
-// - finish() makes the file stand alone: indexes, meta complete = '1', WAL checkpointed and
-//   journal_mode = DELETE (which SQLite cannot do while a reader has the file open: the trace
-//   then stays in WAL mode, complete all the same). A writer destroyed without finish()
-//   commits what it has and leaves complete = '0', so the reports flag the trace incomplete.
+// The rows, the batching, the indexes kept up and finish() are TraceFileWriter's
+// (storage/trace_file_writer.h, whose contract holds here too). This adds where its work runs:
+// - Threading::kCallersThread: each call is written before it returns.
+// - Threading::kOwnThread: each call is queued, and a thread of the writer's own writes it, in
+//   order, so that the collector decodes the next records while SQLite writes the last ones
+//   (SQLite was most of the collector's time in an allocation storm: docs/performance.md).
+//   A call then returns before its rows are written: flush() commits soon after, not at once;
+//   ok() and error() tell a failure once that thread has met it; at most a few batches of calls
+//   wait, and past that a call blocks until the thread catches up (the ring then passes the
+//   wait on to the program, as it does a slow collector's). finish() and the destructor first
+//   wait until every call is written.
 #pragma once
 
 #include <cstdint>
@@ -25,43 +22,34 @@
 #include <vector>
 
 #include "storage/time_index.h"
+#include "storage/trace_file_writer.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
 
 class TraceWriter {
  public:
-  // What the writer keeps up of the reports' indexes while it records, so that finishing
-  // need not read the trace again. kAsRowsArrive: the allocation table's indexes from the
-  // start, and the time index's live spans, each process's time range, the allocator's
-  // segments and processes (storage/live_span.h), written as each allocation's row and free
-  // are; finish() adds what is still live. The time index's build then reads them instead
-  // of the trace (docs/schema.md, "Time index"). A free undone (clear_free) or rows out of
-  // id order leave all of it to the build instead, as kNone does. With a RollupKeeper, the
-  // rollups too, while each process's events come in sequence order with rising times within
-  // its span (as the build would take them); else the build makes them.
-  enum class TimeIndexUpkeep { kNone, kAsRowsArrive };
+  using TimeIndexUpkeep = TraceFileWriter::TimeIndexUpkeep;
+  using AllocationIndexes = TraceFileWriter::AllocationIndexes;
+  enum class Threading { kCallersThread, kOwnThread };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.
   static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error,
                                              TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
-                                             std::unique_ptr<RollupKeeper> rollups = nullptr);
+                                             std::unique_ptr<RollupKeeper> rollups = nullptr,
+                                             Threading threading = Threading::kCallersThread);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // meta rows; a later value for the same key replaces the earlier one. The writer itself sets
-  // vramtrace_version, created_realtime_ns and complete.
+  // As TraceFileWriter's namesakes.
   void set_meta(std::string_view key, std::string_view value);
-  // meta 'command': the recorded command's argv, as a JSON array.
   void set_command(const std::vector<std::string>& argv);
-
   void add_process(const ProcessRow& row);
   void end_process(const ProcessEndRow& row);
   void add_thread(std::int64_t utid, std::int64_t upid, std::uint32_t tid);
   void set_thread_name(std::int64_t utid, std::string_view name);
-  // An empty build_id_hex is stored as NULL (the object has no build id).
   void add_module(std::int64_t id, std::string_view path, std::string_view build_id_hex);
   void add_mapping(std::int64_t id, std::int64_t upid, std::int64_t module_id, std::uint64_t start,
                    std::uint64_t end, std::uint64_t load_bias);
@@ -69,34 +57,20 @@ class TraceWriter {
   void add_callsite(std::int64_t id, std::optional<std::int64_t> parent_id, std::int64_t frame_id,
                     int depth);
   void add_allocation(const AllocationRow& row);
-  // Marks an allocation freed. An unknown allocation id is counted in the stat
-  // `storage_free_of_unknown_allocation` (written by finish()), not treated as a failure.
   void set_free(std::int64_t allocation_id, const FreeRow& row);
-  // The free failed after all: the allocation is live again.
   void clear_free(std::int64_t allocation_id);
   void add_bad_free(const BadFreeRow& row);
-  // The real free of a bad_free row failed too: its result, and the failed call's stack where
-  // the row has none.
   void fail_bad_free(std::int64_t bad_free_id, std::int32_t result,
                      std::optional<std::int64_t> callsite_id);
-  // A mark, or the start of a range (which end_marker() ends later, if ever).
   void add_marker(const MarkerRow& row);
-  // An unknown marker id is counted in the stat `storage_end_of_unknown_marker`, as set_free's.
   void end_marker(std::int64_t marker_id, const MarkerEndRow& row);
-  // A CUPTI activity record (the CUPTI backend).
   void add_memory_activity(const MemoryActivityRow& row);
-  // The latest value for a name replaces the earlier one: pass running totals.
   void set_stat(std::string_view name, Severity severity, std::int64_t value,
                 std::string_view description);
 
-  // Commits the open transaction.
+  // Commits the open transaction (kOwnThread: once the calls before it are written).
   void flush();
-  // Whether finish() builds the allocation table's indexes (allocation_indexes_sql()) or
-  // leaves them to the first reader that indexes the trace by time.
-  enum class AllocationIndexes { kBuild, kLeaveToTimeIndex };
-  // Indexes, meta complete = '1', WAL checkpoint, journal_mode = DELETE, close. Returns false
-  // with *error (if given) set when anything failed, including an earlier sticky failure.
-  // Later calls are no-ops.
+  // Waits until every call so far is written, then as TraceFileWriter::finish().
   bool finish(std::string* error, AllocationIndexes allocation_indexes = AllocationIndexes::kBuild);
 
   bool ok() const;
