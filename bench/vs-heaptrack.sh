@@ -141,8 +141,9 @@ ingest_depth=16
 if [ "$d" -gt 40 ]; then ingest_depth=64; fi
 ingest="(not built)"
 if [ -x "$ingest_bench" ]; then
-  # Frees without stacks, stacks by name after their first time: as `vramtrace run` records.
-  ingest=$("$ingest_bench" --benchmark_filter="BM_CollectorIngest/$ingest_depth/0/1/1/" \
+  # Frees without stacks, stacks by name after their first time, SQLite on the writer's own
+  # thread: as `vramtrace run` records.
+  ingest=$("$ingest_bench" --benchmark_filter="BM_CollectorIngest/$ingest_depth/0/1/1/1/" \
     --benchmark_min_time=1 --benchmark_format=json 2>/dev/null |
     python3 -c 'import json,sys; b=json.load(sys.stdin)["benchmarks"][0]; print("%.2f M records/s" % (b["items_per_second"]/1e6))')
 fi
@@ -229,7 +230,32 @@ storm_waited=$(sqlite3 "$scratch/vt.db" "SELECT ifnull(sum(value), 0) FROM stats
 storm_no_index0=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$base" "$d")
 storm_no_index=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d")
 
+# SQLite's own floor for one row per allocation, with nothing of vramtrace running: sqlite3
+# appends the rows of allocation_compact's 11 integer columns in one transaction (WAL, no
+# syncs), without and with the two indexes `run` keeps up. What any design that writes a row per
+# allocation pays at least, beside heaptrack's whole cost per event.
+floor_sql() {  # rows, then "indexed" or "bare"
+  local indexes=""
+  if [ "$2" = indexed ]; then
+    indexes="CREATE INDEX by_alloc_seq ON a(upid, alloc_seq); CREATE INDEX by_free_seq ON a(upid, alloc_seq + free_seq_delta);"
+  fi
+  echo "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;
+CREATE TABLE a(id INTEGER PRIMARY KEY, upid, site_id, address, size, size_minus_requested,
+  alloc_seq, alloc_ns, free_site_id, free_seq_delta, free_ns_delta); $indexes
+BEGIN; INSERT INTO a SELECT value, 1, 1, 140737488355328 + value * 4096, 4096, 16, value * 2,
+  1000000 + value * 97, 1, 1, 40 FROM generate_series(1, $1); COMMIT;"
+}
+floor_run() {  # rows, "indexed" or "bare": best "wall" of $runs
+  floor_sql "$1" "$2" >"$scratch/floor.sql"
+  storm_best "rm -f $scratch/floor.db*" sqlite3 "$scratch/floor.db" ".read $scratch/floor.sql"
+}
+floor_bare0=$(floor_run "$base" bare)
+floor_bare=$(floor_run "$storm_n" bare)
+floor_indexed0=$(floor_run "$base" indexed)
+floor_indexed=$(floor_run "$storm_n" indexed)
+
 awk -v n="$storm_n" -v base="$base" -v d="$d" -v runs="$runs" \
+  -v f0="$floor_bare0" -v f="$floor_bare" -v g0="$floor_indexed0" -v g="$floor_indexed" \
   -v u0="$storm_untraced0" -v u="$storm_untraced" -v h0="$storm_heaptrack0" -v h="$storm_heaptrack" \
   -v hc0="$storm_heaptrack_calls0" -v hc="$storm_heaptrack_calls" \
   -v v0="$storm_vramtrace0" -v v="$storm_vramtrace" -v x0="$storm_no_index0" -v x="$storm_no_index" \
@@ -251,4 +277,7 @@ awk -v n="$storm_n" -v base="$base" -v d="$d" -v runs="$runs" \
   printf "storm, inside the program'"'"'s loop, per event, vramtrace / heaptrack: %.2f (target at most 0.5)\n", vl / hl;
   printf "storm, finishing: vramtrace %.3f s per million allocations, heaptrack %.3f s per million (target at most 0.25 s)\n", V[3] / 1e9 / (n / 1e6), H[3] / 1e9 / (n / 1e6);
   printf "for information, --no-index: %.2f of heaptrack'"'"'s whole run, %.3f s per million finishing\n", xw / hw, X[3] / 1e9 / (n / 1e6);
+  split(f0, F0, " "); split(f, F, " "); split(g0, G0, " "); split(g, G, " ");
+  fr = (F[1] - F0[1]) / ve; gr = (G[1] - G0[1]) / ve;
+  printf "SQLite alone, one row per allocation (sqlite3, no vramtrace): %.0f ns a row (%.2f of heaptrack'"'"'s whole run per event), %.0f ns with run'"'"'s two indexes (%.2f)\n", fr, fr / hw, gr, gr / hw;
 }'
