@@ -2,6 +2,7 @@
 // with `vramtrace leaks` and with plain SQL.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -515,6 +516,17 @@ TEST_F(RecordTest, ExitStatusIsTheCommandsOwn) {
   ProcessResult missing = record(trace("c.db"), {"/nonexistent/program"});
   EXPECT_EQ(missing.exit_code(), 127);
   EXPECT_NE(missing.err.find("/nonexistent/program"), std::string::npos);
+}
+
+// vramtrace's writer thread runs at the lowest priority; the command keeps vramtrace's own.
+TEST_F(RecordTest, TheCommandRunsAtThePriorityItWasGiven) {
+  errno = 0;
+  const int own = getpriority(PRIO_PROCESS, 0);
+  ASSERT_EQ(errno, 0);
+  // Field 19 of /proc/PID/stat is the nice value; the name before it is "(cut)".
+  ProcessResult run = record(trace(), {"/bin/sh", "-c", "cut -d ' ' -f 19 /proc/self/stat"});
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  EXPECT_EQ(run.out, std::to_string(own) + "\n");
 }
 
 // Processes the collector did not start end by a signal, abort or _exit: their parent, traced
