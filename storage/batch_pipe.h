@@ -41,8 +41,10 @@ class BatchPipe {
   BatchPipe(const BatchPipe&) = delete;
   BatchPipe& operator=(const BatchPipe&) = delete;
 
-  void push(Item item) {
-    open_.push_back(std::move(item));
+  // Makes the item in the open batch from `args`, with no temporary item on the way.
+  template <typename... Args>
+  void push(Args&&... args) {
+    open_.emplace_back(std::forward<Args>(args)...);
     if (open_.size() >= batch_size_) send();
   }
 

@@ -183,9 +183,11 @@ struct TraceWriter::Impl {
   std::atomic<bool> failed{false};
   std::string error;
 
-  void call(Call&& c) {
+  // Queued on the pipe (the Call made in the batch from `c`), or written at once.
+  template <typename C>
+  void call(C&& c) {
     if (pipe) {
-      pipe->push(std::move(c));
+      pipe->push(std::forward<C>(c));
     } else {
       replay(*file, c);
     }
