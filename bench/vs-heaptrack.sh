@@ -191,44 +191,29 @@ storm="$build/bin/vramtrace_storm_workload"
 storm_n="${STORM_N:-1200000}"
 [ -x "$storm" ] || { echo "vs-heaptrack: $storm not found" >&2; exit 2; }
 
-# Runs a command $runs times; prints "wall loop finishing" in nanoseconds: the shortest wall
-# time, the shortest loop, and the finishing of the run with the shortest wall time.
-storm_best() {
-  local prepare="$1"
-  shift
-  local best="" best_loop="" best_finish=""
-  for _ in $(seq "$runs"); do
-    timed_run "$prepare" "$@"
-    if [ -z "$best" ] || [ "$run_ns" -lt "$best" ]; then
-      best=$run_ns
-      best_finish=$run_finish_ns
-    fi
-    if [ -z "$best_loop" ] || [ "$run_loop_ns" -lt "$best_loop" ]; then best_loop=$run_loop_ns; fi
-  done
-  echo "$best $best_loop $best_finish"
+# Every run of the storm's comparison keeps its best of $runs: the shortest wall time, the
+# shortest loop, and the finishing of the run with the shortest wall time. The runs go in
+# rounds, each configuration once a round, so that the machine's drift during the script falls
+# on all of them alike rather than on whichever ran in a slow minute.
+declare -A best_wall best_loop best_finish
+keep_best() {  # the name of the configuration timed_run just ran
+  local name="$1"
+  if [ -z "${best_wall[$name]:-}" ] || [ "$run_ns" -lt "${best_wall[$name]}" ]; then
+    best_wall[$name]=$run_ns
+    best_finish[$name]=$run_finish_ns
+  fi
+  if [ -n "$run_loop_ns" ] && { [ -z "${best_loop[$name]:-}" ] || [ "$run_loop_ns" -lt "${best_loop[$name]}" ]; }; then
+    best_loop[$name]=$run_loop_ns
+  fi
+}
+best_of() {  # prints "wall loop finishing" in nanoseconds
+  echo "${best_wall[$1]} ${best_loop[$1]:-0} ${best_finish[$1]}"
 }
 
 heaptrack_calls() {
   heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
     sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
 }
-
-storm_untraced0=$(storm_best ":" "$storm" "$base" "$d")
-storm_untraced=$(storm_best ":" "$storm" "$storm_n" "$d")
-storm_heaptrack0=$(storm_best "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$base" "$d")
-storm_heaptrack_calls0=$(heaptrack_calls)
-storm_heaptrack=$(storm_best "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$storm_n" "$d")
-storm_heaptrack_calls=$(heaptrack_calls)
-storm_vramtrace0=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$base" "$d")
-storm_vramtrace=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d")
-storm_rows=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
-if [ "$storm_rows" -ne "$storm_n" ]; then
-  echo "vs-heaptrack: the storm's trace holds $storm_rows freed allocations of $storm_n" >&2
-  exit 1
-fi
-storm_waited=$(sqlite3 "$scratch/vt.db" "SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_wait_ms'")
-storm_no_index0=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$base" "$d")
-storm_no_index=$(storm_best "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d")
 
 # SQLite's own floor for one row per allocation, with nothing of vramtrace running: sqlite3
 # appends the rows of allocation_compact's 11 integer columns in one transaction (WAL, no
@@ -245,14 +230,46 @@ CREATE TABLE a(id INTEGER PRIMARY KEY, upid, site_id, address, size, size_minus_
 BEGIN; INSERT INTO a SELECT value, 1, 1, 140737488355328 + value * 4096, 4096, 16, value * 2,
   1000000 + value * 97, 1, 1, 40 FROM generate_series(1, $1); COMMIT;"
 }
-floor_run() {  # rows, "indexed" or "bare": best "wall" of $runs
-  floor_sql "$1" "$2" >"$scratch/floor.sql"
-  storm_best "rm -f $scratch/floor.db*" sqlite3 "$scratch/floor.db" ".read $scratch/floor.sql"
-}
-floor_bare0=$(floor_run "$base" bare)
-floor_bare=$(floor_run "$storm_n" bare)
-floor_indexed0=$(floor_run "$base" indexed)
-floor_indexed=$(floor_run "$storm_n" indexed)
+floor_sql "$base" bare >"$scratch/floor_bare0.sql"
+floor_sql "$storm_n" bare >"$scratch/floor_bare.sql"
+floor_sql "$base" indexed >"$scratch/floor_indexed0.sql"
+floor_sql "$storm_n" indexed >"$scratch/floor_indexed.sql"
+
+storm_heaptrack_calls0="" storm_heaptrack_calls=""
+for _ in $(seq "$runs"); do
+  timed_run ":" "$storm" "$base" "$d" && keep_best untraced0
+  timed_run ":" "$storm" "$storm_n" "$d" && keep_best untraced
+  timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$base" "$d" &&
+    keep_best heaptrack0
+  [ -n "$storm_heaptrack_calls0" ] || storm_heaptrack_calls0=$(heaptrack_calls)
+  timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$storm_n" "$d" &&
+    keep_best heaptrack
+  [ -n "$storm_heaptrack_calls" ] || storm_heaptrack_calls=$(heaptrack_calls)
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$base" "$d" &&
+    keep_best vramtrace0
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d" &&
+    keep_best vramtrace
+  storm_rows=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
+  if [ "$storm_rows" -ne "$storm_n" ]; then
+    echo "vs-heaptrack: the storm's trace holds $storm_rows freed allocations of $storm_n" >&2
+    exit 1
+  fi
+  storm_waited=$(sqlite3 "$scratch/vt.db" "SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_wait_ms'")
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$base" "$d" &&
+    keep_best no_index0
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d" &&
+    keep_best no_index
+  for floor in bare0 bare indexed0 indexed; do
+    timed_run "rm -f $scratch/floor.db*" sqlite3 "$scratch/floor.db" ".read $scratch/floor_$floor.sql" &&
+      keep_best "floor_$floor"
+  done
+done
+storm_untraced0=$(best_of untraced0) storm_untraced=$(best_of untraced)
+storm_heaptrack0=$(best_of heaptrack0) storm_heaptrack=$(best_of heaptrack)
+storm_vramtrace0=$(best_of vramtrace0) storm_vramtrace=$(best_of vramtrace)
+storm_no_index0=$(best_of no_index0) storm_no_index=$(best_of no_index)
+floor_bare0=$(best_of floor_bare0) floor_bare=$(best_of floor_bare)
+floor_indexed0=$(best_of floor_indexed0) floor_indexed=$(best_of floor_indexed)
 
 awk -v n="$storm_n" -v base="$base" -v d="$d" -v runs="$runs" \
   -v f0="$floor_bare0" -v f="$floor_bare" -v g0="$floor_indexed0" -v g="$floor_indexed" \
