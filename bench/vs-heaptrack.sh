@@ -13,7 +13,8 @@
 # each thread sends a stack whole once, then by name).
 # Each is timed, wall clock,
 # best of RUNS (default 5: fewer varied by a tenth of the ratio on the shared 2-core machine),
-# the tools' start-up and finishing included.
+# the tools' start-up and finishing included; the runs go in rounds, every configuration once a
+# round, so that the machine's drift falls on all of them alike.
 #
 # An event is one allocation with its free, as each tool counts them: heaptrack's "calls to
 # allocation functions", vramtrace's allocation rows. Each command also runs with BASE
@@ -70,72 +71,90 @@ timed_run() {
   run_finish_ns=$((t1 - ${exited:-$t1}))
 }
 
-# Best wall time of $runs runs of the command, in nanoseconds; its output is kept in
-# $scratch/out and $scratch/err (the last run's). `prepare` runs before each run.
-best_ns() {
-  local prepare="$1"
-  shift
-  local best=""
-  for _ in $(seq "$runs"); do
-    timed_run "$prepare" "$@"
-    if [ -z "$best" ] || [ "$run_ns" -lt "$best" ]; then best=$run_ns; fi
-    if [ -n "$run_loop_ns" ]; then echo "$run_loop_ns" >>"$scratch/loops"; fi
-  done
-  echo "$best"
+# Every configuration keeps its best of $runs: the shortest wall time, the shortest loop the
+# workload printed, and the finishing of the run with the shortest wall time. The runs go in
+# rounds, each configuration once a round, so that the machine's drift during the script falls
+# on all of them alike rather than on whichever ran in a slow minute.
+declare -A best_wall best_loop best_finish
+keep_best() {  # the name of the configuration timed_run just ran
+  local name="$1"
+  if [ -z "${best_wall[$name]:-}" ] || [ "$run_ns" -lt "${best_wall[$name]}" ]; then
+    best_wall[$name]=$run_ns
+    best_finish[$name]=$run_finish_ns
+  fi
+  if [ -n "$run_loop_ns" ] && { [ -z "${best_loop[$name]:-}" ] || [ "$run_loop_ns" -lt "${best_loop[$name]}" ]; }; then
+    best_loop[$name]=$run_loop_ns
+  fi
+}
+best_of() {  # prints "wall loop finishing" in nanoseconds
+  echo "${best_wall[$1]} ${best_loop[$1]:-0} ${best_finish[$1]}"
 }
 
-# The shortest loop time the workload printed in the runs since the last call (its own loop,
-# timed inside the program: no start-up, no finishing).
-best_loop_ns() {
-  sort -n "$scratch/loops" | head -1
-  rm -f "$scratch/loops"
+heaptrack_calls() {
+  heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
+    sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
 }
 
 # WORKLOADS=storm runs the storm alone, WORKLOADS=alloc the first workload alone.
 workloads="${WORKLOADS:-both}"
 if [ "$workloads" != storm ]; then
-untraced0=$(best_ns ":" "$workload" "$base" "$d")
-untraced_loop0=$(best_loop_ns)
-heaptrack0=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$base" "$d")
-heaptrack_loop0=$(best_loop_ns)
-heaptrack_events0=$(heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
-  sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
 # vramtrace with its defaults, as a user runs it: the trace indexed when `run` returns (heaptrack
-# builds its indexes only when heaptrack_print or the GUI load the file); --no-index below, for
-# information.
-vramtrace0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-vramtrace_loop0=$(best_loop_ns)
-untraced=$(best_ns ":" "$workload" "$n" "$d")
-untraced_loop=$(best_loop_ns)
-heaptrack_ns=$(best_ns "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$n" "$d")
-heaptrack_loop=$(best_loop_ns)
-heaptrack_file=$(ls "$scratch"/ht.*)
-heaptrack_events=$(heaptrack_print -f "$heaptrack_file" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
-  sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p')
-vramtrace_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
-vramtrace_loop=$(best_loop_ns)
-vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
-vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
-if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
-  echo "vs-heaptrack: vramtrace recorded $vramtrace_all allocations ($vramtrace_events freed) of $n" >&2
-  exit 1
-fi
-heaptrack_bytes=$(stat -c %s "$heaptrack_file")
-vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
-# For information: without the index, which the first report then builds.
-no_index0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-no_index_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$workload" "$n" "$d")
-no_index_bytes=$(stat -c %s "$scratch/vt.db")
-# For information: with a stack for every free too (heaptrack records none for its frees).
-free_stacks0=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --free-stacks -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-free_stacks_ns=$(best_ns "rm -f $scratch/vt.db*" "$vramtrace" run --free-stacks -o "$scratch/vt.db" -- "$workload" "$n" "$d")
-free_stacks_bytes=$(stat -c %s "$scratch/vt.db")
-# For information: every stack walked by libunwind, as before the frame-rule walk.
-libunwind0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-libunwind_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_UNWINDER=libunwind "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
-# For information: every stack sent whole, as before stack names.
-unnamed0=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d")
-unnamed_ns=$(best_ns "rm -f $scratch/vt.db*" env VRAMTRACE_STACK_NAMES=0 "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d")
+# builds its indexes only when heaptrack_print or the GUI load the file); then, for information,
+# --no-index (the first report builds the index), --free-stacks (a stack for every free too:
+# heaptrack records none for its frees), every stack walked by libunwind (as before the
+# frame-rule walk) and every stack sent whole (as before stack names).
+heaptrack_events0="" heaptrack_events=""
+declare -A option_bytes
+for round in $(seq "$runs"); do
+  timed_run ":" "$workload" "$base" "$d" && keep_best untraced0
+  timed_run ":" "$workload" "$n" "$d" && keep_best untraced
+  timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$base" "$d" &&
+    keep_best heaptrack0
+  [ -n "$heaptrack_events0" ] || heaptrack_events0=$(heaptrack_calls)
+  timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$n" "$d" &&
+    keep_best heaptrack
+  if [ "$round" -eq 1 ]; then
+    heaptrack_events=$(heaptrack_calls)
+    heaptrack_bytes=$(stat -c %s "$(ls "$scratch"/ht.*)")
+  fi
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
+    keep_best vramtrace0
+  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
+    keep_best vramtrace
+  vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
+  vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
+  if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
+    echo "vs-heaptrack: vramtrace recorded $vramtrace_all allocations ($vramtrace_events freed) of $n" >&2
+    exit 1
+  fi
+  vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
+  for option in no-index free-stacks; do
+    timed_run "rm -f $scratch/vt.db*" "$vramtrace" run "--$option" -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
+      keep_best "${option}0"
+    timed_run "rm -f $scratch/vt.db*" "$vramtrace" run "--$option" -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
+      keep_best "$option"
+    option_bytes[$option]=$(stat -c %s "$scratch/vt.db")
+  done
+  for setting in VRAMTRACE_UNWINDER=libunwind VRAMTRACE_STACK_NAMES=0; do
+    timed_run "rm -f $scratch/vt.db*" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
+      keep_best "${setting}0"
+    timed_run "rm -f $scratch/vt.db*" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
+      keep_best "$setting"
+  done
+done
+wall_of() { best_of "$1" | cut -d' ' -f1; }
+loop_of() { best_of "$1" | cut -d' ' -f2; }
+untraced0=$(wall_of untraced0) untraced=$(wall_of untraced)
+heaptrack0=$(wall_of heaptrack0) heaptrack_ns=$(wall_of heaptrack)
+vramtrace0=$(wall_of vramtrace0) vramtrace_ns=$(wall_of vramtrace)
+untraced_loop0=$(loop_of untraced0) untraced_loop=$(loop_of untraced)
+heaptrack_loop0=$(loop_of heaptrack0) heaptrack_loop=$(loop_of heaptrack)
+vramtrace_loop0=$(loop_of vramtrace0) vramtrace_loop=$(loop_of vramtrace)
+no_index0=$(wall_of no-index0) no_index_ns=$(wall_of no-index) no_index_bytes=${option_bytes[no-index]}
+free_stacks0=$(wall_of free-stacks0) free_stacks_ns=$(wall_of free-stacks)
+free_stacks_bytes=${option_bytes[free-stacks]}
+libunwind0=$(wall_of VRAMTRACE_UNWINDER=libunwind0) libunwind_ns=$(wall_of VRAMTRACE_UNWINDER=libunwind)
+unnamed0=$(wall_of VRAMTRACE_STACK_NAMES=00) unnamed_ns=$(wall_of VRAMTRACE_STACK_NAMES=0)
 
 ingest_depth=16
 if [ "$d" -gt 40 ]; then ingest_depth=64; fi
@@ -191,30 +210,6 @@ storm="$build/bin/vramtrace_storm_workload"
 storm_n="${STORM_N:-1200000}"
 [ -x "$storm" ] || { echo "vs-heaptrack: $storm not found" >&2; exit 2; }
 
-# Every run of the storm's comparison keeps its best of $runs: the shortest wall time, the
-# shortest loop, and the finishing of the run with the shortest wall time. The runs go in
-# rounds, each configuration once a round, so that the machine's drift during the script falls
-# on all of them alike rather than on whichever ran in a slow minute.
-declare -A best_wall best_loop best_finish
-keep_best() {  # the name of the configuration timed_run just ran
-  local name="$1"
-  if [ -z "${best_wall[$name]:-}" ] || [ "$run_ns" -lt "${best_wall[$name]}" ]; then
-    best_wall[$name]=$run_ns
-    best_finish[$name]=$run_finish_ns
-  fi
-  if [ -n "$run_loop_ns" ] && { [ -z "${best_loop[$name]:-}" ] || [ "$run_loop_ns" -lt "${best_loop[$name]}" ]; }; then
-    best_loop[$name]=$run_loop_ns
-  fi
-}
-best_of() {  # prints "wall loop finishing" in nanoseconds
-  echo "${best_wall[$1]} ${best_loop[$1]:-0} ${best_finish[$1]}"
-}
-
-heaptrack_calls() {
-  heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
-    sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
-}
-
 # SQLite's own floor for one row per allocation, with nothing of vramtrace running: sqlite3
 # appends the rows of allocation_compact's 11 integer columns in one transaction (WAL, no
 # syncs), without and with the two indexes `run` keeps up. What any design that writes a row per
@@ -236,6 +231,7 @@ floor_sql "$base" indexed >"$scratch/floor_indexed0.sql"
 floor_sql "$storm_n" indexed >"$scratch/floor_indexed.sql"
 
 storm_heaptrack_calls0="" storm_heaptrack_calls=""
+best_wall=() best_loop=() best_finish=()  # the first workload's bests are not the storm's
 for _ in $(seq "$runs"); do
   timed_run ":" "$storm" "$base" "$d" && keep_best untraced0
   timed_run ":" "$storm" "$storm_n" "$d" && keep_best untraced
