@@ -90,6 +90,15 @@ best_of() {  # prints "wall loop finishing" in nanoseconds
   echo "${best_wall[$1]} ${best_loop[$1]:-0} ${best_finish[$1]}"
 }
 
+# One configuration at BASE and at N iterations, the command's last two arguments being the
+# iterations and the depth: keeps the best of NAME0 and of NAME.
+timed_pair() {  # name, prepare, iterations, command...
+  local name="$1" prepare="$2" iterations="$3"
+  shift 3
+  timed_run "$prepare" "$@" "$base" "$d" && keep_best "${name}0"
+  timed_run "$prepare" "$@" "$iterations" "$d" && keep_best "$name"
+}
+
 heaptrack_calls() {
   heaptrack_print -f "$(ls "$scratch"/ht.*)" -p 0 -a 0 -T 0 -l 0 2>/dev/null |
     sed -n 's/^calls to allocation functions: \([0-9]*\).*/\1/p'
@@ -106,8 +115,7 @@ if [ "$workloads" != storm ]; then
 heaptrack_events0="" heaptrack_events=""
 declare -A option_bytes
 for round in $(seq "$runs"); do
-  timed_run ":" "$workload" "$base" "$d" && keep_best untraced0
-  timed_run ":" "$workload" "$n" "$d" && keep_best untraced
+  timed_pair untraced ":" "$n" "$workload"
   timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$workload" "$base" "$d" &&
     keep_best heaptrack0
   [ -n "$heaptrack_events0" ] || heaptrack_events0=$(heaptrack_calls)
@@ -117,10 +125,7 @@ for round in $(seq "$runs"); do
     heaptrack_events=$(heaptrack_calls)
     heaptrack_bytes=$(stat -c %s "$(ls "$scratch"/ht.*)")
   fi
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
-    keep_best vramtrace0
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
-    keep_best vramtrace
+  timed_pair vramtrace "rm -f $scratch/vt.db*" "$n" "$vramtrace" run -o "$scratch/vt.db" -- "$workload"
   vramtrace_events=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
   vramtrace_all=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation")
   if [ "$vramtrace_all" -ne "$n" ] || [ "$vramtrace_events" -ne "$n" ]; then
@@ -129,17 +134,11 @@ for round in $(seq "$runs"); do
   fi
   vramtrace_bytes=$(stat -c %s "$scratch/vt.db")
   for option in no-index free-stacks; do
-    timed_run "rm -f $scratch/vt.db*" "$vramtrace" run "--$option" -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
-      keep_best "${option}0"
-    timed_run "rm -f $scratch/vt.db*" "$vramtrace" run "--$option" -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
-      keep_best "$option"
+    timed_pair "$option" "rm -f $scratch/vt.db*" "$n" "$vramtrace" run "--$option" -o "$scratch/vt.db" -- "$workload"
     option_bytes[$option]=$(stat -c %s "$scratch/vt.db")
   done
   for setting in VRAMTRACE_UNWINDER=libunwind VRAMTRACE_STACK_NAMES=0; do
-    timed_run "rm -f $scratch/vt.db*" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$base" "$d" &&
-      keep_best "${setting}0"
-    timed_run "rm -f $scratch/vt.db*" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload" "$n" "$d" &&
-      keep_best "$setting"
+    timed_pair "$setting" "rm -f $scratch/vt.db*" "$n" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload"
   done
 done
 wall_of() { best_of "$1" | cut -d' ' -f1; }
@@ -233,28 +232,21 @@ floor_sql "$storm_n" indexed >"$scratch/floor_indexed.sql"
 storm_heaptrack_calls0="" storm_heaptrack_calls=""
 best_wall=() best_loop=() best_finish=()  # the first workload's bests are not the storm's
 for _ in $(seq "$runs"); do
-  timed_run ":" "$storm" "$base" "$d" && keep_best untraced0
-  timed_run ":" "$storm" "$storm_n" "$d" && keep_best untraced
+  timed_pair untraced ":" "$storm_n" "$storm"
   timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$base" "$d" &&
     keep_best heaptrack0
   [ -n "$storm_heaptrack_calls0" ] || storm_heaptrack_calls0=$(heaptrack_calls)
   timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$storm_n" "$d" &&
     keep_best heaptrack
   [ -n "$storm_heaptrack_calls" ] || storm_heaptrack_calls=$(heaptrack_calls)
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$base" "$d" &&
-    keep_best vramtrace0
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d" &&
-    keep_best vramtrace
+  timed_pair vramtrace "rm -f $scratch/vt.db*" "$storm_n" "$vramtrace" run -o "$scratch/vt.db" -- "$storm"
   storm_rows=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
   if [ "$storm_rows" -ne "$storm_n" ]; then
     echo "vs-heaptrack: the storm's trace holds $storm_rows freed allocations of $storm_n" >&2
     exit 1
   fi
   storm_waited=$(sqlite3 "$scratch/vt.db" "SELECT ifnull(sum(value), 0) FROM stats WHERE name = 'shim_ring_full_wait_ms'")
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$base" "$d" &&
-    keep_best no_index0
-  timed_run "rm -f $scratch/vt.db*" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm" "$storm_n" "$d" &&
-    keep_best no_index
+  timed_pair no_index "rm -f $scratch/vt.db*" "$storm_n" "$vramtrace" run --no-index -o "$scratch/vt.db" -- "$storm"
   for floor in bare0 bare indexed0 indexed; do
     timed_run "rm -f $scratch/floor.db*" sqlite3 "$scratch/floor.db" ".read $scratch/floor_$floor.sql" &&
       keep_best "floor_$floor"
