@@ -141,8 +141,8 @@ for round in $(seq "$runs"); do
     timed_pair "$setting" "rm -f $scratch/vt.db*" "$n" env "$setting" "$vramtrace" run -o "$scratch/vt.db" -- "$workload"
   done
 done
-wall_of() { best_of "$1" | cut -d' ' -f1; }
-loop_of() { best_of "$1" | cut -d' ' -f2; }
+wall_of() { echo "${best_wall[$1]}"; }
+loop_of() { echo "${best_loop[$1]:-0}"; }
 untraced0=$(wall_of untraced0) untraced=$(wall_of untraced)
 heaptrack0=$(wall_of heaptrack0) heaptrack_ns=$(wall_of heaptrack)
 vramtrace0=$(wall_of vramtrace0) vramtrace_ns=$(wall_of vramtrace)

@@ -160,8 +160,9 @@ void replay(TraceFileWriter& file, const Call& call) {
 
 // The writer's thread gives way to the traced program: its work can wait (the ring and the
 // pipe hold it), the program's cannot. On a machine with no core to spare it then runs when the
-// program waits, or once it is done; measured on 2 cores, the program's run no longer slowed
-// down beside it (docs/performance.md). Linux's nice value is a thread's own.
+// program waits, or once it is done. Measured on 2 cores: at the program's priority it slowed
+// the program's loop; niced, the whole run was the same as without the thread, within the noise
+// (docs/performance.md). Linux's nice value is a thread's own.
 constexpr int kWriterNice = 19;
 
 void give_way_to_the_program() {
