@@ -216,7 +216,7 @@ storm_n="${STORM_N:-1200000}"
 floor_sql() {  # rows, then "indexed" or "bare"
   local indexes=""
   if [ "$2" = indexed ]; then
-    indexes="CREATE INDEX by_alloc_seq ON a(upid, alloc_seq); CREATE INDEX by_free_seq ON a(upid, alloc_seq + free_seq_delta);"
+    indexes="CREATE INDEX by_alloc_seq ON a(upid, alloc_seq); CREATE INDEX by_free_seq ON a(upid, alloc_seq + free_seq_delta) WHERE free_seq_delta > 1024 OR free_seq_delta < 1;"
   fi
   echo "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;
 CREATE TABLE a(id INTEGER PRIMARY KEY, upid, site_id, address, size, size_minus_requested,

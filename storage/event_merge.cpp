@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "storage/schema.h"
+
 namespace vramtrace::storage {
 namespace {
 
@@ -15,59 +17,50 @@ AllocationEvent event_of(const sqlite::Statement& row, AllocationEvent::Type typ
                          row.int64(2), row.int32(3), row.int32(4), row.uint64(5)};
 }
 
-}  // namespace
-
-int merge_allocation_events(sqlite::Statement& allocs, sqlite::Statement& frees,
-                            const std::function<bool(const AllocationEvent&)>& visit) {
-  int failed = SQLITE_OK;
-  const auto next = [&](sqlite::Statement& statement, AllocationEvent::Type type,
-                        std::optional<AllocationEvent>* event) {
-    event->reset();
-    if (failed != SQLITE_OK) return;
-    const int rc = statement.step();
-    if (rc == SQLITE_DONE) return;
-    if (rc != SQLITE_ROW) {
-      failed = rc;
-      return;
-    }
-    *event = event_of(statement, type);
-  };
-  std::optional<AllocationEvent> alloc, free;
-  next(allocs, AllocationEvent::Type::kAlloc, &alloc);
-  next(frees, AllocationEvent::Type::kFree, &free);
-  int result = SQLITE_DONE;
-  while ((alloc || free) && failed == SQLITE_OK) {
-    const bool take_free =
-        free && (!alloc || std::pair(free->upid, free->seq) <= std::pair(alloc->upid, alloc->seq));
-    std::optional<AllocationEvent>& taken = take_free ? free : alloc;
-    if (!visit(*taken)) {
-      result = SQLITE_OK;
-      break;
-    }
-    next(take_free ? frees : allocs, taken->type, &taken);
+// Frees waiting for their turn: a min-heap on (upid, seq), frees of the same number (a damaged
+// trace) by id, as the index of frees would give them.
+class WaitingFrees {
+ public:
+  void push(const AllocationEvent& free) {
+    frees_.push_back(free);
+    std::push_heap(frees_.begin(), frees_.end(), later);
   }
-  allocs.reset();
-  frees.reset();
-  return failed != SQLITE_OK ? failed : result;
+  const AllocationEvent* first() const { return frees_.empty() ? nullptr : &frees_.front(); }
+  AllocationEvent pop() {
+    std::pop_heap(frees_.begin(), frees_.end(), later);
+    const AllocationEvent free = frees_.back();
+    frees_.pop_back();
+    return free;
+  }
+
+ private:
+  static bool later(const AllocationEvent& a, const AllocationEvent& b) {
+    return std::tuple(a.upid, a.seq, a.allocation_id) > std::tuple(b.upid, b.seq, b.allocation_id);
+  }
+  std::vector<AllocationEvent> frees_;
+};
+
+// The free of the current row of a scan selecting (upid, alloc_seq, alloc_ns, device, kind,
+// size, id, free_seq, free_ns); unset when it was never freed.
+std::optional<AllocationEvent> free_of(const sqlite::Statement& row) {
+  if (row.is_null(7)) return std::nullopt;
+  AllocationEvent free = event_of(row, AllocationEvent::Type::kFree);
+  free.seq = row.uint64(7);
+  free.ns = row.int64(8);
+  return free;
 }
+
+}  // namespace
 
 int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t last_seq,
                                         const std::function<bool(const AllocationEvent&)>& visit) {
-  // Frees waiting for their turn, a min-heap on (upid, seq).
-  std::vector<AllocationEvent> frees;
-  // Frees of the same number (a damaged trace) by id, as the index of frees would give them.
-  const auto later = [](const AllocationEvent& a, const AllocationEvent& b) {
-    return std::tuple(a.upid, a.seq, a.allocation_id) > std::tuple(b.upid, b.seq, b.allocation_id);
-  };
+  WaitingFrees frees;
   // Visits the waiting frees that come before (upid, seq): a free before an allocation of the
-  // same number, as merge_allocation_events orders them.
+  // same number.
   const auto visit_frees_through = [&](std::int64_t upid, std::uint64_t seq) {
-    while (!frees.empty() &&
-           std::pair(frees.front().upid, frees.front().seq) <= std::pair(upid, seq)) {
-      std::pop_heap(frees.begin(), frees.end(), later);
-      const AllocationEvent free = frees.back();
-      frees.pop_back();
-      if (!visit(free)) return false;
+    while (frees.first() != nullptr &&
+           std::pair(frees.first()->upid, frees.first()->seq) <= std::pair(upid, seq)) {
+      if (!visit(frees.pop())) return false;
     }
     return true;
   };
@@ -78,17 +71,69 @@ int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t
       allocs.reset();
       return SQLITE_OK;
     }
-    if (allocs.is_null(7) || allocs.uint64(7) > last_seq) continue;
-    AllocationEvent free = alloc;
-    free.type = AllocationEvent::Type::kFree;
-    free.seq = allocs.uint64(7);
-    free.ns = allocs.int64(8);
-    frees.push_back(free);
-    std::push_heap(frees.begin(), frees.end(), later);
+    const std::optional<AllocationEvent> free = free_of(allocs);
+    if (free && free->seq <= last_seq) frees.push(*free);
   }
   allocs.reset();
   if (rc != SQLITE_DONE) return rc;
   return visit_frees_through(INT64_MAX, UINT64_MAX) ? SQLITE_DONE : SQLITE_OK;
+}
+
+int merge_allocation_events_in_window(sqlite::Statement& allocs, sqlite::Statement& long_frees,
+                                      std::uint64_t after_seq, std::uint64_t through_seq,
+                                      const std::function<bool(const AllocationEvent&)>& visit) {
+  int failed = SQLITE_OK;
+  std::optional<AllocationEvent> long_free;
+  const auto next_long_free = [&] {
+    long_free.reset();
+    const int rc = long_frees.step();
+    if (rc == SQLITE_ROW) {
+      long_free = event_of(long_frees, AllocationEvent::Type::kFree);
+    } else if (rc != SQLITE_DONE) {
+      failed = rc;
+    }
+  };
+  WaitingFrees short_frees;
+  // Visits the frees of both kinds numbered up to `seq`, in order: a free before an allocation
+  // of the same number.
+  const auto visit_frees_through = [&](std::uint64_t seq) {
+    while (failed == SQLITE_OK) {
+      const AllocationEvent* waiting = short_frees.first();
+      const bool short_due = waiting != nullptr && waiting->seq <= seq;
+      const bool long_due = long_free && long_free->seq <= seq;
+      if (!short_due && !long_due) return true;
+      if (long_due && (!short_due || std::pair(long_free->seq, long_free->allocation_id) <
+                                         std::pair(waiting->seq, waiting->allocation_id))) {
+        if (!visit(*long_free)) return false;
+        next_long_free();
+      } else if (!visit(short_frees.pop())) {
+        return false;
+      }
+    }
+    return true;
+  };
+  next_long_free();
+  int rc = SQLITE_OK;
+  bool stopped = false;
+  while (failed == SQLITE_OK && (rc = allocs.step()) == SQLITE_ROW) {
+    const AllocationEvent alloc = event_of(allocs, AllocationEvent::Type::kAlloc);
+    if (alloc.seq > after_seq && (!visit_frees_through(alloc.seq) || !visit(alloc))) {
+      stopped = true;
+      break;
+    }
+    // A free numbered at or before its own allocation (a damaged trace) is not short: the
+    // index of frees holds it.
+    const std::optional<AllocationEvent> free = free_of(allocs);
+    if (free && free->seq > after_seq && free->seq <= through_seq && free->seq > alloc.seq &&
+        free->seq - alloc.seq <= static_cast<std::uint64_t>(kShortLifeEvents))
+      short_frees.push(*free);
+  }
+  if (!stopped && failed == SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) failed = rc;
+  if (!stopped && failed == SQLITE_OK) stopped = !visit_frees_through(UINT64_MAX);
+  allocs.reset();
+  long_frees.reset();
+  if (failed != SQLITE_OK) return failed;
+  return stopped ? SQLITE_OK : SQLITE_DONE;
 }
 
 }  // namespace vramtrace::storage

@@ -1,6 +1,7 @@
 #include "storage/schema.h"
 
 #include <array>
+#include <string>
 
 namespace vramtrace::storage {
 namespace {
@@ -242,13 +243,18 @@ CREATE VIEW allocation_view AS
 )sql";
 
 // The allocation table's, then the small tables'. free_seq is the expression the view
-// computes, so that queries of the view by free_seq use the index. allocation_failed holds the
-// failed calls alone (their address is 0), found through their sites: a few rows, where an
-// index of every row by site cost as much as the others together.
+// computes. It holds the frees of long lives alone (long_life_sql()): a short life's free is
+// found through the alloc_seq index, a few thousand numbers before it, and a storm of short
+// lives then costs this index nothing. allocation_failed holds the failed calls alone (their
+// address is 0), found through their sites: a few rows, where an index of every row by site cost as
+// much as the others together.
+#define VRAMTRACE_SHORT_LIFE_EVENTS "1024"
+static_assert(kShortLifeEvents == 1024, "the index's WHERE says kShortLifeEvents");
 #define VRAMTRACE_ALLOCATION_INDEXES                                                             \
   "CREATE INDEX IF NOT EXISTS allocation_by_alloc_seq ON allocation_compact(upid, alloc_seq);\n" \
   "CREATE INDEX IF NOT EXISTS allocation_by_free_seq ON allocation_compact(upid, alloc_seq + "   \
-  "free_seq_delta);\n"                                                                           \
+  "free_seq_delta) WHERE free_seq_delta > " VRAMTRACE_SHORT_LIFE_EVENTS                          \
+  " OR free_seq_delta < 1;\n"                                                                    \
   "CREATE INDEX IF NOT EXISTS allocation_by_segment ON allocation_detail(segment_id) WHERE "     \
   "segment_id IS NOT NULL;\n"                                                                    \
   "CREATE INDEX IF NOT EXISTS allocation_failed ON allocation_compact(site_id, upid) WHERE "     \
@@ -262,6 +268,7 @@ constexpr std::string_view kIndexesSql = VRAMTRACE_ALLOCATION_INDEXES VRAMTRACE_
 constexpr std::string_view kAllocationIndexesSql = VRAMTRACE_ALLOCATION_INDEXES;
 #undef VRAMTRACE_ALLOCATION_INDEXES
 #undef VRAMTRACE_SMALL_TABLE_INDEXES
+#undef VRAMTRACE_SHORT_LIFE_EVENTS
 
 constexpr std::array<std::string_view, 4> kAllocationIndexNames{
     "allocation_by_alloc_seq", "allocation_by_free_seq", "allocation_by_segment",
@@ -294,6 +301,13 @@ std::span<const NamedId> allocation_kind_rows() {
 }
 std::span<const NamedId> api_rows() {
   return kApis;
+}
+std::string long_life_sql(std::string_view table) {
+  const std::string column = std::string(table) + "free_seq_delta";
+  return "(" + column + " > " + std::to_string(kShortLifeEvents) + " OR " + column + " < 1)";
+}
+std::string short_life_sql(std::string_view table) {
+  return std::string(table) + "free_seq_delta BETWEEN 1 AND " + std::to_string(kShortLifeEvents);
 }
 std::string_view schema_tables_sql() {
   return kTablesSql;

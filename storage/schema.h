@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "storage/schema_enums.h"
@@ -17,6 +18,18 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // 2: allocations stored compact (allocation_compact and the tables beside it) under the view
 // `allocation`. Version 1, which no release wrote, is not read.
 inline constexpr int kSchemaVersion = 2;
+
+// A life of 1 to this many sequence numbers (free_seq - alloc_seq) is short: the index of frees
+// (allocation_by_free_seq) leaves it out, and a reader finds its free through the allocations
+// numbered at most this much before the free. Traces whose index holds every free (schema 2 as
+// written before) are read the same way.
+inline constexpr std::int64_t kShortLifeEvents = 1024;
+// SQL conditions on allocation_compact's columns, each named with `table` before it ("a." or
+// ""), of a freed allocation: long_life_sql() the frees the index holds (its WHERE, word for
+// word, which SQLite needs to see in a query before it uses the index), short_life_sql() the
+// others.
+std::string long_life_sql(std::string_view table);
+std::string short_life_sql(std::string_view table);
 
 // The rows a new trace's `allocation_kind` and `api` tables are filled with.
 std::span<const NamedId> allocation_kind_rows();

@@ -60,6 +60,17 @@ class Statement {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
   }
+  // Steps through the rows, calling visit(*this) on each until it returns false. Returns
+  // SQLITE_DONE when the rows ran out or `visit` stopped, else the failed step's code. Does not
+  // reset: a caller reads SQLite's message about a failure first.
+  template <typename Visit>
+  int each_row_while(Visit&& visit) {
+    for (;;) {
+      const int rc = step();
+      if (rc != SQLITE_ROW) return rc;
+      if (!visit(static_cast<const Statement&>(*this))) return SQLITE_DONE;
+    }
+  }
 
   // Columns are numbered from 0.
   bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }

@@ -113,14 +113,18 @@ struct TimeIndex::Impl {
     if (const int rc = sqlite::execute(db.get(), qualify(sql), &error); rc != SQLITE_OK) fail(rc);
   }
 
+  // Each row of `statement`, then resets it; a failure throws.
   template <typename Visit>
   void each_row(Statement& statement, Visit&& visit) const {
-    for (;;) {
-      const int rc = statement.step();
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) fail(rc);
-      visit(statement);
-    }
+    each_row_while(statement, [&](const Statement& row) {
+      visit(row);
+      return true;
+    });
+  }
+  // As each_row, until `visit` returns false.
+  template <typename Visit>
+  void each_row_while(Statement& statement, Visit&& visit) const {
+    if (const int rc = statement.each_row_while(visit); rc != SQLITE_DONE) fail(rc);
     statement.reset();
   }
 
@@ -286,10 +290,6 @@ struct TimeIndex::Impl {
   }
 
   // merge_allocation_events (event_merge.h), failing as this index does.
-  bool merge_events(Statement& allocs, Statement& frees,
-                    const std::function<bool(const AllocationEvent&)>& visit) const {
-    return merged(merge_allocation_events(allocs, frees, visit));
-  }
   bool merge_events_in_one_scan(Statement& allocs, std::uint64_t last_seq,
                                 const std::function<bool(const AllocationEvent&)>& visit) const {
     return merged(merge_allocation_events_in_one_scan(allocs, last_seq, visit));
@@ -375,37 +375,29 @@ struct TimeIndex::Impl {
     each_row(key, [&](const Statement& row) { level_0_spans = row.int64(0) != 0; });
   }
 
-  // The largest value of `seq_column` at or before `ns` (its time in `ns_column`), by binary
-  // search over the (upid, seq) index: sequence and time rise together within a process (where
-  // a damaged trace's do not, time_problem counts it, and the answer is one of the events
-  // about that time).
-  std::uint64_t last_at(std::int64_t upid, std::int64_t ns, std::string_view seq_column,
-                        std::string_view ns_column) const {
-    const std::string seq(seq_column), time(ns_column);
+  using SeqAndNs = std::pair<std::uint64_t, std::int64_t>;
+
+  // The process's last event (an allocation, failed ones included, or a free) at or before
+  // `ns`, by binary search over sequence numbers: sequence and time rise together within a
+  // process (where a damaged trace's do not, time_problem counts it, and the answer is one of
+  // the events about that time).
+  std::uint64_t last_at(std::int64_t upid, std::int64_t ns) const {
     if (!seq_indexes) {
-      Statement scan = prepare("SELECT max(" + seq + ") FROM $T.allocation WHERE upid = ?1 AND " +
-                               time + " <= ?2");
+      Statement scan = prepare(
+          "SELECT max(coalesce((SELECT max(alloc_seq) FROM $T.allocation WHERE upid = ?1 AND "
+          "alloc_ns <= ?2), 0), coalesce((SELECT max(free_seq) FROM $T.allocation WHERE upid = "
+          "?1 AND free_ns <= ?2), 0))");
       scan.bind_int64(1, upid);
       scan.bind_int64(2, ns);
       std::uint64_t found = 0;
-      each_row(scan, [&](const Statement& row) { found = row.optional_uint64(0).value_or(0); });
+      each_row(scan, [&](const Statement& row) { found = row.uint64(0); });
       return found;
     }
-    Statement at_or_before =
-        prepare("SELECT " + seq + ", " + time + " FROM $T.allocation WHERE upid = ?1 AND " + seq +
-                " <= ?2 ORDER BY " + seq + " DESC LIMIT 1");
-    Statement highest = prepare("SELECT max(" + seq + ") FROM $T.allocation WHERE upid = ?1");
-    highest.bind_int64(1, upid);
-    std::uint64_t hi = 0;
-    each_row(highest, [&](const Statement& row) { hi = row.optional_uint64(0).value_or(0); });
-    std::uint64_t lo = 0, found = 0;
+    std::uint64_t lo = 0, hi = std::max(last_alloc_seq(upid), last_free_seq(upid)), found = 0;
+    LatestEvent latest(*this);
     while (lo <= hi) {
       const std::uint64_t mid = lo + (hi - lo) / 2;
-      at_or_before.bind_int64(1, upid);
-      at_or_before.bind_uint64(2, mid);
-      std::optional<std::pair<std::uint64_t, std::int64_t>> row_found;
-      each_row(at_or_before,
-               [&](const Statement& row) { row_found = std::pair(row.uint64(0), row.int64(1)); });
+      const std::optional<SeqAndNs> row_found = latest.at_or_before(upid, mid);
       if (!row_found || row_found->second <= ns) {
         if (row_found) found = row_found->first;
         lo = mid + 1;
@@ -416,6 +408,79 @@ struct TimeIndex::Impl {
     }
     return found;
   }
+
+  std::uint64_t last_alloc_seq(std::int64_t upid) const {
+    Statement highest = prepare("SELECT max(alloc_seq) FROM $T.allocation_compact WHERE upid = ?1");
+    highest.bind_int64(1, upid);
+    std::uint64_t last = 0;
+    each_row(highest, [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
+    return last;
+  }
+
+  // The process's highest free_seq; 0 when it freed nothing. A short life's free comes at most
+  // kShortLifeEvents after its allocation, so the last of them is among the allocations that
+  // many before the last allocation, or it comes before that allocation.
+  std::uint64_t last_free_seq(std::int64_t upid) const {
+    Statement highest = prepare(
+        "SELECT max(coalesce((SELECT max(alloc_seq + free_seq_delta) FROM $T.allocation_compact "
+        "WHERE upid = ?1 AND " +
+        long_life_sql("") +
+        "), 0), coalesce((SELECT max(alloc_seq + free_seq_delta) FROM $T.allocation_compact "
+        "WHERE upid = ?1 AND alloc_seq >= ?2 - " +
+        std::to_string(kShortLifeEvents) + " AND " + short_life_sql("") + "), 0))");
+    highest.bind_int64(1, upid);
+    highest.bind_uint64(2, last_alloc_seq(upid));
+    std::uint64_t last = 0;
+    each_row(highest, [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
+    return last;
+  }
+
+  // The event numbered highest at or before a number, and its time: the allocation and the long
+  // life's free from their indexes, then a short life's free from the allocations before the
+  // number, read backwards until none left could be freed after the best found (a short life's
+  // free comes at most kShortLifeEvents after its allocation).
+  class LatestEvent {
+   public:
+    explicit LatestEvent(const Impl& impl)
+        : impl_(impl),
+          alloc_(impl.prepare("SELECT alloc_seq, alloc_ns FROM $T.allocation_compact WHERE upid = "
+                              "?1 AND alloc_seq <= ?2 ORDER BY alloc_seq DESC LIMIT 1")),
+          long_(impl.prepare("SELECT alloc_seq + free_seq_delta, alloc_ns + free_ns_delta FROM "
+                             "$T.allocation_compact WHERE upid = ?1 AND alloc_seq + "
+                             "free_seq_delta <= ?2 AND " +
+                             long_life_sql("") +
+                             " ORDER BY alloc_seq + free_seq_delta DESC LIMIT 1")),
+          short_(impl.prepare("SELECT alloc_seq, alloc_seq + free_seq_delta, alloc_ns + "
+                              "free_ns_delta FROM $T.allocation_compact WHERE upid = ?1 AND "
+                              "alloc_seq < ?2 AND " +
+                              short_life_sql("") + " ORDER BY alloc_seq DESC")) {}
+
+    std::optional<SeqAndNs> at_or_before(std::int64_t upid, std::uint64_t seq) {
+      std::optional<SeqAndNs> best;
+      for (Statement* statement : {&alloc_, &long_}) {
+        statement->bind_int64(1, upid);
+        statement->bind_uint64(2, seq);
+        impl_.each_row(*statement, [&](const Statement& row) {
+          if (!best || row.uint64(0) > best->first) best = SeqAndNs(row.uint64(0), row.int64(1));
+        });
+      }
+      // Without an allocation at or before `seq` there is no free of one either.
+      if (!best || best->first == seq) return best;
+      short_.bind_int64(1, upid);
+      short_.bind_uint64(2, seq);
+      impl_.each_row_while(short_, [&](const Statement& row) {
+        const std::uint64_t alloc_seq = row.uint64(0), free_seq = row.uint64(1);
+        if (alloc_seq + static_cast<std::uint64_t>(kShortLifeEvents) < best->first) return false;
+        if (free_seq <= seq && free_seq > best->first) best = SeqAndNs(free_seq, row.int64(2));
+        return best->first != seq;
+      });
+      return best;
+    }
+
+   private:
+    const Impl& impl_;
+    Statement alloc_, long_, short_;
+  };
 };
 
 TimeIndex::TimeIndex(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -677,25 +742,23 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
 }
 
 std::uint64_t TimeIndex::last_seq_at(std::int64_t upid, std::int64_t ns) const {
-  return std::max(impl_->last_at(upid, ns, "alloc_seq", "alloc_ns"),
-                  impl_->last_at(upid, ns, "free_seq", "free_ns"));
+  return impl_->last_at(upid, ns);
 }
 
 std::uint64_t TimeIndex::last_seq(std::int64_t upid) const {
-  Statement statement = impl_->prepare(
-      "SELECT max((SELECT max(alloc_seq) FROM $T.allocation WHERE upid = ?1),"
-      " coalesce((SELECT max(free_seq) FROM $T.allocation WHERE upid = ?1), 0))");
-  statement.bind_int64(1, upid);
-  std::uint64_t last = 0;
-  impl_->each_row(statement,
-                  [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
-  return last;
+  return std::max(impl_->last_alloc_seq(upid), impl_->last_free_seq(upid));
 }
 
 std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t seq) const {
   Statement statement = impl_->prepare(
-      "SELECT alloc_ns FROM $T.allocation WHERE upid = ?1 AND alloc_seq = ?2 "
-      "UNION ALL SELECT free_ns FROM $T.allocation WHERE upid = ?1 AND free_seq = ?2 LIMIT 1");
+      "SELECT alloc_ns FROM $T.allocation_compact WHERE upid = ?1 AND alloc_seq = ?2 UNION ALL "
+      "SELECT alloc_ns + free_ns_delta FROM $T.allocation_compact WHERE upid = ?1 AND "
+      "alloc_seq + free_seq_delta = ?2 AND " +
+      long_life_sql("") +
+      " UNION ALL SELECT alloc_ns + free_ns_delta FROM $T.allocation_compact WHERE upid = ?1 AND "
+      "alloc_seq < ?2 AND alloc_seq >= ?2 - " +
+      std::to_string(kShortLifeEvents) + " AND alloc_seq + free_seq_delta = ?2 AND " +
+      short_life_sql("") + " LIMIT 1");
   statement.bind_int64(1, upid);
   statement.bind_uint64(2, seq);
   std::optional<std::int64_t> ns;
@@ -716,18 +779,25 @@ bool TimeIndex::for_each_event_between(
     allocs.bind_uint64(2, through_seq);
     return impl_->merge_events_in_one_scan(allocs, through_seq, visit);
   }
+  // The window's allocations, and those up to kShortLifeEvents before it for their short lives'
+  // frees; the long lives' frees through the index of frees.
   Statement allocs = impl_->prepare(
-      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id FROM $T.allocation "
-      "WHERE upid = ?1 AND alloc_seq > ?2 AND alloc_seq <= ?3 AND result = 0 ORDER BY alloc_seq");
-  Statement frees = impl_->prepare(
-      "SELECT upid, free_seq, free_ns, device, kind, size, id FROM $T.allocation "
-      "WHERE upid = ?1 AND free_seq > ?2 AND free_seq <= ?3 AND result = 0 ORDER BY free_seq");
-  for (Statement* statement : {&allocs, &frees}) {
+      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
+      "FROM $T.allocation WHERE upid = ?1 AND alloc_seq > ?2 - " +
+      std::to_string(kShortLifeEvents) + " AND alloc_seq <= ?3 AND result = 0 ORDER BY alloc_seq");
+  Statement long_frees = impl_->prepare(
+      "SELECT a.upid, a.alloc_seq + a.free_seq_delta, a.alloc_ns + a.free_ns_delta, s.device, "
+      "s.kind, a.size, a.id FROM $T.allocation_compact AS a CROSS JOIN $T.allocation_site AS s "
+      "ON s.id = a.site_id WHERE a.upid = ?1 AND a.alloc_seq + a.free_seq_delta > ?2 AND "
+      "a.alloc_seq + a.free_seq_delta <= ?3 AND " +
+      long_life_sql("a.") + " AND s.result = 0 ORDER BY a.alloc_seq + a.free_seq_delta, a.id");
+  for (Statement* statement : {&allocs, &long_frees}) {
     statement->bind_int64(1, upid);
     statement->bind_uint64(2, after_seq);
     statement->bind_uint64(3, through_seq);
   }
-  return impl_->merge_events(allocs, frees, visit);
+  return impl_->merged(
+      merge_allocation_events_in_window(allocs, long_frees, after_seq, through_seq, visit));
 }
 
 bool TimeIndex::finds_events_by_seq() const {

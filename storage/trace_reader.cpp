@@ -212,14 +212,18 @@ struct TraceReader::Impl {
   }
 
   // Steps through every row, calling visit(row) for each.
+  // Each row of `statement`, then resets it; a failure throws.
   template <typename Visit>
   void each_row(Statement& statement, Visit&& visit) {
-    for (;;) {
-      const int rc = statement.step();
-      if (rc == SQLITE_DONE) break;
-      if (rc != SQLITE_ROW) fail(rc);
-      visit(statement);
-    }
+    each_row_while(statement, [&](const Statement& row) {
+      visit(row);
+      return true;
+    });
+  }
+  // As each_row, until `visit` returns false.
+  template <typename Visit>
+  void each_row_while(Statement& statement, Visit&& visit) {
+    if (const int rc = statement.each_row_while(visit); rc != SQLITE_DONE) fail(rc);
     statement.reset();
   }
 
@@ -664,30 +668,50 @@ std::vector<MarkerRecord> TraceReader::markers() const {
 
 TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upid,
                                                                 std::uint64_t seq) const {
-  // Each side walks the (upid, seq) index backwards from `seq` to the first block event that
-  // carried totals, where the trace has those indexes.
+  // Each side walks the (upid, seq) indexes backwards from `seq` to the first block event that
+  // carried totals, where the trace has those indexes: the allocations by alloc_seq, the long
+  // lives' frees by free_seq, and the short lives' frees through their allocations, down to
+  // kShortLifeEvents before the latest event found (none before it could free later).
   Statement at_alloc = impl_->prepare(
       "SELECT alloc_seq, allocator_allocated, allocator_reserved FROM allocation "
       "WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
       "(allocator_allocated IS NOT NULL OR allocator_reserved IS NOT NULL) "
       "ORDER BY alloc_seq DESC LIMIT 1");
-  Statement at_free = impl_->prepare(
-      "SELECT free_seq, free_allocator_allocated, free_allocator_reserved FROM allocation "
-      "WHERE upid = ?1 AND free_seq <= ?2 AND kind = ?3 AND "
-      "(free_allocator_allocated IS NOT NULL OR free_allocator_reserved IS NOT NULL) "
-      "ORDER BY free_seq DESC LIMIT 1");
+  const std::string block_free_with_totals =
+      " FROM allocation_compact AS a CROSS JOIN allocation_site AS s ON s.id = a.site_id "
+      "CROSS JOIN allocation_detail AS d ON d.id = a.id WHERE a.upid = ?1 AND "
+      "a.alloc_seq + a.free_seq_delta <= ?2 AND s.kind = ?3 AND "
+      "(d.free_allocator_allocated IS NOT NULL OR d.free_allocator_reserved IS NOT NULL) AND ";
+  Statement at_long_free = impl_->prepare(
+      "SELECT a.alloc_seq + a.free_seq_delta, d.free_allocator_allocated, "
+      "d.free_allocator_reserved" +
+      block_free_with_totals + long_life_sql("a.") +
+      " ORDER BY a.alloc_seq + a.free_seq_delta DESC LIMIT 1");
+  Statement at_short_free = impl_->prepare(
+      "SELECT a.alloc_seq + a.free_seq_delta, d.free_allocator_allocated, "
+      "d.free_allocator_reserved, a.alloc_seq" +
+      block_free_with_totals + "a.alloc_seq < ?2 AND " + short_life_sql("a.") +
+      " ORDER BY a.alloc_seq DESC");
   std::optional<std::uint64_t> latest;
   AllocatorTotalsAt totals;
-  for (Statement* statement : {&at_alloc, &at_free}) {
+  const auto take = [&](const Statement& row) {
+    if (latest && row.uint64(0) < *latest) return;
+    latest = row.uint64(0);
+    totals = {row.optional_uint64(1), row.optional_uint64(2)};
+  };
+  for (Statement* statement : {&at_alloc, &at_long_free, &at_short_free}) {
     statement->bind_int64(1, upid);
     statement->bind_uint64(2, seq);
     statement->bind_int64(3, allocation_kind::kBlock);
-    impl_->each_row(*statement, [&](const Statement& row) {
-      if (latest && row.uint64(0) < *latest) return;
-      latest = row.uint64(0);
-      totals = {row.optional_uint64(1), row.optional_uint64(2)};
-    });
   }
+  impl_->each_row(at_alloc, take);
+  impl_->each_row(at_long_free, take);
+  impl_->each_row_while(at_short_free, [&](const Statement& row) {
+    if (latest && row.uint64(3) + static_cast<std::uint64_t>(kShortLifeEvents) < *latest)
+      return false;
+    take(row);
+    return true;
+  });
   return totals;
 }
 

@@ -93,13 +93,19 @@ std::string plan_of(const std::filesystem::path& path, const std::string& query)
 
 // The reader's binary searches over sequence numbers (TimeIndex) and lookups by segment or
 // stack must search the indexes under the view, not scan: on a trace of 10 million allocations
-// a scan per step is seconds. free_seq in particular is an expression the index must match.
+// a scan per step is seconds. free_seq in particular is an expression the index must match, and
+// the index holds the long lives alone, which a query must say as the index does.
 TEST_F(AllocationStorageTest, QueriesOfTheViewSearchTheIndexesUnderIt) {
   // Each query, and the search its plan must make.
   const std::map<std::string, std::string> search_of_query{
-      {"SELECT free_seq, free_ns FROM allocation WHERE upid = 1 AND free_seq <= 5 "
-       "ORDER BY free_seq DESC LIMIT 1",
+      {"SELECT alloc_seq + free_seq_delta, alloc_ns + free_ns_delta FROM allocation_compact "
+       "WHERE upid = 1 AND alloc_seq + free_seq_delta <= 5 AND " +
+           storage::long_life_sql("") + " ORDER BY alloc_seq + free_seq_delta DESC LIMIT 1",
        "INDEX allocation_by_free_seq (upid=? AND <expr><?)"},
+      {"SELECT alloc_seq + free_seq_delta FROM allocation_compact WHERE upid = 1 AND "
+       "alloc_seq < 5 AND alloc_seq >= 5 - 1024 AND " +
+           storage::short_life_sql("") + " ORDER BY alloc_seq DESC",
+       "INDEX allocation_by_alloc_seq (upid=? AND alloc_seq>? AND alloc_seq<?)"},
       {"SELECT alloc_seq, alloc_ns FROM allocation WHERE upid = 1 AND alloc_seq <= 5 "
        "ORDER BY alloc_seq DESC LIMIT 1",
        "INDEX allocation_by_alloc_seq (upid=? AND alloc_seq<?)"},
