@@ -25,17 +25,12 @@ class BatchPipe {
  public:
   using Consume = std::function<void(std::vector<Item>& batch)>;
 
-  // `on_start`, if given, runs first on the consumer's thread (to set what the thread is).
-  BatchPipe(std::size_t batch_size, std::size_t max_waiting, Consume consume,
-            std::function<void()> on_start = nullptr)
+  BatchPipe(std::size_t batch_size, std::size_t max_waiting, Consume consume)
       : batch_size_(batch_size < 1 ? 1 : batch_size),
         max_waiting_(max_waiting < 1 ? 1 : max_waiting),
         consume_(std::move(consume)) {
     open_.reserve(batch_size_);
-    thread_ = std::thread([this, start = std::move(on_start)] {
-      if (start) start();
-      run();
-    });
+    thread_ = std::thread([this] { run(); });
   }
   ~BatchPipe() { stop(); }
   BatchPipe(const BatchPipe&) = delete;

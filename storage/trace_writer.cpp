@@ -1,8 +1,5 @@
 #include "storage/trace_writer.h"
 
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <mutex>
 #include <utility>
@@ -158,17 +155,6 @@ void replay(TraceFileWriter& file, const Call& call) {
   std::visit([&file](const auto& c) { replay(file, c); }, call);
 }
 
-// The writer's thread gives way to the traced program: its work can wait (the ring and the
-// pipe hold it), the program's cannot. On a machine with no core to spare it then runs when the
-// program waits, or once it is done. Measured on 2 cores: at the program's priority it slowed
-// the program's loop; niced, the whole run was the same as without the thread, within the noise
-// (docs/performance.md). Linux's nice value is a thread's own.
-constexpr int kWriterNice = 19;
-
-void give_way_to_the_program() {
-  setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kWriterNice);  // lowering never fails
-}
-
 // Calls handed over at once: a few milliseconds of the writer's work in a storm, about 1 MiB.
 constexpr std::size_t kCallsPerBatch = 4096;
 // Batches that may wait for the writer's thread before the collector waits for it.
@@ -228,7 +214,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& pa
     Impl* const state = impl.get();
     impl->pipe = std::make_unique<BatchPipe<Call>>(
         kCallsPerBatch, kBatchesWaiting,
-        [state](std::vector<Call>& batch) { state->write_batch(batch); }, give_way_to_the_program);
+        [state](std::vector<Call>& batch) { state->write_batch(batch); });
   }
   return std::unique_ptr<TraceWriter>(new TraceWriter(std::move(impl)));
 }

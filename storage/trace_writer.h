@@ -10,7 +10,9 @@
 //   ok() and error() tell a failure once that thread has met it; at most a few batches of calls
 //   wait, and past that a call blocks until the thread catches up (the ring then passes the
 //   wait on to the program, as it does a slow collector's). finish() and the destructor first
-//   wait until every call is written.
+//   wait until every call is written. The thread runs at its creator's priority: what it has
+//   not written holds the program back, through the ring, or holds up the end of the run, so
+//   on a busy machine it must not wait behind every other process (docs/architecture.md).
 #pragma once
 
 #include <cstdint>
