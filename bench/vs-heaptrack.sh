@@ -2,7 +2,9 @@
 # vramtrace side by side with heaptrack: two workloads, each untraced and under both tools.
 #
 #   bench/vs-heaptrack.sh [BUILD_DIR] [N] [D]      (defaults: build/release 200000 16)
-#   environment: RUNS (5), BASE (1), STORM_N (1200000), WORKLOADS (both, alloc or storm)
+#   environment: RUNS (5), BASE (1), STORM_N (1200000), WORKLOADS (both, alloc or storm),
+#                BUSY (0; 1: every core kept busy by another process throughout, as a data
+#                loader's workers or another job keep a training machine's)
 #
 # The workload (bench/alloc_workload.cpp) makes N iterations, each at stack depth D, of one
 # malloc/free pair and one cudaMalloc/cudaFree pair on the simulated GPU (tests/simcuda),
@@ -48,7 +50,18 @@ for tool in "$workload" "$vramtrace" heaptrack heaptrack_print sqlite3; do
 done
 
 scratch="$(mktemp -d)"
-trap 'rm -rf "$scratch"' EXIT
+# BUSY=1: one process per core spinning at the tools' own priority for the whole script. Each
+# tool's threads then share every core, so that a tool whose work waits behind the machine's
+# other work shows it.
+spinners=""
+if [ "${BUSY:-0}" = 1 ]; then
+  for _ in $(seq "$(nproc)"); do
+    sh -c 'while :; do :; done' &
+    spinners="$spinners $!"
+  done
+  echo "busy machine: $(nproc) other processes spinning throughout"
+fi
+trap 'for pid in $spinners; do kill "$pid" 2>/dev/null; done; rm -rf "$scratch"' EXIT
 
 # Runs the command once, after `prepare`; sets run_ns (its wall time), run_loop_ns (the loop
 # time the workload printed, if it did) and run_finish_ns (from the program's last act, as it
