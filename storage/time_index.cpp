@@ -289,7 +289,7 @@ struct TimeIndex::Impl {
     return spans;
   }
 
-  // merge_allocation_events (event_merge.h), failing as this index does.
+  // merge_allocation_events_in_one_scan (event_merge.h), failing as this index does.
   bool merge_events_in_one_scan(Statement& allocs, std::uint64_t last_seq,
                                 const std::function<bool(const AllocationEvent&)>& visit) const {
     return merged(merge_allocation_events_in_one_scan(allocs, last_seq, visit));
