@@ -5,7 +5,8 @@
 // whether frees carry stacks too (`vramtrace run --free-stacks`; the shim's default is not),
 // and whether stacks come by name after their first time (the shim's default; 0 as before
 // names, or VRAMTRACE_STACK_NAMES=0), and whether the writer keeps the reports' indexes and the
-// time index's rollups up as rows arrive (`vramtrace run`'s default; 0 as `run --no-index`),
+// time index's rollups up as rows arrive, with short lives packed many to a row (`vramtrace run`'s
+// default; 0 as `run --no-index`),
 // and whether the writer writes on a thread of its own (`vramtrace run`'s; 0: on the ingest's).
 // The time is until the trace is finished, as `run` finishes it: rows still queued count.
 #include <benchmark/benchmark.h>
@@ -45,7 +46,10 @@ void BM_CollectorIngest(benchmark::State& state) {
   std::string error;
   auto writer = vramtrace::storage::TraceWriter::create(
       path, &error, upkeep,
-      state.range(3) != 0 ? vramtrace::analysis::keep_live_bytes_rollups() : nullptr, threading);
+      state.range(3) != 0 ? vramtrace::analysis::keep_live_bytes_rollups() : nullptr, threading,
+      // As `vramtrace run` records: short lives packed where the indexes are kept up.
+      state.range(3) != 0 ? vramtrace::storage::TraceWriter::AllocationPacking::kPackShortLives
+                          : vramtrace::storage::TraceWriter::AllocationPacking::kRows);
   if (!writer) {
     state.SkipWithError(error.c_str());
     return;

@@ -306,13 +306,15 @@ int run(RunOptions& options) {
   // with EFBIG and SQLite says the disk is full. The command gets the default back.
   signal(SIGXFSZ, SIG_IGN);
   // The reports' indexes and the time index's rollups kept up as rows arrive, so that the end
-  // of the run has little left to do; --no-index records the rows alone. SQLite writes on the
-  // writer's own thread while the collector decodes the next records.
+  // of the run has little left to do, and short lives packed many to a row (an allocation
+  // storm's rows were most of its cost); --no-index records the rows alone. SQLite writes on
+  // the writer's own thread while the collector decodes the next records.
   using storage::TraceWriter;
   std::unique_ptr<TraceWriter> writer =
       options.index ? TraceWriter::create(
                           output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread)
+                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread,
+                          TraceWriter::AllocationPacking::kPackShortLives)
                     : TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kNone,
                                           nullptr, TraceWriter::Threading::kOwnThread);
   if (!writer) {

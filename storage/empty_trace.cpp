@@ -42,10 +42,11 @@ int write_empty_trace(sqlite3* db, std::string* error, const std::string& more_s
   int rc = sqlite::execute(db, "BEGIN", error);
   if (rc != SQLITE_OK) return rc;
   // Pragma values cannot be bound; these two are constants of this file.
-  rc = sqlite::execute(db,
-                       "PRAGMA application_id = " + std::to_string(kApplicationId) +
-                           "; PRAGMA user_version = " + std::to_string(kSchemaVersion) + ";",
-                       error);
+  rc = sqlite::execute(
+      db,
+      "PRAGMA application_id = " + std::to_string(kApplicationId) +
+          "; PRAGMA user_version = " + std::to_string(kSchemaVersionWithoutChunks) + ";",
+      error);
   if (rc == SQLITE_OK) rc = sqlite::execute(db, schema_tables_sql(), error);
 
   const auto bind_named_id = [](Statement& insert, const NamedId& row) {

@@ -52,7 +52,47 @@ std::optional<AllocationEvent> free_of(const sqlite::Statement& row) {
 
 }  // namespace
 
-int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t last_seq,
+int AllocationScan::step() {
+  if (!row_read_ && !rows_done_) {
+    const int rc = rows_.step();
+    if (rc == SQLITE_ROW) {
+      row_alloc_ = event_of(rows_, AllocationEvent::Type::kAlloc);
+      row_free_ = free_of(rows_);
+      row_read_ = true;
+    } else if (rc == SQLITE_DONE) {
+      rows_done_ = true;
+    } else {
+      return rc;
+    }
+  }
+  if (!packed_read_ && !packed_done_) {
+    std::int64_t upid = 0;
+    const PackedAllocation* packed = cursor_ != nullptr ? cursor_->next(&upid) : nullptr;
+    if (packed != nullptr) {
+      packed_alloc_ = packed_->alloc_event(upid, *packed);
+      packed_free_ = packed_->free_event(upid, *packed);
+      packed_read_ = true;
+    } else {
+      packed_done_ = true;
+    }
+  }
+  if (!row_read_ && !packed_read_) return SQLITE_DONE;
+  const auto key = [](const AllocationEvent& event) {
+    return std::tuple(event.upid, event.seq, event.allocation_id);
+  };
+  if (row_read_ && (!packed_read_ || key(row_alloc_) <= key(packed_alloc_))) {
+    alloc_ = row_alloc_;
+    free_ = row_free_;
+    row_read_ = false;
+  } else {
+    alloc_ = packed_alloc_;
+    free_ = packed_free_;
+    packed_read_ = false;
+  }
+  return SQLITE_ROW;
+}
+
+int merge_allocation_events_in_one_scan(AllocationScan& allocs, std::uint64_t last_seq,
                                         const std::function<bool(const AllocationEvent&)>& visit) {
   WaitingFrees frees;
   // Visits the waiting frees that come before (upid, seq): a free before an allocation of the
@@ -66,12 +106,12 @@ int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t
   };
   int rc = SQLITE_OK;
   while ((rc = allocs.step()) == SQLITE_ROW) {
-    const AllocationEvent alloc = event_of(allocs, AllocationEvent::Type::kAlloc);
+    const AllocationEvent& alloc = allocs.alloc();
     if (!visit_frees_through(alloc.upid, alloc.seq) || !visit(alloc)) {
       allocs.reset();
       return SQLITE_OK;
     }
-    const std::optional<AllocationEvent> free = free_of(allocs);
+    const std::optional<AllocationEvent>& free = allocs.free();
     if (free && free->seq <= last_seq) frees.push(*free);
   }
   allocs.reset();
@@ -79,7 +119,7 @@ int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t
   return visit_frees_through(INT64_MAX, UINT64_MAX) ? SQLITE_DONE : SQLITE_OK;
 }
 
-int merge_allocation_events_in_window(sqlite::Statement& allocs, sqlite::Statement& long_frees,
+int merge_allocation_events_in_window(AllocationScan& allocs, sqlite::Statement& long_frees,
                                       std::uint64_t after_seq, std::uint64_t through_seq,
                                       const std::function<bool(const AllocationEvent&)>& visit) {
   int failed = SQLITE_OK;
@@ -116,14 +156,14 @@ int merge_allocation_events_in_window(sqlite::Statement& allocs, sqlite::Stateme
   int rc = SQLITE_OK;
   bool stopped = false;
   while (failed == SQLITE_OK && (rc = allocs.step()) == SQLITE_ROW) {
-    const AllocationEvent alloc = event_of(allocs, AllocationEvent::Type::kAlloc);
+    const AllocationEvent& alloc = allocs.alloc();
     if (alloc.seq > after_seq && (!visit_frees_through(alloc.seq) || !visit(alloc))) {
       stopped = true;
       break;
     }
     // A free numbered at or before its own allocation (a damaged trace) is not short: the
     // index of frees holds it.
-    const std::optional<AllocationEvent> free = free_of(allocs);
+    const std::optional<AllocationEvent>& free = allocs.free();
     if (free && free->seq > after_seq && free->seq <= through_seq && free->seq > alloc.seq &&
         free->seq - alloc.seq <= static_cast<std::uint64_t>(kShortLifeEvents))
       short_frees.push(*free);

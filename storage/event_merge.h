@@ -8,10 +8,37 @@
 #include <cstdint>
 #include <functional>
 
+#include "storage/packed_allocations.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
+
+// The allocations a merge reads, in (upid, alloc_seq) order, each with its free: the rows of a
+// statement selecting (upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns),
+// ordered by (upid, alloc_seq), and beside them, where a cursor is given, the packed allocations
+// of the same processes and numbers (storage/packed_allocations.h); of one number, by id.
+class AllocationScan {
+ public:
+  explicit AllocationScan(sqlite::Statement& rows, PackedAllocations* packed = nullptr,
+                          PackedAllocations::Cursor* cursor = nullptr)
+      : rows_(rows), packed_(packed), cursor_(cursor) {}
+  // SQLITE_ROW with the next in alloc() and free(), SQLITE_DONE at the end, or the code of the
+  // statement's step that failed.
+  int step();
+  const AllocationEvent& alloc() const { return alloc_; }
+  const std::optional<AllocationEvent>& free() const { return free_; }
+  // Resets the statement.
+  void reset() { rows_.reset(); }
+
+ private:
+  sqlite::Statement& rows_;
+  PackedAllocations* packed_;
+  PackedAllocations::Cursor* cursor_;
+  bool row_read_ = false, rows_done_ = false, packed_read_ = false, packed_done_ = false;
+  AllocationEvent row_alloc_, packed_alloc_, alloc_;
+  std::optional<AllocationEvent> row_free_, packed_free_, free_;
+};
 
 // The order: by (upid, seq); a free before an allocation of the same (upid, seq) (a damaged
 // trace), so that a peak is never overstated; events of one kind and number by id.
@@ -26,7 +53,7 @@ namespace vramtrace::storage {
 // a free comes after its allocation), comes right after its allocation. Stops when `visit` returns
 // false. Returns SQLITE_DONE when the scan ran out, SQLITE_OK when `visit` stopped, or the code of
 // the step that failed; the statement is reset.
-int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t last_seq,
+int merge_allocation_events_in_one_scan(AllocationScan& allocs, std::uint64_t last_seq,
                                         const std::function<bool(const AllocationEvent&)>& visit);
 
 // The events of one process numbered after_seq < seq <= through_seq, in that order, where the index
@@ -36,7 +63,7 @@ int merge_allocation_events_in_one_scan(sqlite::Statement& allocs, std::uint64_t
 // short lives' frees, which wait in a heap as there; `long_frees` selects (upid, seq, ns, device,
 // kind, size, id) of the window's frees of the other lives, ordered by (free_seq, id). Returns as
 // the one scan does; both statements are reset.
-int merge_allocation_events_in_window(sqlite::Statement& allocs, sqlite::Statement& long_frees,
+int merge_allocation_events_in_window(AllocationScan& allocs, sqlite::Statement& long_frees,
                                       std::uint64_t after_seq, std::uint64_t through_seq,
                                       const std::function<bool(const AllocationEvent&)>& visit);
 

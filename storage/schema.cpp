@@ -15,7 +15,7 @@ constexpr std::array kAllocationKindRows{
 // Times are CLOCK_MONOTONIC nanoseconds unless the name says realtime. Addresses, sizes and
 // other unsigned 64-bit values are stored as the int64 with the same bit pattern. The tables
 // are not STRICT so that sqlite3 builds older than 3.37 can still open a trace.
-constexpr std::string_view kTablesSql = R"sql(
+constexpr std::string_view kTablesBeforeViewSql = R"sql(
 CREATE TABLE meta(
   key TEXT PRIMARY KEY,
   value TEXT
@@ -125,6 +125,25 @@ CREATE TABLE allocation_compact(
   free_seq_delta INTEGER,          -- free_seq - alloc_seq
   free_ns_delta INTEGER            -- free_ns - alloc_ns
 );
+-- Short lives packed many to a row: allocations that succeeded, were freed 1 to
+-- kShortLifeEvents numbers later within one bin of 4096 numbers, and have no allocation_detail
+-- row and no block inside them (storage/allocation_chunk.h). The view `allocation` shows each.
+CREATE TABLE allocation_chunk(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  first_alloc_seq INTEGER NOT NULL,  -- its first allocation's alloc_seq
+  last_seq INTEGER NOT NULL,       -- the highest free_seq in it
+  first_id INTEGER NOT NULL,       -- its first allocation's id
+  last_id INTEGER NOT NULL,        -- the highest id in it
+  first_alloc_ns INTEGER NOT NULL, -- its first allocation's alloc_ns
+  count INTEGER NOT NULL,          -- allocations in it
+  allocations TEXT NOT NULL,       -- JSON: an array of 10 integers per allocation, ordered by
+                                   -- alloc_seq: id - first_id, site_id, address, size,
+                                   -- size_minus_requested, alloc_seq - first_alloc_seq,
+                                   -- alloc_ns - first_alloc_ns, free_site_id, free_seq_delta,
+                                   -- free_ns_delta
+  UNIQUE(upid, first_alloc_seq)
+);
 CREATE TABLE allocation_detail(    -- only for allocations with one of these set
   id INTEGER PRIMARY KEY REFERENCES allocation_compact(id),
   vmm_handle INTEGER,
@@ -136,44 +155,10 @@ CREATE TABLE allocation_detail(    -- only for allocations with one of these set
   free_allocator_reserved INTEGER,
   correlation_id INTEGER
 );
-CREATE VIEW allocation AS
-  SELECT a.id AS id,
-         a.upid AS upid,
-         s.kind AS kind,
-         s.api AS api,
-         s.device AS device,              -- device ordinal; -1: not known
-         s.stream AS stream,              -- cudaStream_t; 0: the legacy default stream
-         a.address AS address,            -- 0 when the call failed
-         a.size AS size,                  -- bytes reserved
-         a.size - a.size_minus_requested AS requested_size,  -- bytes asked for
-         s.flags AS flags,
-         s.pool AS pool,                  -- cudaMemPool_t; NULL: none given
-         s.result AS result,              -- cudaError_t; non-zero: a failed allocation
-         a.alloc_seq AS alloc_seq,        -- per-process sequence number
-         a.alloc_ns AS alloc_ns,
-         s.utid AS alloc_utid,
-         s.callsite_id AS alloc_callsite_id,  -- NULL: no stack
-         a.alloc_seq + a.free_seq_delta AS free_seq,  -- NULL: never freed (live at the end)
-         a.alloc_ns + a.free_ns_delta AS free_ns,
-         f.utid AS free_utid,
-         f.callsite_id AS free_callsite_id,
-         f.api AS free_api,
-         d.vmm_handle AS vmm_handle,      -- vmm_mapping: the handle mapped; NULL for other kinds
-         d.vmm_offset AS vmm_offset,      -- vmm_mapping: where in the handle the mapping starts
-         d.segment_id AS segment_id,      -- block: the live segment (device allocation or
-                                          -- vmm_mapping) that held it; NULL: none found, or not
-                                          -- a block
-         d.allocator_allocated AS allocator_allocated,  -- block: the allocator's allocated
-                                          -- bytes after the event
-         d.allocator_reserved AS allocator_reserved,  -- block: its reserved (segment) bytes
-         d.free_allocator_allocated AS free_allocator_allocated,  -- block: the allocator's
-         d.free_allocator_reserved AS free_allocator_reserved,    -- totals after the free
-         d.correlation_id AS correlation_id  -- CUPTI's correlation id of the allocating call;
-                                          -- NULL: none (recorded by the shim)
-  FROM allocation_compact AS a
-  LEFT JOIN allocation_site AS s ON s.id = a.site_id
-  LEFT JOIN free_site AS f ON f.id = a.free_site_id
-  LEFT JOIN allocation_detail AS d ON d.id = a.id;
+)sql";
+
+// After the view `allocation` (allocation_view_sql()).
+constexpr std::string_view kTablesAfterViewSql = R"sql(
 CREATE TABLE bad_free(
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),
@@ -296,6 +281,105 @@ constexpr std::array<std::string_view, 17> kRequiredTables{
 
 }  // namespace
 
+// The rows of allocation_compact as the view `allocation` shows them, its tables named with
+// `schema` before them ("" or "trace.").
+std::string allocation_rows_sql(std::string_view schema) {
+  std::string sql = R"sql(
+  SELECT a.id AS id,
+         a.upid AS upid,
+         s.kind AS kind,
+         s.api AS api,
+         s.device AS device,              -- device ordinal; -1: not known
+         s.stream AS stream,              -- cudaStream_t; 0: the legacy default stream
+         a.address AS address,            -- 0 when the call failed
+         a.size AS size,                  -- bytes reserved
+         a.size - a.size_minus_requested AS requested_size,  -- bytes asked for
+         s.flags AS flags,
+         s.pool AS pool,                  -- cudaMemPool_t; NULL: none given
+         s.result AS result,              -- cudaError_t; non-zero: a failed allocation
+         a.alloc_seq AS alloc_seq,        -- per-process sequence number
+         a.alloc_ns AS alloc_ns,
+         s.utid AS alloc_utid,
+         s.callsite_id AS alloc_callsite_id,  -- NULL: no stack
+         a.alloc_seq + a.free_seq_delta AS free_seq,  -- NULL: never freed (live at the end)
+         a.alloc_ns + a.free_ns_delta AS free_ns,
+         f.utid AS free_utid,
+         f.callsite_id AS free_callsite_id,
+         f.api AS free_api,
+         d.vmm_handle AS vmm_handle,      -- vmm_mapping: the handle mapped; NULL for other kinds
+         d.vmm_offset AS vmm_offset,      -- vmm_mapping: where in the handle the mapping starts
+         d.segment_id AS segment_id,      -- block: the live segment (device allocation or
+                                          -- vmm_mapping) that held it; NULL: none found, or not
+                                          -- a block
+         d.allocator_allocated AS allocator_allocated,  -- block: the allocator's allocated
+                                          -- bytes after the event
+         d.allocator_reserved AS allocator_reserved,  -- block: its reserved (segment) bytes
+         d.free_allocator_allocated AS free_allocator_allocated,  -- block: the allocator's
+         d.free_allocator_reserved AS free_allocator_reserved,    -- totals after the free
+         d.correlation_id AS correlation_id  -- CUPTI's correlation id of the allocating call;
+                                          -- NULL: none (recorded by the shim)
+  FROM $S.allocation_compact AS a
+  LEFT JOIN $S.allocation_site AS s ON s.id = a.site_id
+  LEFT JOIN $S.free_site AS f ON f.id = a.free_site_id
+  LEFT JOIN $S.allocation_detail AS d ON d.id = a.id)sql";
+  const std::string prefix = schema.empty() ? "" : std::string(schema) + ".";
+  for (std::size_t at = sql.find("$S."); at != std::string::npos; at = sql.find("$S.", at))
+    sql.replace(at, 3, prefix);
+  return sql;
+}
+
+namespace {
+
+// The packed allocations (allocation_chunk) as rows of the same columns, through SQLite's
+// built-in json_each() and json_extract(), which any sqlite3 since 3.38 has. (The `->>`
+// operator would read better, but a schema using it is one an older sqlite3 cannot open.)
+constexpr std::string_view kPackedRowsSql = R"sql(
+  SELECT c.first_id + json_extract(p.value, '$[0]') AS id,
+         c.upid AS upid,
+         s.kind AS kind,
+         s.api AS api,
+         s.device AS device,
+         s.stream AS stream,
+         json_extract(p.value, '$[2]') AS address,
+         json_extract(p.value, '$[3]') AS size,
+         json_extract(p.value, '$[3]') - json_extract(p.value, '$[4]') AS requested_size,
+         s.flags AS flags,
+         s.pool AS pool,
+         s.result AS result,
+         c.first_alloc_seq + json_extract(p.value, '$[5]') AS alloc_seq,
+         c.first_alloc_ns + json_extract(p.value, '$[6]') AS alloc_ns,
+         s.utid AS alloc_utid,
+         s.callsite_id AS alloc_callsite_id,
+         c.first_alloc_seq + json_extract(p.value, '$[5]') + json_extract(p.value, '$[8]')
+             AS free_seq,
+         c.first_alloc_ns + json_extract(p.value, '$[6]') + json_extract(p.value, '$[9]')
+             AS free_ns,
+         f.utid AS free_utid,
+         f.callsite_id AS free_callsite_id,
+         f.api AS free_api,
+         NULL AS vmm_handle,
+         NULL AS vmm_offset,
+         NULL AS segment_id,
+         NULL AS allocator_allocated,
+         NULL AS allocator_reserved,
+         NULL AS free_allocator_allocated,
+         NULL AS free_allocator_reserved,
+         NULL AS correlation_id
+  FROM allocation_chunk AS c
+  CROSS JOIN json_each(c.allocations) AS p
+  LEFT JOIN allocation_site AS s ON s.id = json_extract(p.value, '$[1]')
+  LEFT JOIN free_site AS f ON f.id = json_extract(p.value, '$[7]'))sql";
+
+std::string make_tables_sql() {
+  return std::string(kTablesBeforeViewSql) +
+         "-- Every allocation: allocation_compact's rows, then allocation_chunk's.\n"
+         "CREATE VIEW allocation AS" +
+         allocation_rows_sql("") + "\n  UNION ALL" + std::string(kPackedRowsSql) + ";\n" +
+         std::string(kTablesAfterViewSql);
+}
+
+}  // namespace
+
 std::span<const NamedId> allocation_kind_rows() {
   return kAllocationKindRows;
 }
@@ -310,7 +394,8 @@ std::string short_life_sql(std::string_view table) {
   return std::string(table) + "free_seq_delta BETWEEN 1 AND " + std::to_string(kShortLifeEvents);
 }
 std::string_view schema_tables_sql() {
-  return kTablesSql;
+  static const std::string sql = make_tables_sql();
+  return sql;
 }
 std::string_view schema_indexes_sql() {
   return kIndexesSql;

@@ -1,4 +1,4 @@
-// Schema v2 of a vramtrace trace file: its identity (application_id, user_version), the
+// Schema v3 of a vramtrace trace file: its identity (application_id, user_version), the
 // fixed rows of the enumeration tables (storage/schema_enums.h), and the SQL that creates it.
 // docs/schema.md is the user-facing description of every table and column; keep the two in step.
 #pragma once
@@ -17,7 +17,10 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // PRAGMA user_version: bumped whenever a reader of the previous version would misread a file.
 // 2: allocations stored compact (allocation_compact and the tables beside it) under the view
 // `allocation`. Version 1, which no release wrote, is not read.
-inline constexpr int kSchemaVersion = 2;
+// 3: some allocations packed many to a row (allocation_chunk). A trace is written as version 2,
+// which it stays while it has no chunk: a reader of version 2 reads it whole.
+inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersionWithoutChunks = 2;
 
 // A life of 1 to this many sequence numbers (free_seq - alloc_seq) is short: the index of frees
 // (allocation_by_free_seq) leaves it out, and a reader finds its free through the allocations
@@ -30,6 +33,12 @@ inline constexpr std::int64_t kShortLifeEvents = 1024;
 // others.
 std::string long_life_sql(std::string_view table);
 std::string short_life_sql(std::string_view table);
+
+// The SELECT of allocation_compact's rows as the view `allocation` shows them, its tables named
+// with `schema` and a dot before them (none when empty). Readers select from it, as a subquery,
+// rather than from the view, whose packed rows (allocation_chunk) only a scan of every chunk
+// finds: they read the chunks in C++ (storage/allocation_chunk.h).
+std::string allocation_rows_sql(std::string_view schema);
 
 // The rows a new trace's `allocation_kind` and `api` tables are filled with.
 std::span<const NamedId> allocation_kind_rows();

@@ -78,6 +78,14 @@ class Statement {
   std::uint64_t uint64(int column) const { return static_cast<std::uint64_t>(int64(column)); }
   int int32(int column) const { return sqlite3_column_int(stmt_, column); }
   std::string text(int column) const;
+  // The text in place, valid until the next step or reset.
+  std::string_view text_view(int column) const {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    return text != nullptr
+               ? std::string_view(text,
+                                  static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)))
+               : std::string_view();
+  }
   std::optional<std::int64_t> optional_int64(int column) const;
   std::optional<std::uint64_t> optional_uint64(int column) const;
   std::optional<std::string> optional_text(int column) const;

@@ -12,6 +12,7 @@
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
 #include "storage/live_span.h"
+#include "storage/packed_allocations.h"
 #include "storage/rollup_rows.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
@@ -77,6 +78,14 @@ struct TimeIndex::Impl {
     std::optional<std::int64_t> callsite_id;
   };
   mutable std::unordered_map<std::int64_t, Site> sites;
+  // The trace's packed allocations, once the trace's schema is known.
+  mutable std::unique_ptr<PackedAllocations> packed_allocations;
+  PackedAllocations& packed() const {
+    if (!packed_allocations)
+      packed_allocations =
+          std::make_unique<PackedAllocations>(db.get(), trace_schema, path.string());
+    return *packed_allocations;
+  }
 
   [[noreturn]] void fail(int rc) const {
     const std::string reason = sqlite3_errmsg(db.get());
@@ -87,10 +96,17 @@ struct TimeIndex::Impl {
     throw TraceError(path.string() + ": cannot index the trace for time queries (" + reason + ")");
   }
 
-  // `$T.` names a trace table, `$X.` an index table.
+  // `$T.` names a trace table, `$X.` an index table, and `$A` the trace's allocation rows, as
+  // a subquery: the view `allocation` without its packed allocations, which the queries by
+  // number read through PackedAllocations instead (storage/packed_allocations.h).
   std::string qualify(std::string_view sql) const {
     std::string out;
     for (std::size_t i = 0; i < sql.size(); ++i) {
+      if (sql.substr(i, 2) == "$A") {
+        out += "(" + allocation_rows_sql(trace_schema) + ")";
+        ++i;
+        continue;
+      }
       if (sql[i] == '$' && i + 2 < sql.size() && sql[i + 2] == '.') {
         out += sql[i + 1] == 'T' ? trace_schema : index_schema;
         ++i;
@@ -143,6 +159,12 @@ struct TimeIndex::Impl {
     return value;
   }
 
+  // The trace's highest allocation id, packed or not.
+  std::int64_t last_allocation_id() const {
+    return std::max(single_int("SELECT max(id) FROM $T.allocation_compact").value_or(0),
+                    packed().last_id());
+  }
+
   // A kept index is current when its version and the trace's last allocation id match.
   bool index_is_current() const {
     const auto exists = single_int(
@@ -150,8 +172,7 @@ struct TimeIndex::Impl {
         "'time_index_info'");
     if (exists.value_or(0) == 0) return false;
     return info("version") == kTimeIndexVersion &&
-           info("last_allocation_id") ==
-               single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+           info("last_allocation_id") == last_allocation_id();
   }
 
   // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
@@ -185,8 +206,7 @@ struct TimeIndex::Impl {
         "'time_index_upkeep'");
     if (exists.value_or(0) == 0) return false;
     return upkeep_value("version") == kTimeIndexUpkeepVersion &&
-           upkeep_value("allocation_id") ==
-               single_int("SELECT max(id) FROM $T.allocation").value_or(0);
+           upkeep_value("allocation_id") == last_allocation_id();
   }
 
   // The trace's (upid, seq) indexes: level 0's spans are read through the alloc_seq one.
@@ -209,7 +229,9 @@ struct TimeIndex::Impl {
   // did not keep them up, or cut them for another span than the trace's).
   bool build() {
     const bool upkept = upkept_by_writer();
-    level_0_spans = !upkept && !trace_has_seq_indexes();
+    // Packed allocations are read beside level 0's rows, never from live_span: a trace with
+    // them reads level 0 so, even in the rare trace whose index by number was dropped.
+    level_0_spans = !upkept && !trace_has_seq_indexes() && packed().last_id() == 0;
     execute(
         "DROP TABLE IF EXISTS $X.time_index_info;"
         "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;");
@@ -226,7 +248,7 @@ struct TimeIndex::Impl {
           "alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
           std::to_string(kNeverFreedEnd) +
           ") AS end_seq, vramtrace_live_span_level(alloc_seq, free_seq) AS level "
-          "FROM $T.allocation WHERE result = 0) WHERE level != 0 OR " +
+          "FROM $A WHERE result = 0) WHERE level != 0 OR " +
           std::string(level_0_spans ? "1" : "0") + " ORDER BY 1, 2, 3, 4, 6");
       const std::string block = std::to_string(allocation_kind::kBlock);
       execute(
@@ -272,7 +294,7 @@ struct TimeIndex::Impl {
         "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
         " ('start_ns', ?3), ('end_ns', ?4), ('level_0_spans', ?5)");
     put.bind_int64(1, kTimeIndexVersion);
-    put.bind_int64(2, single_int("SELECT max(id) FROM $T.allocation").value_or(0));
+    put.bind_int64(2, last_allocation_id());
     put.bind_int64(3, start_ns);
     put.bind_int64(4, end_ns);
     put.bind_int64(5, level_0_spans ? 1 : 0);
@@ -290,9 +312,14 @@ struct TimeIndex::Impl {
   }
 
   // merge_allocation_events_in_one_scan (event_merge.h), failing as this index does.
-  bool merge_events_in_one_scan(Statement& allocs, std::uint64_t last_seq,
+  // `allocs` selects the rows of one process or of all, from its first; their packed
+  // allocations are merged in.
+  bool merge_events_in_one_scan(Statement& allocs, std::optional<std::int64_t> upid,
+                                std::uint64_t last_seq,
                                 const std::function<bool(const AllocationEvent&)>& visit) const {
-    return merged(merge_allocation_events_in_one_scan(allocs, last_seq, visit));
+    PackedAllocations::Cursor cursor(packed(), upid, 0, last_seq);
+    AllocationScan scan(allocs, &packed(), &cursor);
+    return merged(merge_allocation_events_in_one_scan(scan, last_seq, visit));
   }
   bool merged(int rc) const {
     if (rc != SQLITE_DONE && rc != SQLITE_OK) fail(rc);
@@ -314,36 +341,38 @@ struct TimeIndex::Impl {
       problems.clear();
       Statement allocs = prepare(
           "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
-          "FROM $T.allocation WHERE result = 0 ORDER BY upid, alloc_seq");
+          "FROM $A WHERE result = 0 ORDER BY upid, alloc_seq");
       std::optional<std::int64_t> upid;
       const ProcessSpan* span = nullptr;
       std::optional<std::int64_t> previous_ns;  // of the process's last event within its span
-      merge_events_in_one_scan(
-          allocs, static_cast<std::uint64_t>(INT64_MAX), [&](const AllocationEvent& event) {
-            if (event.upid != upid) {
-              upid = event.upid;
-              const auto found = spans.find(event.upid);
-              span = found == spans.end() ? nullptr : &found->second;
-              previous_ns.reset();
-            }
-            AllocationEvent placed = event;
-            const char* problem = span != nullptr ? span->problem(event.ns) : nullptr;
-            if (span != nullptr) placed.ns = span->place(event.ns);
-            if (problem == nullptr) {
-              if (previous_ns && event.ns < *previous_ns) problem = kTimeOutOfOrder;
-              previous_ns = event.ns;
-            }
-            if (problem != nullptr) {
-              TimeProblem& counted = problems[{event.upid, problem}];
-              if (counted.events++ == 0) {
-                counted.upid = event.upid;
-                counted.problem = problem;
-                counted.first_seq = event.seq;
-              }
-            }
-            visit(placed);
-            return true;
-          });
+      merge_events_in_one_scan(allocs, std::nullopt, static_cast<std::uint64_t>(INT64_MAX),
+                               [&](const AllocationEvent& event) {
+                                 if (event.upid != upid) {
+                                   upid = event.upid;
+                                   const auto found = spans.find(event.upid);
+                                   span = found == spans.end() ? nullptr : &found->second;
+                                   previous_ns.reset();
+                                 }
+                                 AllocationEvent placed = event;
+                                 const char* problem =
+                                     span != nullptr ? span->problem(event.ns) : nullptr;
+                                 if (span != nullptr) placed.ns = span->place(event.ns);
+                                 if (problem == nullptr) {
+                                   if (previous_ns && event.ns < *previous_ns)
+                                     problem = kTimeOutOfOrder;
+                                   previous_ns = event.ns;
+                                 }
+                                 if (problem != nullptr) {
+                                   TimeProblem& counted = problems[{event.upid, problem}];
+                                   if (counted.events++ == 0) {
+                                     counted.upid = event.upid;
+                                     counted.problem = problem;
+                                     counted.first_seq = event.seq;
+                                   }
+                                 }
+                                 visit(placed);
+                                 return true;
+                               });
     };
     RollupSink sink;
     sink.add_bucket = [&](const LiveBytesBucket& row) {
@@ -414,7 +443,7 @@ struct TimeIndex::Impl {
     highest.bind_int64(1, upid);
     std::uint64_t last = 0;
     each_row(highest, [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
-    return last;
+    return std::max(last, packed().last_alloc_seq(upid));
   }
 
   // The process's highest free_seq; 0 when it freed nothing. A short life's free comes at most
@@ -432,7 +461,7 @@ struct TimeIndex::Impl {
     highest.bind_uint64(2, last_alloc_seq(upid));
     std::uint64_t last = 0;
     each_row(highest, [&](const Statement& row) { last = row.optional_uint64(0).value_or(0); });
-    return last;
+    return std::max(last, packed().last_free_seq(upid));
   }
 
   // The event numbered highest at or before a number, and its time: the allocation and the long
@@ -464,6 +493,7 @@ struct TimeIndex::Impl {
           if (!best || row.uint64(0) > best->first) best = SeqAndNs(row.uint64(0), row.int64(1));
         });
       }
+      packed_at_or_before(upid, seq, &best);
       // Without an allocation at or before `seq` there is no free of one either.
       if (!best || best->first == seq) return best;
       short_.bind_int64(1, upid);
@@ -478,6 +508,28 @@ struct TimeIndex::Impl {
     }
 
    private:
+    // The packed allocations' and frees' best, from the last bin with a chunk's allocation at
+    // or before `seq`: every number of a chunk lies in its bin, so earlier bins' are lower.
+    void packed_at_or_before(std::int64_t upid, std::uint64_t seq,
+                             std::optional<SeqAndNs>* best) const {
+      PackedAllocations& packed = impl_.packed();
+      std::uint64_t limit = seq;
+      while (const std::optional<std::uint64_t> start = packed.last_chunk_start(upid, limit)) {
+        const std::uint64_t bin_first = *start >> kLiveSpanFirstShift << kLiveSpanFirstShift;
+        const std::uint64_t bin_last = bin_first + ((std::uint64_t{1} << kLiveSpanFirstShift) - 1);
+        if (*best && (*best)->first >= bin_last) return;
+        const std::vector<PackedAllocation> found = packed.between(upid, bin_first, seq);
+        for (const PackedAllocation& allocation : found) {
+          if (!*best || allocation.alloc_seq > (*best)->first)
+            *best = SeqAndNs(allocation.alloc_seq, allocation.alloc_ns);
+          if (allocation.free_seq() <= seq && allocation.free_seq() > (*best)->first)
+            *best = SeqAndNs(allocation.free_seq(), allocation.free_ns());
+        }
+        if (!found.empty() || bin_first == 0) return;
+        limit = bin_first - 1;
+      }
+    }
+
     const Impl& impl_;
     Statement alloc_, long_, short_;
   };
@@ -621,7 +673,9 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
   // for the range of `seqs` in it.
   // Level 0 comes from `level_0` where live_span does not file it (storage/live_span.h): the
   // allocations made in the bin, freed after the first moment in it, whose life lies in it.
-  const auto read_levels = [&](Statement& spans, Statement* level_0, const auto& visit_row) {
+  // Packed allocations are all of level 0, read beside level_0's rows.
+  const auto read_levels = [&](Statement& spans, Statement* level_0, const auto& visit_row,
+                               const auto& visit_packed) {
     for (int level = 0; level <= kLiveSpanLevels + 1; ++level) {
       const int stored = level <= kLiveSpanLevels ? level : kNeverFreedLevel;
       const bool from_allocations = stored == 0 && level_0 != nullptr;
@@ -649,6 +703,16 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
           };
           visit_row(row, live);
         });
+        if (!from_allocations) continue;
+        const std::uint64_t bin_first = static_cast<std::uint64_t>(bin) << kLiveSpanFirstShift;
+        for (const PackedAllocation& packed :
+             impl_->packed().between(upid, bin_first, range.second)) {
+          if (packed.free_seq() <= range.first) continue;
+          if (seqs.size() == 1 || std::any_of(seqs.begin(), seqs.end(), [&](std::uint64_t seq) {
+                return packed.alloc_seq <= seq && seq < packed.free_seq();
+              }))
+            visit_packed(packed);
+        }
       }
     }
   };
@@ -669,21 +733,21 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
       prefixed += c;
       if (c == ' ') prefixed += "a.";
     }
-    Statement statement =
-        impl_->prepare("SELECT s.alloc_seq, s.end_seq, " + prefixed +
-                       " FROM $X.live_span AS s JOIN $T.allocation AS a ON a.id = s.allocation_id" +
-                       std::string(kInBin));
+    Statement statement = impl_->prepare(
+        "SELECT s.alloc_seq, s.end_seq, " + prefixed +
+        " FROM $X.live_span AS s JOIN $A AS a ON a.id = s.allocation_id" + std::string(kInBin));
     Statement level_0;
     if (!impl_->level_0_spans)
       level_0 = impl_->prepare("SELECT x.alloc_seq, x.alloc_seq + x.free_seq_delta, " + prefixed +
-                               " FROM $T.allocation_compact AS x JOIN $T.allocation AS a ON a.id "
-                               "= x.id" +
+                               " FROM $T.allocation_compact AS x JOIN $A AS a ON a.id = x.id" +
                                in_level_0_bin);
-    read_levels(statement, impl_->level_0_spans ? nullptr : &level_0,
-                [&](const Statement& row, const auto& live) {
-                  if (!live(row.uint64(0), row.uint64(1))) return;
-                  visit(read_allocation(row, AllocationColumns::kAll, 2));
-                });
+    read_levels(
+        statement, impl_->level_0_spans ? nullptr : &level_0,
+        [&](const Statement& row, const auto& live) {
+          if (!live(row.uint64(0), row.uint64(1))) return;
+          visit(read_allocation(row, AllocationColumns::kAll, 2));
+        },
+        [&](const PackedAllocation& packed) { visit(impl_->packed().record(upid, packed)); });
     return;
   }
 
@@ -721,24 +785,37 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
   AllocationRecord record;
   AllocationRow& a = record.allocation;
   a.upid = upid;
-  read_levels(statement, impl_->level_0_spans ? nullptr : &level_0,
-              [&](const Statement& row, const auto& live) {
-                const std::uint64_t end_seq = row.uint64(1);
-                a.alloc_seq = row.uint64(0);
-                if (!live(a.alloc_seq, end_seq)) return;
-                a.id = row.int64(2);
-                a.size = row.uint64(3);
-                const Impl::Site& site = site_of(row.int64(4));
-                a.kind = site.kind;
-                a.device = site.device;
-                a.alloc_callsite_id = site.callsite_id;
-                if (segments) a.segment_id = row.optional_int64(5);
-                if (end_seq == static_cast<std::uint64_t>(kNeverFreedEnd))
-                  record.free.reset();
-                else
-                  record.free.emplace().free_seq = end_seq;
-                visit(record);
-              });
+  read_levels(
+      statement, impl_->level_0_spans ? nullptr : &level_0,
+      [&](const Statement& row, const auto& live) {
+        const std::uint64_t end_seq = row.uint64(1);
+        a.alloc_seq = row.uint64(0);
+        if (!live(a.alloc_seq, end_seq)) return;
+        a.id = row.int64(2);
+        a.size = row.uint64(3);
+        const Impl::Site& site = site_of(row.int64(4));
+        a.kind = site.kind;
+        a.device = site.device;
+        a.alloc_callsite_id = site.callsite_id;
+        if (segments) a.segment_id = row.optional_int64(5);
+        if (end_seq == static_cast<std::uint64_t>(kNeverFreedEnd))
+          record.free.reset();
+        else
+          record.free.emplace().free_seq = end_seq;
+        visit(record);
+      },
+      [&](const PackedAllocation& packed) {
+        a.alloc_seq = packed.alloc_seq;
+        a.id = packed.id;
+        a.size = packed.size;
+        const Impl::Site& site = site_of(packed.site_id);
+        a.kind = site.kind;
+        a.device = site.device;
+        a.alloc_callsite_id = site.callsite_id;
+        if (segments) a.segment_id.reset();
+        record.free.emplace().free_seq = packed.free_seq();
+        visit(record);
+      });
 }
 
 std::uint64_t TimeIndex::last_seq_at(std::int64_t upid, std::int64_t ns) const {
@@ -763,7 +840,14 @@ std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t 
   statement.bind_uint64(2, seq);
   std::optional<std::int64_t> ns;
   impl_->each_row(statement, [&](const Statement& row) { ns = row.int64(0); });
-  return ns;
+  if (ns) return ns;
+  // A packed allocation or free: in the chunks of seq's bin, allocated at or before it.
+  const std::uint64_t bin_first = seq >> kLiveSpanFirstShift << kLiveSpanFirstShift;
+  for (const PackedAllocation& packed : impl_->packed().between(upid, bin_first, seq)) {
+    if (packed.alloc_seq == seq) return packed.alloc_ns;
+    if (packed.free_seq() == seq) return packed.free_ns();
+  }
+  return std::nullopt;
 }
 
 bool TimeIndex::for_each_event_between(
@@ -773,17 +857,17 @@ bool TimeIndex::for_each_event_between(
     // From the start, every free in the window belongs to an allocation in it: one scan.
     Statement allocs = impl_->prepare(
         "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
-        "FROM $T.allocation WHERE upid = ?1 AND alloc_seq <= ?2 AND result = 0 "
+        "FROM $A WHERE upid = ?1 AND alloc_seq <= ?2 AND result = 0 "
         "ORDER BY alloc_seq");
     allocs.bind_int64(1, upid);
     allocs.bind_uint64(2, through_seq);
-    return impl_->merge_events_in_one_scan(allocs, through_seq, visit);
+    return impl_->merge_events_in_one_scan(allocs, upid, through_seq, visit);
   }
   // The window's allocations, and those up to kShortLifeEvents before it for their short lives'
   // frees; the long lives' frees through the index of frees.
   Statement allocs = impl_->prepare(
       "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
-      "FROM $T.allocation WHERE upid = ?1 AND alloc_seq > ?2 - " +
+      "FROM $A WHERE upid = ?1 AND alloc_seq > ?2 - " +
       std::to_string(kShortLifeEvents) + " AND alloc_seq <= ?3 AND result = 0 ORDER BY alloc_seq");
   Statement long_frees = impl_->prepare(
       "SELECT a.upid, a.alloc_seq + a.free_seq_delta, a.alloc_ns + a.free_ns_delta, s.device, "
@@ -796,8 +880,15 @@ bool TimeIndex::for_each_event_between(
     statement->bind_uint64(2, after_seq);
     statement->bind_uint64(3, through_seq);
   }
+  // Packed allocations are short lives: the window's and their frees come with the rows'.
+  const std::uint64_t earliest =
+      after_seq >= static_cast<std::uint64_t>(kShortLifeEvents) - 1
+          ? after_seq - (static_cast<std::uint64_t>(kShortLifeEvents) - 1)
+          : 0;
+  PackedAllocations::Cursor cursor(impl_->packed(), upid, earliest, through_seq);
+  AllocationScan scan(allocs, &impl_->packed(), &cursor);
   return impl_->merged(
-      merge_allocation_events_in_window(allocs, long_frees, after_seq, through_seq, visit));
+      merge_allocation_events_in_window(scan, long_frees, after_seq, through_seq, visit));
 }
 
 bool TimeIndex::finds_events_by_seq() const {

@@ -43,13 +43,20 @@ class TraceFileWriter {
   // rollups too, while each process's events come in sequence order with rising times within
   // its span (as the build would take them); else the build makes them.
   enum class TimeIndexUpkeep { kNone, kAsRowsArrive };
+  // How the allocations are stored. kRows: one row of allocation_compact each. kPackShortLives:
+  // those whose life is short and within one bin of the time index's level 0, with no details
+  // and no block inside them, many to a row of allocation_chunk (storage/allocation_chunk.h),
+  // as each batch is written; the others as rows. Only with kAsRowsArrive, whose index of
+  // allocations by number is how readers find the chunks' level 0 (else kRows).
+  enum class AllocationPacking { kRows, kPackShortLives };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.
-  static std::unique_ptr<TraceFileWriter> create(const std::filesystem::path& path,
-                                                 std::string* error,
-                                                 TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
-                                                 std::unique_ptr<RollupKeeper> rollups = nullptr);
+  static std::unique_ptr<TraceFileWriter> create(
+      const std::filesystem::path& path, std::string* error,
+      TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
+      std::unique_ptr<RollupKeeper> rollups = nullptr,
+      AllocationPacking packing = AllocationPacking::kRows);
   ~TraceFileWriter();
   TraceFileWriter(const TraceFileWriter&) = delete;
   TraceFileWriter& operator=(const TraceFileWriter&) = delete;

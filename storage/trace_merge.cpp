@@ -57,7 +57,7 @@ constexpr std::array<IdColumn, 12> kIdColumns{{
     {":mapping", "mapping", "id"},
     {":frame", "frame", "id"},
     {":callsite", "callsite", "id"},
-    {":allocation", "allocation", "id"},
+    {":allocation", "allocation_compact", "id"},
     {":allocation_site", "allocation_site", "id"},
     {":free_site", "free_site", "id"},
     {":bad_free", "bad_free", "id"},
@@ -216,6 +216,22 @@ SELECT id + :allocation, vmm_handle, vmm_offset, segment_id + :allocation, alloc
 FROM input.allocation_detail ORDER BY id)sql"},
 }};
 
+constexpr CopyStep kCopyAllocationChunks{"copying packed allocations", R"sql(
+INSERT INTO main.allocation_chunk(upid, first_alloc_seq, last_seq, first_id, last_id,
+                                  first_alloc_ns, count, allocations)
+SELECT c.upid + :upid, c.first_alloc_seq, c.last_seq, c.first_id + :allocation,
+       c.last_id + :allocation, c.first_alloc_ns, c.count,
+       (SELECT json_group_array(json_array(
+                   json_extract(p.value, '$[0]'),
+                   json_extract(p.value, '$[1]') + :allocation_site,
+                   json_extract(p.value, '$[2]'), json_extract(p.value, '$[3]'),
+                   json_extract(p.value, '$[4]'), json_extract(p.value, '$[5]'),
+                   json_extract(p.value, '$[6]'),
+                   json_extract(p.value, '$[7]') + :free_site,
+                   json_extract(p.value, '$[8]'), json_extract(p.value, '$[9]')))
+        FROM json_each(c.allocations) AS p)
+FROM input.allocation_chunk AS c ORDER BY c.id)sql"};
+
 constexpr std::array<CopyStep, 5> kCopyAfterCallsites{{
     {"copying bad frees", R"sql(
 INSERT INTO main.bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason)
@@ -299,6 +315,7 @@ class MergedTrace {
     for (const CopyStep& copy : kCopyBeforeCallsites) run(copy, shifts, std::nullopt);
     copy_callsites(shifts);
     for (const CopyStep& copy : kCopyCompactAllocations) run(copy, shifts, std::nullopt);
+    if (input_has("allocation_chunk")) copy_chunks(shifts);
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
     if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
     execute("COMMIT", "committing");
@@ -420,7 +437,37 @@ class MergedTrace {
       if (const int rc = query.step(); rc != SQLITE_ROW) fail("numbering rows", rc);
       shifts[id.parameter] = query.is_null(0) ? 0 : query.int64(0) + 1 - query.int64(1);
     }
+    // Allocation ids are the rows' and the packed allocations' (allocation_chunk) together.
+    if (input_has("allocation_chunk")) {
+      Statement query = prepare(
+          "SELECT (SELECT max(id) FROM main.allocation_compact), (SELECT max(last_id) FROM "
+          "main.allocation_chunk), (SELECT min(id) FROM input.allocation_compact), (SELECT "
+          "min(first_id) FROM input.allocation_chunk)",
+          "numbering rows");
+      if (const int rc = query.step(); rc != SQLITE_ROW) fail("numbering rows", rc);
+      std::optional<std::int64_t> largest, smallest;
+      for (const int column : {0, 1})
+        if (!query.is_null(column))
+          largest = std::max(largest.value_or(INT64_MIN), query.int64(column));
+      for (const int column : {2, 3})
+        if (!query.is_null(column))
+          smallest = std::min(smallest.value_or(INT64_MAX), query.int64(column));
+      shifts[":allocation"] =
+          largest ? *largest + 1 - std::min<std::int64_t>(1, smallest.value_or(1)) : 0;
+    }
     return shifts;
+  }
+
+  // The packed allocations, their ids and sites shifted as the rows' are, each chunk's text
+  // written again by SQLite's JSON functions (what unpack_allocations() reads; the order of
+  // the allocations within a chunk does not matter to a reader, which sorts them).
+  void copy_chunks(const std::map<std::string, std::int64_t>& shifts) {
+    run(kCopyAllocationChunks, shifts, std::nullopt);
+    Statement any =
+        prepare("SELECT count(*) FROM input.allocation_chunk", "copying packed allocations");
+    if (const int rc = any.step(); rc != SQLITE_ROW) fail("copying packed allocations", rc);
+    if (any.int64(0) > 0)
+      execute("PRAGMA main.user_version = " + std::to_string(kSchemaVersion), "marking the schema");
   }
 
   void copy_callsites(const std::map<std::string, std::int64_t>& shifts) {

@@ -16,6 +16,8 @@
 #include "proto/shim_markers.h"
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
+#include "storage/live_span.h"
+#include "storage/packed_allocations.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_header.h"
@@ -68,12 +70,18 @@ std::string live_at_program_end_sql(const ProgramEnds& ends) {
   return sql + " ELSE free_seq IS NULL END";
 }
 
+// The trace's allocation rows as a subquery: the view `allocation` without its packed
+// allocations, which are read through PackedAllocations (storage/packed_allocations.h).
+const std::string& rows_sql() {
+  static const std::string sql = "(" + allocation_rows_sql("main") + ")";
+  return sql;
+}
+
 // `ids`: an SQL list of allocation ids to keep ("1, 5, 9"), for AllocationFilter::ids.
 std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& program_ends,
                              const std::string& ids = {}) {
-  std::string sql =
-      "SELECT " + std::string(allocation_columns(filter.columns)) +
-      " FROM allocation WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
+  std::string sql = "SELECT " + std::string(allocation_columns(filter.columns)) + " FROM " +
+                    rows_sql() + " WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
   switch (filter.outcome) {
     case AllocationFilter::Outcome::kAny:
       break;
@@ -160,6 +168,13 @@ struct TraceReader::Impl {
   std::map<std::int64_t, std::uint64_t> program_ends;  // see program_end_seq()
   std::vector<std::string> damaged_fields;             // see damaged_fields()
   int last_error_code = SQLITE_OK;
+  std::unique_ptr<PackedAllocations> packed_allocations;
+
+  PackedAllocations& packed() {
+    if (!packed_allocations)
+      packed_allocations = std::make_unique<PackedAllocations>(db.get(), "main", path.string());
+    return *packed_allocations;
+  }
 
   [[noreturn]] void fail(int rc) {
     last_error_code = rc;
@@ -280,12 +295,12 @@ struct TraceReader::Impl {
           Reason::kNotATrace,
           name + ": not a vramtrace trace (no schema version); " + std::string(kRecordHint)};
     }
-    if (schema_version < kSchemaVersion) {
+    if (schema_version < kSchemaVersionWithoutChunks) {
       return OpenFailure{Reason::kOlderSchema,
                          name + ": written by an older vramtrace (trace schema " +
-                             std::to_string(schema_version) +
-                             ", which this build does not read: " + "it reads schema " +
-                             std::to_string(kSchemaVersion) + "); record it again"};
+                             std::to_string(schema_version) + ", which this build does not read: " +
+                             "it reads schemas " + std::to_string(kSchemaVersionWithoutChunks) +
+                             " to " + std::to_string(kSchemaVersion) + "); record it again"};
     }
     std::set<std::string, std::less<>> tables;
     Statement list = prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
@@ -496,6 +511,89 @@ std::vector<ThreadRecord> TraceReader::threads() const {
 void TraceReader::for_each_allocation(
     const AllocationFilter& filter,
     const std::function<void(const AllocationRecord&)>& visit) const {
+  // The packed allocations the filter keeps, visited in their place among the rows: by id, by
+  // (upid, alloc_seq, id), or after them in table order. Those of a few bins are gathered
+  // first; a pass over every allocation reads them as it goes.
+  PackedAllocations& packed = impl_->packed();
+  std::vector<std::pair<std::int64_t, PackedAllocation>> gathered;
+  std::size_t next_gathered = 0;
+  std::optional<PackedAllocations::Cursor> cursor;
+  const auto kept = [&](std::int64_t upid, const PackedAllocation& allocation) {
+    if (filter.upid && upid != *filter.upid) return false;
+    if (filter.kind && packed.site(allocation.site_id).kind != *filter.kind) return false;
+    if (filter.live_just_after && (allocation.alloc_seq > *filter.live_just_after ||
+                                   allocation.free_seq() <= *filter.live_just_after))
+      return false;
+    if (filter.lifetime == AllocationFilter::Lifetime::kLiveAtEnd &&
+        !live_at_program_end_of(impl_->program_ends, upid, allocation.alloc_seq,
+                                allocation.free_seq()))
+      return false;
+    return true;
+  };
+  const auto gather = [&](std::optional<std::int64_t> upid, std::uint64_t seq) {
+    // Live just after `seq`: made in its bin (a packed life lies in one), at or before it.
+    packed.for_each(upid, seq >> kLiveSpanFirstShift << kLiveSpanFirstShift, seq,
+                    [&](std::int64_t owner, const PackedAllocation& allocation) {
+                      if (kept(owner, allocation)) gathered.emplace_back(owner, allocation);
+                      return true;
+                    });
+  };
+  // Every packed allocation succeeded; none is live at a program's end but one that ended
+  // before its process did.
+  if (packed.present() && filter.outcome != AllocationFilter::Outcome::kFailed) {
+    if (filter.ids) {
+      if (!filter.ids->empty()) {
+        const std::set<std::int64_t> wanted(filter.ids->begin(), filter.ids->end());
+        packed.for_each_with_id_between(
+            *wanted.begin(), *wanted.rbegin(),
+            [&](std::int64_t upid, const PackedAllocation& allocation) {
+              if (wanted.contains(allocation.id) && kept(upid, allocation))
+                gathered.emplace_back(upid, allocation);
+            });
+        std::sort(gathered.begin(), gathered.end(),
+                  [](const auto& x, const auto& y) { return x.second.id < y.second.id; });
+      }
+    } else if (filter.live_just_after) {
+      gather(filter.upid, *filter.live_just_after);
+    } else if (filter.lifetime == AllocationFilter::Lifetime::kLiveAtEnd) {
+      for (const auto& [upid, end] : impl_->program_ends)
+        if (end > 0 && (!filter.upid || upid == *filter.upid)) gather(upid, end - 1);
+    } else {
+      cursor.emplace(packed, filter.upid, 0, UINT64_MAX);
+    }
+  }
+  // The next packed allocation kept, or null.
+  std::optional<AllocationRecord> ahead;
+  const auto next_packed = [&]() -> const AllocationRecord* {
+    if (ahead) return &*ahead;
+    if (next_gathered < gathered.size()) {
+      const auto& [upid, allocation] = gathered[next_gathered++];
+      ahead = packed.record(upid, allocation);
+    } else if (cursor) {
+      std::int64_t upid = 0;
+      while (const PackedAllocation* allocation = cursor->next(&upid)) {
+        if (!kept(upid, *allocation)) continue;
+        ahead = packed.record(upid, *allocation);
+        break;
+      }
+    }
+    return ahead ? &*ahead : nullptr;
+  };
+  const auto before = [&](const AllocationRecord& x, const AllocationRecord& y) {
+    if (filter.ids) return x.allocation.id < y.allocation.id;
+    return std::tuple(x.allocation.upid, x.allocation.alloc_seq, x.allocation.id) <
+           std::tuple(y.allocation.upid, y.allocation.alloc_seq, y.allocation.id);
+  };
+  const auto visit_in_place = [&](const AllocationRecord& row) {
+    if (!filter.in_table_order || filter.ids) {
+      while (const AllocationRecord* packed_record = next_packed()) {
+        if (!before(*packed_record, row)) break;
+        visit(*packed_record);
+        ahead.reset();
+      }
+    }
+    visit(row);
+  };
   if (filter.ids) {
     // A few hundred at a time: each statement's list stays short, whatever the count.
     constexpr std::size_t kIdsPerQuery = 500;
@@ -508,11 +606,15 @@ void TraceReader::for_each_allocation(
       std::string list;
       for (std::size_t i = first; i < ids.size() && i < first + kIdsPerQuery; ++i)
         list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
-      visit_allocations(allocation_query(chunk, impl_->program_ends, list), filter, visit);
+      visit_allocations(allocation_query(chunk, impl_->program_ends, list), filter, visit_in_place);
     }
-    return;
+  } else {
+    visit_allocations(allocation_query(filter, impl_->program_ends), filter, visit_in_place);
   }
-  visit_allocations(allocation_query(filter, impl_->program_ends), filter, visit);
+  while (const AllocationRecord* packed_record = next_packed()) {
+    visit(*packed_record);
+    ahead.reset();
+  }
 }
 
 void TraceReader::visit_allocations(
@@ -565,11 +667,12 @@ void TraceReader::for_each_allocation_event(
   // order from the (upid, seq) indexes where the trace has them, instead of sorting.
   const std::string process = upid ? " AND upid = ?1" : "";
   Statement allocs = impl_->prepare(
-      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns FROM allocation "
-      "WHERE result = 0" +
-      process + " ORDER BY upid, alloc_seq");
+      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns FROM " +
+      rows_sql() + " WHERE result = 0" + process + " ORDER BY upid, alloc_seq");
   if (upid) allocs.bind_int64(1, *upid);
-  const int rc = merge_allocation_events_in_one_scan(allocs, static_cast<std::uint64_t>(INT64_MAX),
+  PackedAllocations::Cursor packed(impl_->packed(), upid, 0, UINT64_MAX);
+  AllocationScan scan(allocs, &impl_->packed(), &packed);
+  const int rc = merge_allocation_events_in_one_scan(scan, static_cast<std::uint64_t>(INT64_MAX),
                                                      [&](const AllocationEvent& event) {
                                                        visit(event);
                                                        return true;
@@ -616,6 +719,10 @@ std::vector<std::int64_t> TraceReader::upids_with_gpu_events() const {
     impl_->check_row(row, "allocation", {0}, {});
     upids.push_back(row.int64(0));
   });
+  const std::vector<std::int64_t> packed = impl_->packed().upids();
+  upids.insert(upids.end(), packed.begin(), packed.end());
+  std::sort(upids.begin(), upids.end());
+  upids.erase(std::unique(upids.begin(), upids.end()), upids.end());
   return upids;
 }
 
@@ -673,8 +780,8 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
   // lives' frees by free_seq, and the short lives' frees through their allocations, down to
   // kShortLifeEvents before the latest event found (none before it could free later).
   Statement at_alloc = impl_->prepare(
-      "SELECT alloc_seq, allocator_allocated, allocator_reserved FROM allocation "
-      "WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
+      "SELECT alloc_seq, allocator_allocated, allocator_reserved FROM " + rows_sql() +
+      " WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
       "(allocator_allocated IS NOT NULL OR allocator_reserved IS NOT NULL) "
       "ORDER BY alloc_seq DESC LIMIT 1");
   const std::string block_free_with_totals =
@@ -717,19 +824,13 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
 
 std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
   // Added up here rather than by GROUP BY, which would sort every row first: one scan of the
-  // few columns needed, into a map of a handful of keys.
-  Statement statement = impl_->prepare(
-      "SELECT upid, device, kind, result, size, alloc_ns, free_ns, alloc_seq, free_seq "
-      "FROM allocation");
+  // few columns needed, into a map of a handful of keys; then the packed allocations.
   std::map<std::tuple<std::int64_t, int, int, int>, AllocationTotalsRow> totals;
-  impl_->each_row(statement, [&](const Statement& row) {
-    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 7}, {1, 2, 3});
-    const auto key = std::tuple(row.int64(0), row.int32(1), row.int32(2), row.int32(3));
+  const auto add = [&](const std::tuple<std::int64_t, int, int, int>& key, std::uint64_t size,
+                       std::int64_t alloc_ns, std::optional<std::int64_t> free_ns,
+                       std::uint64_t alloc_seq, std::optional<std::uint64_t> free_seq) {
     auto [it, added] = totals.try_emplace(key);
     AllocationTotalsRow& t = it->second;
-    const std::uint64_t size = row.uint64(4);
-    const std::int64_t alloc_ns = row.int64(5);
-    const std::optional<std::int64_t> free_ns = row.optional_int64(6);
     if (added) {
       std::tie(t.upid, t.device, t.kind, t.result) = key;
       t.first_alloc_ns = t.last_alloc_ns = alloc_ns;
@@ -743,15 +844,31 @@ std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
       t.freed_bytes += size;
       t.last_free_ns = std::max(t.last_free_ns.value_or(*free_ns), *free_ns);
     }
-    std::optional<std::uint64_t> free_seq;
-    if (const std::optional<std::int64_t> seq = row.optional_int64(8))
-      free_seq = static_cast<std::uint64_t>(*seq);
-    const bool live = live_at_program_end_of(impl_->program_ends, t.upid, row.uint64(7), free_seq);
+    const bool live = live_at_program_end_of(impl_->program_ends, t.upid, alloc_seq, free_seq);
     if (live && t.result == 0) {
       t.live_count += 1;
       t.live_bytes += size;
     }
+  };
+  Statement statement = impl_->prepare(
+      "SELECT upid, device, kind, result, size, alloc_ns, free_ns, alloc_seq, free_seq FROM " +
+      rows_sql());
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 7}, {1, 2, 3});
+    std::optional<std::uint64_t> free_seq;
+    if (const std::optional<std::int64_t> seq = row.optional_int64(8))
+      free_seq = static_cast<std::uint64_t>(*seq);
+    add(std::tuple(row.int64(0), row.int32(1), row.int32(2), row.int32(3)), row.uint64(4),
+        row.int64(5), row.optional_int64(6), row.uint64(7), free_seq);
   });
+  PackedAllocations& packed = impl_->packed();
+  packed.for_each(
+      std::nullopt, 0, UINT64_MAX, [&](std::int64_t upid, const PackedAllocation& allocation) {
+        const PackedAllocations::Site& site = packed.site(allocation.site_id);
+        add(std::tuple(upid, site.device, site.kind, site.result), allocation.size,
+            allocation.alloc_ns, allocation.free_ns(), allocation.alloc_seq, allocation.free_seq());
+        return true;
+      });
   std::vector<AllocationTotalsRow> rows;
   rows.reserve(totals.size());
   for (auto& [key, row] : totals) rows.push_back(std::move(row));

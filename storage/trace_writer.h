@@ -33,6 +33,7 @@ class TraceWriter {
  public:
   using TimeIndexUpkeep = TraceFileWriter::TimeIndexUpkeep;
   using AllocationIndexes = TraceFileWriter::AllocationIndexes;
+  using AllocationPacking = TraceFileWriter::AllocationPacking;
   enum class Threading { kCallersThread, kOwnThread };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
@@ -40,7 +41,8 @@ class TraceWriter {
   static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error,
                                              TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
                                              std::unique_ptr<RollupKeeper> rollups = nullptr,
-                                             Threading threading = Threading::kCallersThread);
+                                             Threading threading = Threading::kCallersThread,
+                                             AllocationPacking packing = AllocationPacking::kRows);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

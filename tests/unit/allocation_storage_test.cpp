@@ -96,6 +96,7 @@ std::string plan_of(const std::filesystem::path& path, const std::string& query)
 // a scan per step is seconds. free_seq in particular is an expression the index must match, and
 // the index holds the long lives alone, which a query must say as the index does.
 TEST_F(AllocationStorageTest, QueriesOfTheViewSearchTheIndexesUnderIt) {
+  const std::string rows = "(" + storage::allocation_rows_sql("") + ")";
   // Each query, and the search its plan must make.
   const std::map<std::string, std::string> search_of_query{
       {"SELECT alloc_seq + free_seq_delta, alloc_ns + free_ns_delta FROM allocation_compact "
@@ -106,10 +107,12 @@ TEST_F(AllocationStorageTest, QueriesOfTheViewSearchTheIndexesUnderIt) {
        "alloc_seq < 5 AND alloc_seq >= 5 - 1024 AND " +
            storage::short_life_sql("") + " ORDER BY alloc_seq DESC",
        "INDEX allocation_by_alloc_seq (upid=? AND alloc_seq>? AND alloc_seq<?)"},
-      {"SELECT alloc_seq, alloc_ns FROM allocation WHERE upid = 1 AND alloc_seq <= 5 "
-       "ORDER BY alloc_seq DESC LIMIT 1",
+      // The readers' rows under the view (the view without its packed allocations).
+      {"SELECT alloc_seq, alloc_ns FROM " + rows +
+           " WHERE upid = 1 AND alloc_seq <= 5 "
+           "ORDER BY alloc_seq DESC LIMIT 1",
        "INDEX allocation_by_alloc_seq (upid=? AND alloc_seq<?)"},
-      {"SELECT id FROM allocation WHERE segment_id = 1",
+      {"SELECT id FROM " + rows + " WHERE segment_id = 1",
        "INDEX allocation_by_segment (segment_id=?)"},
       // TraceReader::failures_by_process_and_kind: the failed sites, then their rows.
       {"SELECT a.upid, s.kind, count(*) FROM allocation_site AS s CROSS JOIN allocation_compact "

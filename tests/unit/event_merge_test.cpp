@@ -135,7 +135,8 @@ std::vector<Event> one_scan(const Table& table, std::uint64_t last_seq, int stop
               "FROM allocation WHERE result = 0 AND alloc_seq <= " +
                   std::to_string(last_seq) + " ORDER BY upid, alloc_seq");
   std::vector<Event> events;
-  *rc = merge_allocation_events_in_one_scan(allocs, last_seq, collect(&events, stop_after));
+  AllocationScan scan(allocs);
+  *rc = merge_allocation_events_in_one_scan(scan, last_seq, collect(&events, stop_after));
   return events;
 }
 
@@ -156,7 +157,8 @@ std::vector<Event> window(const Table& table, std::int64_t upid, std::uint64_t a
                  std::to_string(through_seq) + " AND (free_seq - alloc_seq > " + short_life +
                  " OR free_seq - alloc_seq < 1) ORDER BY free_seq, id");
   std::vector<Event> events;
-  *rc = merge_allocation_events_in_window(allocs, long_frees, after_seq, through_seq,
+  AllocationScan scan(allocs);
+  *rc = merge_allocation_events_in_window(scan, long_frees, after_seq, through_seq,
                                           collect(&events, stop_after));
   return events;
 }

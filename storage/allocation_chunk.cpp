@@ -1,0 +1,103 @@
+#include "storage/allocation_chunk.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace vramtrace::storage {
+namespace {
+
+// Differences and values stored as the int64 with the same bits, as everywhere in the trace.
+std::int64_t bits(std::uint64_t value) {
+  return static_cast<std::int64_t>(value);
+}
+std::int64_t difference(std::int64_t a, std::int64_t b) {
+  return bits(static_cast<std::uint64_t>(a) - static_cast<std::uint64_t>(b));
+}
+std::int64_t sum(std::int64_t a, std::int64_t b) {
+  return bits(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
+void append(std::string* out, std::int64_t value) {
+  std::array<char, 24> digits;
+  const auto [end, ignored] = std::to_chars(digits.data(), digits.data() + digits.size(), value);
+  out->append(digits.data(), end);
+}
+
+}  // namespace
+
+AllocationChunk pack_allocations(std::int64_t upid,
+                                 const std::vector<PackedAllocation>& allocations) {
+  AllocationChunk chunk;
+  chunk.upid = upid;
+  const PackedAllocation& first = allocations.front();
+  chunk.first_alloc_seq = first.alloc_seq;
+  chunk.first_id = first.id;
+  chunk.first_alloc_ns = first.alloc_ns;
+  chunk.last_id = first.id;
+  chunk.count = static_cast<std::int64_t>(allocations.size());
+  // About 50 characters an allocation.
+  chunk.allocations.reserve(2 + allocations.size() * 56);
+  chunk.allocations += '[';
+  for (const PackedAllocation& a : allocations) {
+    chunk.last_seq = std::max(chunk.last_seq, a.free_seq());
+    chunk.last_id = std::max(chunk.last_id, a.id);
+    if (&a != &first) chunk.allocations += ',';
+    const std::array<std::int64_t, kPackedFields> fields{difference(a.id, first.id),
+                                                         a.site_id,
+                                                         bits(a.address),
+                                                         bits(a.size),
+                                                         a.size_minus_requested,
+                                                         bits(a.alloc_seq - first.alloc_seq),
+                                                         difference(a.alloc_ns, first.alloc_ns),
+                                                         a.free_site_id,
+                                                         a.free_seq_delta,
+                                                         a.free_ns_delta};
+    chunk.allocations += '[';
+    for (int i = 0; i < kPackedFields; ++i) {
+      if (i != 0) chunk.allocations += ',';
+      append(&chunk.allocations, fields[i]);
+    }
+    chunk.allocations += ']';
+  }
+  chunk.allocations += ']';
+  return chunk;
+}
+
+bool unpack_allocations(std::string_view text, std::int64_t first_id, std::uint64_t first_alloc_seq,
+                        std::int64_t first_alloc_ns, std::vector<PackedAllocation>* out) {
+  const char* at = text.data();
+  const char* const end = text.data() + text.size();
+  const auto take = [&](char c) {
+    if (at == end || *at != c) return false;
+    ++at;
+    return true;
+  };
+  if (!take('[')) return false;
+  if (take(']')) return at == end;
+  do {
+    std::array<std::int64_t, kPackedFields> fields;
+    if (!take('[')) return false;
+    for (int i = 0; i < kPackedFields; ++i) {
+      if (i != 0 && !take(',')) return false;
+      const auto [next, error] = std::from_chars(at, end, fields[i]);
+      if (error != std::errc()) return false;
+      at = next;
+    }
+    if (!take(']')) return false;
+    PackedAllocation& a = out->emplace_back();
+    a.id = sum(first_id, fields[0]);
+    a.site_id = fields[1];
+    a.address = static_cast<std::uint64_t>(fields[2]);
+    a.size = static_cast<std::uint64_t>(fields[3]);
+    a.size_minus_requested = fields[4];
+    a.alloc_seq = first_alloc_seq + static_cast<std::uint64_t>(fields[5]);
+    a.alloc_ns = sum(first_alloc_ns, fields[6]);
+    a.free_site_id = fields[7];
+    a.free_seq_delta = fields[8];
+    a.free_ns_delta = fields[9];
+  } while (take(','));
+  return take(']') && at == end;
+}
+
+}  // namespace vramtrace::storage

@@ -1,0 +1,121 @@
+// The readers' side of allocation_chunk (storage/allocation_chunk.h): the packed allocations a
+// query by number, by id or by process needs, decoded in C++, with the columns of their sites.
+// TraceReader and TimeIndex read a packed allocation where they read a row of
+// allocation_compact by (upid, alloc_seq), and never through the view `allocation`, whose
+// json_each() would decode every chunk of the trace for any query. Internal to storage/.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/allocation_chunk.h"
+#include "storage/sqlite_statement.h"
+#include "storage/trace_rows.h"
+
+struct sqlite3;
+
+namespace vramtrace::storage {
+
+class PackedAllocations {
+ public:
+  // On `db`, the trace's tables in `schema` ("main", or the name it was attached under); `file`
+  // names the trace in messages. A trace written before allocation_chunk existed has no packed
+  // allocations. Failures throw TraceError.
+  PackedAllocations(sqlite3* db, std::string schema, std::string file);
+
+  // Whether the trace has the table (it may still be empty).
+  bool present() const { return present_; }
+
+  // The columns an allocation takes from its sites (allocation_site, free_site), as the view's
+  // LEFT JOINs read them: a site that is not there reads as NULLs (0 here).
+  struct Site {
+    int kind = 0, api = 0, device = 0, result = 0;
+    std::uint64_t stream = 0;
+    std::uint32_t flags = 0;
+    std::optional<std::uint64_t> pool;
+    std::int64_t utid = 0;
+    std::optional<std::int64_t> callsite_id;
+  };
+  struct FreeSite {
+    std::int64_t utid = 0;
+    std::optional<std::int64_t> callsite_id;
+    int api = 0;
+  };
+  const Site& site(std::int64_t id);
+  const FreeSite& free_site(std::int64_t id);
+
+  // Its record, as TraceReader reads a row's.
+  AllocationRecord record(std::int64_t upid, const PackedAllocation& packed);
+  // Its allocation and its free, as the event scans give them.
+  AllocationEvent alloc_event(std::int64_t upid, const PackedAllocation& packed);
+  AllocationEvent free_event(std::int64_t upid, const PackedAllocation& packed);
+
+  // The packed allocations of one process (or of every process) numbered from `from` through
+  // `through`, in (upid, alloc_seq, id) order, decoded a bin of level 0 at a time.
+  class Cursor {
+   public:
+    Cursor(PackedAllocations& owner, std::optional<std::int64_t> upid, std::uint64_t from,
+           std::uint64_t through);
+    // The next one, valid until the next call, with its process in *upid; null at the end.
+    const PackedAllocation* next(std::int64_t* upid);
+
+   private:
+    // Reads the chunks of the next bin that holds any in range; false when none is left.
+    bool load_bin();
+
+    PackedAllocations& owner_;
+    sqlite::Statement chunks_;
+    std::uint64_t from_ = 0, through_ = 0;
+    std::vector<PackedAllocation> bin_;
+    std::size_t at_ = 0;
+    std::int64_t bin_upid_ = 0;
+    // The first chunk of the bin after the current one, read already.
+    std::vector<PackedAllocation> ahead_;
+    std::pair<std::int64_t, std::int64_t> ahead_key_;  // (upid, bin)
+    bool has_ahead_ = false, done_ = false;
+  };
+
+  // Visits what a Cursor gives until `visit` returns false. Returns false when it stopped.
+  bool for_each(std::optional<std::int64_t> upid, std::uint64_t from, std::uint64_t through,
+                const std::function<bool(std::int64_t upid, const PackedAllocation&)>& visit);
+  // The same, into a vector.
+  std::vector<PackedAllocation> between(std::int64_t upid, std::uint64_t from,
+                                        std::uint64_t through);
+  // Visits those whose id is in [first_id, last_id], in no particular order.
+  void for_each_with_id_between(
+      std::int64_t first_id, std::int64_t last_id,
+      const std::function<void(std::int64_t upid, const PackedAllocation&)>& visit);
+
+  // The first number of the process's last chunk that starts at or before `seq`; unset when
+  // none does.
+  std::optional<std::uint64_t> last_chunk_start(std::int64_t upid, std::uint64_t seq);
+  // The process's highest alloc_seq and highest free_seq among them; 0 when it has none.
+  std::uint64_t last_alloc_seq(std::int64_t upid);
+  std::uint64_t last_free_seq(std::int64_t upid);
+  // The highest id among them; 0 when there are none.
+  std::int64_t last_id();
+  // The processes that have some, ascending.
+  std::vector<std::int64_t> upids();
+
+ private:
+  sqlite::Statement prepare(const std::string& sql);
+  [[noreturn]] void fail(int rc);
+  // The first column of the statement's first row; unset for none or NULL.
+  std::optional<std::int64_t> first_value(sqlite::Statement& statement);
+  // The allocations of the current row of a statement selecting (upid, first_id,
+  // first_alloc_seq, first_alloc_ns, allocations), appended to `out`.
+  void unpack_row(const sqlite::Statement& row, std::vector<PackedAllocation>* out);
+
+  sqlite3* db_;
+  std::string schema_, file_;
+  bool present_ = false;
+  sqlite::Statement site_query_, free_site_query_;
+  std::unordered_map<std::int64_t, Site> sites_;
+  std::unordered_map<std::int64_t, FreeSite> free_sites_;
+};
+
+}  // namespace vramtrace::storage

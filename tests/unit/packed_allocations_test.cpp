@@ -1,0 +1,458 @@
+// Short lives packed many to a row (storage/allocation_chunk.h) read back exactly as rows: the
+// same events written twice, once one row per allocation and once packed, give the same answer
+// to every query of TraceReader and TimeIndex, to the view `allocation` in plain SQL, and after
+// a merge. The trace has two processes interleaved, lives of every length (short ones within a
+// bin of 4,096 numbers, short ones across a bin's edge, long ones, none), failed calls, blocks
+// with and without the allocator's totals, segments with blocks in them, a program that ended
+// before its process, and batches flushed mid-way; the packed trace must hold most of its
+// allocations in chunks, and the rest as rows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "analysis/live_bytes_rollups.h"
+#include "proto/shim_markers.h"
+#include "sql_query.h"
+#include "storage/allocation_chunk.h"
+#include "storage/schema.h"
+#include "storage/time_index.h"
+#include "storage/trace_merge.h"
+#include "storage/trace_reader.h"
+#include "storage/trace_writer.h"
+#include "temp_dir.h"
+
+namespace vramtrace {
+namespace {
+
+using storage::AllocationFilter;
+using storage::AllocationRecord;
+using Packing = storage::TraceWriter::AllocationPacking;
+
+constexpr std::uint64_t kEventsPerProcess = 14'000;
+
+std::int64_t ns_of(std::int64_t upid, std::uint64_t seq) {
+  return 1'000'000 * upid + static_cast<std::int64_t>(seq) * 7;
+}
+
+// The events of both processes, interleaved, ids in the collector's ascending order.
+void write_trace(const std::filesystem::path& path, Packing packing) {
+  std::string error;
+  auto writer = storage::TraceWriter::create(
+      path, &error, storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive, nullptr,
+      storage::TraceWriter::Threading::kCallersThread, packing);
+  ASSERT_NE(writer, nullptr) << error;
+  for (const std::int64_t upid : {1, 2}) {
+    storage::ProcessRow process;
+    process.upid = upid;
+    process.pid = static_cast<std::uint32_t>(40 + upid);
+    process.start_ns = ns_of(upid, 0);
+    writer->add_process(process);
+    writer->add_thread(upid, upid, process.pid);
+  }
+  std::mt19937_64 random(5);
+  struct Pending {
+    std::int64_t id;
+    std::uint64_t free_at;
+  };
+  std::map<std::int64_t, std::vector<Pending>> pending;
+  std::map<std::int64_t, std::uint64_t> seq{{1, 0}, {2, 0}};
+  std::map<std::int64_t, std::optional<std::int64_t>> open_segment;  // a live segment, by upid
+  std::int64_t next_id = 1;
+  std::uint64_t totals = 0;
+  for (std::uint64_t step = 0; step < 2 * kEventsPerProcess; ++step) {
+    const std::int64_t upid = random() % 3 == 0 ? 2 : 1;
+    const std::uint64_t now = ++seq[upid];
+    if (upid == 2 && now == kEventsPerProcess / 2) {
+      // Python began to finalize: what was live here and freed later is live at the end.
+      storage::MarkerRow marker;
+      marker.id = 1;
+      marker.upid = 2;
+      marker.utid = 2;
+      marker.type = std::string(storage::kMarkerMark);
+      marker.source = std::string(storage::kMarkerFromShim);
+      marker.name = std::string(wire_markers::kPythonFinalizing);
+      marker.start_seq = now;
+      marker.start_ns = ns_of(upid, now);
+      writer->add_marker(marker);
+      continue;
+    }
+    std::vector<Pending>& waiting = pending[upid];
+    const auto due = std::find_if(waiting.begin(), waiting.end(),
+                                  [&](const Pending& p) { return p.free_at <= now; });
+    if (due != waiting.end()) {
+      storage::FreeRow free;
+      free.free_seq = now;
+      free.free_ns = ns_of(upid, now);
+      free.free_utid = upid;
+      free.free_api = 2 + static_cast<int>(random() % 2);
+      writer->set_free(due->id, free);
+      if (open_segment[upid] == due->id) open_segment[upid].reset();
+      waiting.erase(due);
+      continue;
+    }
+    storage::AllocationRow row;
+    row.id = next_id++;
+    row.upid = upid;
+    row.alloc_utid = upid;
+    row.api = 1;
+    row.alloc_callsite_id = std::nullopt;
+    const std::uint64_t shape = random() % 10;
+    const bool block = shape < 3;
+    row.kind = block ? storage::allocation_kind::kBlock : storage::allocation_kind::kDevice;
+    row.device = static_cast<int>(random() % 2);
+    row.size = 512 * (1 + random() % 64);
+    row.requested_size = row.size - random() % 3;
+    row.address = 0x7f0000000000 + 0x100000 * static_cast<std::uint64_t>(row.id);
+    row.alloc_seq = now;
+    row.alloc_ns = ns_of(upid, now);
+    if (block && shape == 0) {
+      row.allocator_allocated = ++totals;
+      row.allocator_reserved = totals * 2;
+    }
+    if (block && open_segment[upid]) row.segment_id = open_segment[upid];
+    const std::uint64_t roll = random() % 20;
+    if (roll == 0) {
+      row.result = 2;  // failed: never freed
+      row.address = 0;
+    }
+    writer->add_allocation(row);
+    if (row.result != 0 || roll == 1) continue;  // never freed
+    const std::uint64_t life = roll < 14   ? 1 + random() % 40
+                               : roll < 17 ? 500 + random() % 1'000
+                                           : 1 + random() % 9'000;
+    if (!block && !open_segment[upid] && life < 40) open_segment[upid] = row.id;
+    waiting.push_back({row.id, now + life});
+    if (step % 3'001 == 0) writer->flush();
+  }
+  ASSERT_TRUE(writer->finish(&error)) << error;
+}
+
+constexpr std::string_view kEveryColumn =
+    "id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, result, "
+    "alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
+    "free_callsite_id, free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated, "
+    "allocator_reserved, free_allocator_allocated, free_allocator_reserved, correlation_id";
+
+// The columns as one text, NULL as empty: `a || ',' || ...` (concat_ws() is newer than the
+// SQLite some distributions ship).
+std::string columns_sql(std::string_view columns) {
+  std::string sql;
+  std::size_t at = 0;
+  while (at < columns.size()) {
+    std::size_t end = columns.find(',', at);
+    if (end == std::string_view::npos) end = columns.size();
+    std::string_view name = columns.substr(at, end - at);
+    while (name.starts_with(' ')) name.remove_prefix(1);
+    sql +=
+        (sql.empty() ? "" : " || ',' || ") + std::string("ifnull(") + std::string(name) + ", '')";
+    at = end + 1;
+  }
+  return sql;
+}
+
+std::string text_of(const AllocationRecord& r) {
+  std::ostringstream out;
+  const storage::AllocationRow& a = r.allocation;
+  out << a.id << ' ' << a.upid << ' ' << a.kind << ' ' << a.api << ' ' << a.device << ' '
+      << a.stream << ' ' << a.address << ' ' << a.size << ' ' << a.requested_size << ' ' << a.flags
+      << ' ' << a.pool.value_or(0) << ' ' << a.result << ' ' << a.alloc_seq << ' ' << a.alloc_ns
+      << ' ' << a.alloc_utid << ' ' << a.alloc_callsite_id.value_or(-1) << ' '
+      << a.segment_id.value_or(-1) << ' ' << a.allocator_allocated.value_or(0) << ' '
+      << a.allocator_reserved.value_or(0);
+  if (r.free) {
+    out << " freed " << r.free->free_seq << ' ' << r.free->free_ns << ' ' << r.free->free_utid
+        << ' ' << r.free->free_callsite_id.value_or(-1) << ' ' << r.free->free_api << ' '
+        << r.free->allocator_allocated.value_or(0);
+  }
+  return out.str();
+}
+
+std::vector<std::string> texts(const std::vector<AllocationRecord>& records) {
+  std::vector<std::string> out;
+  for (const AllocationRecord& r : records) out.push_back(text_of(r));
+  return out;
+}
+
+std::string text_of(const storage::AllocationEvent& e) {
+  std::ostringstream out;
+  out << static_cast<int>(e.type) << ' ' << e.allocation_id << ' ' << e.upid << ' ' << e.seq << ' '
+      << e.ns << ' ' << e.device << ' ' << e.kind << ' ' << e.size;
+  return out.str();
+}
+
+class PackedAllocationsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir;
+    write_trace(rows_path(), Packing::kRows);
+    write_trace(packed_path(), Packing::kPackShortLives);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::filesystem::path rows_path() { return *dir_ / "rows.db"; }
+  static std::filesystem::path packed_path() { return *dir_ / "packed.db"; }
+
+  static std::unique_ptr<storage::TraceReader> open(const std::filesystem::path& path) {
+    storage::OpenFailure failure;
+    auto trace = storage::TraceReader::open(path, &failure);
+    EXPECT_NE(trace, nullptr) << failure.message;
+    return trace;
+  }
+
+  static testing::TempDir* dir_;
+};
+testing::TempDir* PackedAllocationsTest::dir_ = nullptr;
+
+TEST_F(PackedAllocationsTest, MostAllocationsArePackedAndTheRestAreRows) {
+  const auto chunks =
+      std::stoll(testing::query_one(packed_path(), "SELECT sum(count) FROM allocation_chunk"));
+  const auto rows =
+      std::stoll(testing::query_one(packed_path(), "SELECT count(*) FROM allocation_compact"));
+  const auto all =
+      std::stoll(testing::query_one(rows_path(), "SELECT count(*) FROM allocation_compact"));
+  EXPECT_GT(chunks, all / 3);
+  EXPECT_EQ(chunks + rows, all);
+  EXPECT_EQ(testing::query_one(rows_path(), "SELECT count(*) FROM allocation_chunk"), "0");
+  // A trace with chunks says so; one without stays readable by a reader of schema 2.
+  EXPECT_EQ(testing::query_one(packed_path(), "PRAGMA user_version"),
+            std::to_string(storage::kSchemaVersion));
+  EXPECT_EQ(testing::query_one(rows_path(), "PRAGMA user_version"),
+            std::to_string(storage::kSchemaVersionWithoutChunks));
+  // No chunk holds an allocation with details, a failed one, a long life, one that crosses
+  // its bin's edge, or a segment a block names.
+  EXPECT_EQ(testing::query_one(packed_path(),
+                               "SELECT count(*) FROM allocation a WHERE id IN (SELECT c.first_id + "
+                               "json_extract(p.value, '$[0]') FROM allocation_chunk c, "
+                               "json_each(c.allocations) p) AND (result != 0 OR free_seq IS NULL "
+                               "OR free_seq - alloc_seq > 1024 OR alloc_seq >> 12 != free_seq >> "
+                               "12 OR allocator_allocated IS NOT NULL OR id IN (SELECT segment_id "
+                               "FROM allocation WHERE segment_id IS NOT NULL))"),
+            "0");
+  EXPECT_NE(
+      testing::query_one(packed_path(),
+                         "SELECT count(*) FROM allocation_detail WHERE segment_id IS NOT NULL"),
+      "0");
+}
+
+// The view shows every allocation, packed or not, with every column, to plain SQL.
+TEST_F(PackedAllocationsTest, TheViewShowsPackedAllocationsAsRows) {
+  const std::string all = "SELECT group_concat(x, ';') FROM (SELECT " + columns_sql(kEveryColumn) +
+                          " AS x FROM allocation_view ORDER BY id)";
+  const std::string rows = testing::query_one(rows_path(), all);
+  EXPECT_GT(rows.size(), 100'000u);
+  EXPECT_EQ(testing::query_one(packed_path(), all), rows);
+}
+
+TEST_F(PackedAllocationsTest, TheReaderGivesTheSameAllocations) {
+  const auto rows = open(rows_path());
+  const auto packed = open(packed_path());
+  std::vector<AllocationFilter> filters(1);
+  filters.push_back({.upid = 2});
+  filters.push_back({.kind = storage::allocation_kind::kBlock});
+  filters.push_back({.outcome = AllocationFilter::Outcome::kFailed});
+  filters.push_back({.outcome = AllocationFilter::Outcome::kSucceeded});
+  filters.push_back({.lifetime = AllocationFilter::Lifetime::kLiveAtEnd});
+  filters.push_back({.upid = 2, .lifetime = AllocationFilter::Lifetime::kLiveAtEnd});
+  filters.push_back({.lifetime = AllocationFilter::Lifetime::kFreed});
+  for (const std::uint64_t seq : {1ull, 100ull, 4095ull, 4096ull, 5000ull, 9001ull})
+    filters.push_back({.upid = 1, .live_just_after = seq});
+  filters.push_back({.live_just_after = 6000});
+  std::vector<std::int64_t> ids;
+  for (std::int64_t id = 1; id < 30'000; id += 37) ids.push_back(id);
+  filters.push_back({.ids = ids});
+  filters.push_back({.kind = storage::allocation_kind::kDevice, .ids = ids});
+  for (std::size_t i = 0; i < filters.size(); ++i) {
+    const auto expected = texts(rows->allocations(filters[i]));
+    EXPECT_EQ(texts(packed->allocations(filters[i])), expected) << "filter " << i;
+    if (i == 0) {
+      EXPECT_GT(expected.size(), 10'000u);
+    }
+  }
+  // In table order: the same allocations, in some order.
+  AllocationFilter table_order;
+  table_order.in_table_order = true;
+  auto expected = texts(rows->allocations(table_order));
+  auto got = texts(packed->allocations(table_order));
+  std::sort(expected.begin(), expected.end());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+
+  EXPECT_EQ(packed->upids_with_gpu_events(), rows->upids_with_gpu_events());
+  const auto totals_text = [](const std::vector<storage::AllocationTotalsRow>& totals) {
+    std::ostringstream out;
+    for (const auto& t : totals)
+      out << t.upid << ' ' << t.device << ' ' << t.kind << ' ' << t.result << ' ' << t.count << ' '
+          << t.bytes << ' ' << t.freed_count << ' ' << t.freed_bytes << ' ' << t.live_count << ' '
+          << t.live_bytes << ' ' << t.first_alloc_ns << ' ' << t.last_alloc_ns << ' '
+          << t.last_free_ns.value_or(-1) << '\n';
+    return out.str();
+  };
+  EXPECT_EQ(totals_text(packed->allocation_totals()), totals_text(rows->allocation_totals()));
+
+  for (const std::optional<std::int64_t> upid :
+       {std::optional<std::int64_t>{}, std::optional<std::int64_t>{2}}) {
+    std::vector<std::string> want, have;
+    rows->for_each_allocation_event([&](const auto& e) { want.push_back(text_of(e)); }, upid);
+    packed->for_each_allocation_event([&](const auto& e) { have.push_back(text_of(e)); }, upid);
+    EXPECT_EQ(have, want);
+  }
+}
+
+TEST_F(PackedAllocationsTest, TheTimeIndexGivesTheSameAnswers) {
+  std::string error;
+  const auto rows =
+      storage::TimeIndex::open(rows_path(), analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(rows, nullptr) << error;
+  const auto packed =
+      storage::TimeIndex::open(packed_path(), analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(packed, nullptr) << error;
+  EXPECT_EQ(packed->start_ns(), rows->start_ns());
+  EXPECT_EQ(packed->end_ns(), rows->end_ns());
+  EXPECT_EQ(packed->last_allocation_id(), rows->last_allocation_id());
+  std::mt19937_64 random(9);
+  for (const std::int64_t upid : {1, 2}) {
+    const std::uint64_t last = rows->last_seq(upid);
+    ASSERT_EQ(packed->last_seq(upid), last);
+    for (std::uint64_t seq = 0; seq <= last + 1; seq += 1 + random() % 7)
+      ASSERT_EQ(packed->time_of(upid, seq), rows->time_of(upid, seq)) << upid << " " << seq;
+    for (int i = 0; i < 300; ++i) {
+      const std::int64_t ns =
+          ns_of(upid, random() % (last + 2)) - static_cast<std::int64_t>(random() % 3);
+      ASSERT_EQ(packed->last_seq_at(upid, ns), rows->last_seq_at(upid, ns)) << upid << " " << ns;
+    }
+    for (int i = 0; i < 200; ++i) {
+      const std::uint64_t after = i == 0 ? 0 : random() % (last + 1);
+      const std::uint64_t through = i == 1 ? last : after + random() % (i % 2 == 0 ? 50 : 6'000);
+      std::vector<std::string> want, have;
+      rows->for_each_event_between(upid, after, through, [&](const auto& e) {
+        want.push_back(text_of(e));
+        return true;
+      });
+      packed->for_each_event_between(upid, after, through, [&](const auto& e) {
+        have.push_back(text_of(e));
+        return true;
+      });
+      ASSERT_EQ(have, want) << upid << " (" << after << ", " << through << "]";
+    }
+    for (int i = 0; i < 200; ++i) {
+      const std::uint64_t seq = random() % (last + 2);
+      ASSERT_EQ(texts(packed->live_at(upid, seq)), texts(rows->live_at(upid, seq)))
+          << upid << " " << seq;
+    }
+    // Several moments at once, the narrow columns: as sets of (id, size, kind, callsite).
+    for (const auto columns : {storage::AllocationColumns::kLiveByStack,
+                               storage::AllocationColumns::kLiveByStackAndSegment}) {
+      std::vector<std::uint64_t> seqs;
+      for (int i = 0; i < 40; ++i) seqs.push_back(random() % (last + 2));
+      const auto collect = [&](const storage::TimeIndex& index) {
+        std::vector<std::string> found;
+        index.for_each_live_at_any(
+            upid, seqs,
+            [&](const AllocationRecord& r) {
+              std::ostringstream out;
+              out << r.allocation.id << ' ' << r.allocation.size << ' ' << r.allocation.kind << ' '
+                  << r.allocation.device << ' ' << r.allocation.alloc_seq << ' '
+                  << r.allocation.segment_id.value_or(-1) << ' ' << (r.free ? r.free->free_seq : 0);
+              found.push_back(out.str());
+            },
+            columns);
+        std::sort(found.begin(), found.end());
+        return found;
+      };
+      EXPECT_EQ(collect(*packed), collect(*rows));
+    }
+  }
+  // The rollups (kept by the writer in both) agree too.
+  const auto buckets = [](const storage::TimeIndex& index) {
+    std::ostringstream out;
+    for (const auto& b : index.buckets())
+      out << b.upid << ' ' << b.device << ' ' << b.kind << ' ' << b.bucket << ' ' << b.min_bytes
+          << ' ' << b.max_bytes << ' ' << b.last_bytes << '\n';
+    return out.str();
+  };
+  EXPECT_EQ(buckets(*packed), buckets(*rows));
+}
+
+// The index built by the reports where the writer's was not kept (as for a merged trace)
+// reads the packed allocations too.
+TEST_F(PackedAllocationsTest, AMergeOfPackedTracesReadsAsTheMergeOfRows) {
+  const auto merged = [&](const std::filesystem::path& input, const std::string& name) {
+    const std::filesystem::path copy = *dir_ / (name + "-2.db");
+    std::filesystem::copy_file(input, copy, std::filesystem::copy_options::overwrite_existing);
+    const std::filesystem::path output = *dir_ / (name + "-merged.db");
+    std::filesystem::remove(output);
+    const storage::MergeResult result = storage::merge_traces({input, copy}, output);
+    EXPECT_TRUE(result.ok) << result.error;
+    return output;
+  };
+  const auto rows_merged = merged(rows_path(), "rows");
+  const auto packed_merged = merged(packed_path(), "packed");
+  const std::string all = "SELECT group_concat(x, ';') FROM (SELECT " + columns_sql(kEveryColumn) +
+                          " AS x FROM allocation ORDER BY id)";
+  EXPECT_EQ(testing::query_one(packed_merged, all), testing::query_one(rows_merged, all));
+  EXPECT_EQ(testing::query_one(packed_merged, "PRAGMA user_version"),
+            std::to_string(storage::kSchemaVersion));
+  const auto rows = open(rows_merged);
+  const auto packed = open(packed_merged);
+  EXPECT_EQ(texts(packed->allocations({})), texts(rows->allocations({})));
+  std::string error;
+  const auto rows_index =
+      storage::TimeIndex::open(rows_merged, analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(rows_index, nullptr) << error;
+  const auto packed_index =
+      storage::TimeIndex::open(packed_merged, analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(packed_index, nullptr) << error;
+  for (const std::int64_t upid : {1, 2, 3, 4}) {
+    for (std::uint64_t seq = 0; seq < kEventsPerProcess; seq += 97)
+      ASSERT_EQ(texts(packed_index->live_at(upid, seq)), texts(rows_index->live_at(upid, seq)))
+          << upid << " " << seq;
+  }
+  EXPECT_EQ(packed_index->peaks().size(), rows_index->peaks().size());
+}
+
+TEST(AllocationChunkTest, PacksAndUnpacksEveryValue) {
+  std::vector<storage::PackedAllocation> allocations{
+      {100, 3, 0x7f0000001000, 512, 0, 5000, -20, 2, 1, 9},
+      {101, 4, UINT64_MAX, 1, -1, 5001, INT64_MIN, 0, 1024, INT64_MAX},
+      {99, 1, 0, 0, 3, 5003, 40, 7, 1, 0},
+  };
+  const storage::AllocationChunk chunk = storage::pack_allocations(9, allocations);
+  EXPECT_EQ(chunk.upid, 9);
+  EXPECT_EQ(chunk.first_alloc_seq, 5000u);
+  EXPECT_EQ(chunk.first_id, 100);
+  EXPECT_EQ(chunk.last_id, 101);
+  EXPECT_EQ(chunk.last_seq, 6025u);
+  EXPECT_EQ(chunk.count, 3);
+  std::vector<storage::PackedAllocation> back;
+  ASSERT_TRUE(storage::unpack_allocations(chunk.allocations, chunk.first_id, chunk.first_alloc_seq,
+                                          chunk.first_alloc_ns, &back));
+  EXPECT_EQ(back, allocations);
+}
+
+TEST(AllocationChunkTest, RefusesTextItDidNotWrite) {
+  const std::vector<storage::PackedAllocation> one{{1, 1, 2, 3, 0, 4, 5, 1, 1, 1}};
+  const std::string good = storage::pack_allocations(1, one).allocations;
+  std::vector<storage::PackedAllocation> out;
+  ASSERT_TRUE(storage::unpack_allocations(good, 1, 4, 5, &out));
+  for (const std::string& bad :
+       {std::string(""), std::string("["), std::string("[[1,2]]"), good + " ", good.substr(1),
+        std::string("[[0,1,2,3,0,0,0,1,1,1,9]]"), std::string("[[0,1,2,3,0,0,0,1,1,x]]"),
+        std::string("[[0,1,2,3,0,0,0,1,1,1],]"), std::string("[[0, 1,2,3,0,0,0,1,1,1]]")}) {
+    out.clear();
+    EXPECT_FALSE(storage::unpack_allocations(bad, 1, 4, 5, &out)) << bad;
+  }
+  out.clear();
+  EXPECT_TRUE(storage::unpack_allocations("[]", 1, 4, 5, &out));
+  EXPECT_TRUE(out.empty());
+}
+
+}  // namespace
+}  // namespace vramtrace
