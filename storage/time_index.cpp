@@ -603,6 +603,8 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
   }
   try {
     if (!impl->db) {
+      // Read on the connection below, under the trace's schema name there.
+      impl->packed_allocations.reset();
       // A private temporary database (deleted on close), with the trace attached read-only.
       sqlite3* raw = nullptr;
       const int rc = sqlite3_open_v2(

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <random>
@@ -416,6 +417,85 @@ TEST_F(PackedAllocationsTest, AMergeOfPackedTracesReadsAsTheMergeOfRows) {
           << upid << " " << seq;
   }
   EXPECT_EQ(packed_index->peaks().size(), rows_index->peaks().size());
+}
+
+// A trace that is not finished is indexed aside, by the build that reads the whole trace (the
+// writer's upkeep is in the file, out of the index's reach): it reads the chunks too.
+TEST_F(PackedAllocationsTest, AnIndexBuiltAsideReadsThePackedAllocations) {
+  const auto unfinished = [&](const std::filesystem::path& input, const std::string& name) {
+    const std::filesystem::path copy = *dir_ / (name + "-unfinished.db");
+    std::filesystem::remove(copy);
+    std::filesystem::copy_file(input, copy);
+    EXPECT_EQ(testing::execute_sql(copy, "UPDATE meta SET value = '0' WHERE key = 'complete'"), "");
+    return copy;
+  };
+  std::string error;
+  const auto rows = storage::TimeIndex::open(unfinished(rows_path(), "rows"),
+                                             analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(rows, nullptr) << error;
+  const auto packed = storage::TimeIndex::open(unfinished(packed_path(), "packed"),
+                                               analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(packed, nullptr) << error;
+  EXPECT_NE(packed->note().find("built aside"), std::string::npos) << packed->note();
+  EXPECT_EQ(packed->start_ns(), rows->start_ns());
+  EXPECT_EQ(packed->end_ns(), rows->end_ns());
+  EXPECT_EQ(packed->allocator_segments(), rows->allocator_segments());
+  EXPECT_EQ(packed->processes_with_allocator_events(), rows->processes_with_allocator_events());
+  const auto rollups = [](const storage::TimeIndex& index) {
+    std::ostringstream out;
+    for (const auto& b : index.buckets())
+      out << b.upid << ' ' << b.device << ' ' << b.kind << ' ' << b.bucket << ' ' << b.min_bytes
+          << ' ' << b.max_bytes << ' ' << b.last_bytes << '\n';
+    for (const auto& p : index.peaks())
+      out << p.upid << ' ' << p.device << ' ' << p.group << ' ' << p.bytes << ' ' << p.seq << ' '
+          << p.ns << '\n';
+    return out.str();
+  };
+  EXPECT_EQ(rollups(*packed), rollups(*rows));
+  for (const std::int64_t upid : {1, 2})
+    for (std::uint64_t seq = 0; seq < kEventsPerProcess; seq += 61)
+      ASSERT_EQ(texts(packed->live_at(upid, seq)), texts(rows->live_at(upid, seq)))
+          << upid << " " << seq;
+}
+
+// A chunk whose text was changed is refused with one message naming the file, the table and the
+// row, by the reader's scans and the time index's queries alike: never read as other numbers.
+TEST_F(PackedAllocationsTest, ADamagedChunkIsRefusedWithOneMessage) {
+  // Indexed first, so that opening the index reads no chunk: the queries meet the damage.
+  std::string error;
+  ASSERT_NE(storage::TimeIndex::open(packed_path(), analysis::build_live_bytes_rollups, &error),
+            nullptr)
+      << error;
+  const std::filesystem::path damaged = *dir_ / "damaged.db";
+  std::filesystem::copy_file(packed_path(), damaged,
+                             std::filesystem::copy_options::overwrite_existing);
+  ASSERT_EQ(testing::execute_sql(damaged,
+                                 "UPDATE allocation_chunk SET allocations = '[[1,2,3]]' WHERE id = "
+                                 "(SELECT min(id) FROM allocation_chunk WHERE upid = 1)"),
+            "");
+  const auto expect_refused = [&](const std::function<void()>& read) {
+    try {
+      read();
+      ADD_FAILURE() << "read a damaged chunk";
+    } catch (const storage::TraceError& refused) {
+      const std::string message = refused.what();
+      EXPECT_NE(message.find(damaged.string() + ": the trace is damaged: "
+                                                "allocation_chunk.allocations is not a list of "
+                                                "packed allocations (in the row of process 1"),
+                std::string::npos)
+          << message;
+    }
+  };
+  const auto trace = open(damaged);
+  ASSERT_NE(trace, nullptr);
+  expect_refused([&] { trace->allocations({}); });
+  expect_refused([&] { trace->allocation_totals(); });
+  const auto index = storage::TimeIndex::open(damaged, analysis::build_live_bytes_rollups, &error);
+  ASSERT_NE(index, nullptr) << error;
+  expect_refused([&] {
+    for (std::uint64_t seq = 0; seq < 4096; ++seq) index->time_of(1, seq);
+  });
+  expect_refused([&] { index->live_at(1, 2000); });
 }
 
 TEST(AllocationChunkTest, PacksAndUnpacksEveryValue) {
