@@ -32,6 +32,13 @@ inline constexpr std::int64_t kNeverFreedEnd = INT64_MAX;
 inline constexpr std::int64_t kTimeIndexUpkeepVersion = 2;
 
 int live_span_shift(int level);
+// The first and the last number of the bin of level 0 that holds `seq`.
+constexpr std::uint64_t level_0_bin_first(std::uint64_t seq) {
+  return seq >> kLiveSpanFirstShift << kLiveSpanFirstShift;
+}
+constexpr std::uint64_t level_0_bin_last(std::uint64_t seq) {
+  return level_0_bin_first(seq) + ((std::uint64_t{1} << kLiveSpanFirstShift) - 1);
+}
 // The bin of `seq` at `level`; 0 for the levels above the ladder.
 std::int64_t live_span_bin(int level, std::int64_t seq);
 // The level of an allocation made at `alloc_seq`, freed at `free_seq` (unset: never).

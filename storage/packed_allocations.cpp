@@ -20,7 +20,8 @@ std::int64_t upper_bound_of(std::uint64_t seq) {
 // The first number of the bin of level 0 that holds `seq`: every chunk holding an allocation
 // numbered `seq` starts there or after (storage/allocation_chunk.h: a chunk lies in one bin).
 std::int64_t bin_start(std::uint64_t seq) {
-  return live_span_bin(0, upper_bound_of(seq)) << kLiveSpanFirstShift;
+  return static_cast<std::int64_t>(
+      level_0_bin_first(static_cast<std::uint64_t>(upper_bound_of(seq))));
 }
 
 bool by_number(const PackedAllocation& x, const PackedAllocation& y) {
@@ -45,6 +46,14 @@ Statement PackedAllocations::prepare(const std::string& sql) {
   return statement;
 }
 
+Statement& PackedAllocations::reuse(Statement& slot, const std::string& sql) {
+  if (slot)
+    slot.reset();
+  else
+    slot = prepare(sql);
+  return slot;
+}
+
 void PackedAllocations::fail(int rc) {
   const std::string reason = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   if (sqlite::is_corruption(rc))
@@ -60,6 +69,7 @@ std::optional<std::int64_t> PackedAllocations::first_value(Statement& statement)
     return false;
   });
   if (rc != SQLITE_DONE) fail(rc);
+  statement.reset();  // no read left open on the connection between calls
   return value;
 }
 
@@ -167,13 +177,24 @@ PackedAllocations::Cursor::Cursor(PackedAllocations& owner, std::optional<std::i
     : owner_(owner), from_(from), through_(through) {
   done_ = !owner.present_ || from > through;
   if (done_) return;
-  chunks_ = owner.prepare("SELECT " + std::string(kChunkColumns) + " FROM " + owner.schema_ +
-                          ".allocation_chunk WHERE upid BETWEEN ?1 AND ?2 AND first_alloc_seq "
-                          "BETWEEN ?3 AND ?4 ORDER BY upid, first_alloc_seq");
+  if (owner.idle_cursor_statements_.empty()) {
+    chunks_ = owner.prepare("SELECT " + std::string(kChunkColumns) + " FROM " + owner.schema_ +
+                            ".allocation_chunk WHERE upid BETWEEN ?1 AND ?2 AND first_alloc_seq "
+                            "BETWEEN ?3 AND ?4 ORDER BY upid, first_alloc_seq");
+  } else {
+    chunks_ = std::move(owner.idle_cursor_statements_.back());
+    owner.idle_cursor_statements_.pop_back();
+  }
   chunks_.bind_int64(1, upid.value_or(INT64_MIN));
   chunks_.bind_int64(2, upid.value_or(INT64_MAX));
   chunks_.bind_int64(3, bin_start(from));
   chunks_.bind_int64(4, upper_bound_of(through));
+}
+
+PackedAllocations::Cursor::~Cursor() {
+  if (!chunks_) return;
+  chunks_.reset();
+  owner_.idle_cursor_statements_.push_back(std::move(chunks_));
 }
 
 bool PackedAllocations::Cursor::load_bin() {
@@ -190,7 +211,6 @@ bool PackedAllocations::Cursor::load_bin() {
       const int rc = chunks_.step();
       if (rc == SQLITE_DONE) {
         done_ = true;
-        chunks_.reset();
         break;
       }
       if (rc != SQLITE_ROW) owner_.fail(rc);
@@ -246,9 +266,10 @@ void PackedAllocations::for_each_with_id_between(
     std::int64_t first_id, std::int64_t last_id,
     const std::function<void(std::int64_t upid, const PackedAllocation&)>& visit) {
   if (!present_) return;
-  Statement chunks = prepare(
-      "SELECT " + std::string(kChunkColumns) + " FROM " + schema_ +
-      ".allocation_chunk WHERE first_id <= ?2 AND last_id >= ?1 ORDER BY upid, first_alloc_seq");
+  Statement& chunks =
+      reuse(by_id_query_, "SELECT " + std::string(kChunkColumns) + " FROM " + schema_ +
+                              ".allocation_chunk WHERE first_id <= ?2 AND last_id >= ?1 ORDER BY "
+                              "upid, first_alloc_seq");
   chunks.bind_int64(1, first_id);
   chunks.bind_int64(2, last_id);
   std::vector<PackedAllocation> unpacked;
@@ -260,13 +281,15 @@ void PackedAllocations::for_each_with_id_between(
     return true;
   });
   if (rc != SQLITE_DONE) fail(rc);
+  chunks.reset();
 }
 
 std::optional<std::uint64_t> PackedAllocations::last_chunk_start(std::int64_t upid,
                                                                  std::uint64_t seq) {
   if (!present_) return std::nullopt;
-  Statement last = prepare("SELECT max(first_alloc_seq) FROM " + schema_ +
-                           ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq <= ?2");
+  Statement& last = reuse(last_chunk_start_query_,
+                          "SELECT max(first_alloc_seq) FROM " + schema_ +
+                              ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq <= ?2");
   last.bind_int64(1, upid);
   last.bind_int64(2, upper_bound_of(seq));
   const std::optional<std::int64_t> start = first_value(last);
@@ -278,12 +301,13 @@ std::uint64_t PackedAllocations::last_alloc_seq(std::int64_t upid) {
   if (!present_) return 0;
   // The last chunk's last allocation: a chunk's allocations lie in its bin, after those of the
   // process's chunks that start before it.
-  Statement last =
-      prepare("SELECT " + std::string(kChunkColumns) + " FROM " + schema_ +
-              ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq >= (SELECT "
-              "max(first_alloc_seq) FROM " +
-              schema_ + ".allocation_chunk WHERE upid = ?1) >> " +
-              std::to_string(kLiveSpanFirstShift) + " << " + std::to_string(kLiveSpanFirstShift));
+  Statement& last =
+      reuse(last_alloc_seq_query_,
+            "SELECT " + std::string(kChunkColumns) + " FROM " + schema_ +
+                ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq >= (SELECT "
+                "max(first_alloc_seq) FROM " +
+                schema_ + ".allocation_chunk WHERE upid = ?1) >> " +
+                std::to_string(kLiveSpanFirstShift) + " << " + std::to_string(kLiveSpanFirstShift));
   last.bind_int64(1, upid);
   std::vector<PackedAllocation> unpacked;
   const int rc = last.each_row_while([&](const Statement& row) {
@@ -291,6 +315,7 @@ std::uint64_t PackedAllocations::last_alloc_seq(std::int64_t upid) {
     return true;
   });
   if (rc != SQLITE_DONE) fail(rc);
+  last.reset();
   std::uint64_t highest = 0;
   for (const PackedAllocation& packed : unpacked) highest = std::max(highest, packed.alloc_seq);
   return highest;
@@ -298,19 +323,21 @@ std::uint64_t PackedAllocations::last_alloc_seq(std::int64_t upid) {
 
 std::uint64_t PackedAllocations::last_free_seq(std::int64_t upid) {
   if (!present_) return 0;
-  Statement last =
-      prepare("SELECT max(last_seq) FROM " + schema_ +
-              ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq >= (SELECT "
-              "max(first_alloc_seq) FROM " +
-              schema_ + ".allocation_chunk WHERE upid = ?1) >> " +
-              std::to_string(kLiveSpanFirstShift) + " << " + std::to_string(kLiveSpanFirstShift));
+  Statement& last =
+      reuse(last_free_seq_query_,
+            "SELECT max(last_seq) FROM " + schema_ +
+                ".allocation_chunk WHERE upid = ?1 AND first_alloc_seq >= (SELECT "
+                "max(first_alloc_seq) FROM " +
+                schema_ + ".allocation_chunk WHERE upid = ?1) >> " +
+                std::to_string(kLiveSpanFirstShift) + " << " + std::to_string(kLiveSpanFirstShift));
   last.bind_int64(1, upid);
   return static_cast<std::uint64_t>(first_value(last).value_or(0));
 }
 
 std::int64_t PackedAllocations::last_id() {
   if (!present_) return 0;
-  Statement last = prepare("SELECT max(last_id) FROM " + schema_ + ".allocation_chunk");
+  Statement& last =
+      reuse(last_id_query_, "SELECT max(last_id) FROM " + schema_ + ".allocation_chunk");
   return first_value(last).value_or(0);
 }
 

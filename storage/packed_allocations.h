@@ -60,6 +60,9 @@ class PackedAllocations {
    public:
     Cursor(PackedAllocations& owner, std::optional<std::int64_t> upid, std::uint64_t from,
            std::uint64_t through);
+    ~Cursor();
+    Cursor(const Cursor&) = delete;
+    Cursor& operator=(const Cursor&) = delete;
     // The next one, valid until the next call, with its process in *upid; null at the end.
     const PackedAllocation* next(std::int64_t* upid);
 
@@ -103,6 +106,9 @@ class PackedAllocations {
 
  private:
   sqlite::Statement prepare(const std::string& sql);
+  // `slot`, prepared from `sql` the first time and reset every later one: the time index asks
+  // for the last chunk at or before a number many times in one binary search.
+  sqlite::Statement& reuse(sqlite::Statement& slot, const std::string& sql);
   [[noreturn]] void fail(int rc);
   // The first column of the statement's first row; unset for none or NULL.
   std::optional<std::int64_t> first_value(sqlite::Statement& statement);
@@ -113,7 +119,11 @@ class PackedAllocations {
   sqlite3* db_;
   std::string schema_, file_;
   bool present_ = false;
-  sqlite::Statement site_query_, free_site_query_;
+  sqlite::Statement site_query_, free_site_query_, by_id_query_, last_chunk_start_query_,
+      last_alloc_seq_query_, last_free_seq_query_, last_id_query_;
+  // Prepared cursors' statements not in use: a cursor takes one and gives it back when it ends,
+  // so that any number may be open at once.
+  std::vector<sqlite::Statement> idle_cursor_statements_;
   std::unordered_map<std::int64_t, Site> sites_;
   std::unordered_map<std::int64_t, FreeSite> free_sites_;
 };

@@ -71,13 +71,6 @@ struct TimeIndex::Impl {
   bool level_0_spans =
       true;  // live_span holds level 0 (else: read through allocation_by_alloc_seq)
 
-  // What the allocation view takes from allocation_site, by site id, for the live-set queries
-  // that read the tables under the view: as many as the sites they met.
-  struct Site {
-    int kind = 0, device = 0;
-    std::optional<std::int64_t> callsite_id;
-  };
-  mutable std::unordered_map<std::int64_t, Site> sites;
   // The trace's packed allocations, once the trace's schema is known.
   mutable std::unique_ptr<PackedAllocations> packed_allocations;
   PackedAllocations& packed() const {
@@ -515,8 +508,8 @@ struct TimeIndex::Impl {
       PackedAllocations& packed = impl_.packed();
       std::uint64_t limit = seq;
       while (const std::optional<std::uint64_t> start = packed.last_chunk_start(upid, limit)) {
-        const std::uint64_t bin_first = *start >> kLiveSpanFirstShift << kLiveSpanFirstShift;
-        const std::uint64_t bin_last = bin_first + ((std::uint64_t{1} << kLiveSpanFirstShift) - 1);
+        const std::uint64_t bin_first = level_0_bin_first(*start);
+        const std::uint64_t bin_last = level_0_bin_last(*start);
         if (*best && (*best)->first >= bin_last) return;
         const std::vector<PackedAllocation> found = packed.between(upid, bin_first, seq);
         for (const PackedAllocation& allocation : found) {
@@ -755,8 +748,9 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
 
   // The narrow sets read the tables under the allocation view (docs/schema.md), which on a
   // live set of millions takes a third less than the view: the span's own alloc_seq, end_seq
-  // and id, the compact row's size and site, the site's columns from a map of the sites met,
-  // and the detail's segment only when asked for.
+  // and id, the compact row's size and site, the site's columns from the map of the sites met
+  // (PackedAllocations::site, which the packed allocations read too), and the detail's segment
+  // only when asked for.
   const bool segments = columns == AllocationColumns::kLiveByStackAndSegment;
   Statement statement = impl_->prepare(
       std::string("SELECT s.alloc_seq, s.end_seq, s.allocation_id, c.size, c.site_id") +
@@ -770,20 +764,7 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
         std::string("SELECT x.alloc_seq, x.alloc_seq + x.free_seq_delta, x.id, x.size, x.site_id") +
         (segments ? ", d.segment_id" : "") + " FROM $T.allocation_compact AS x" +
         (segments ? " LEFT JOIN $T.allocation_detail AS d ON d.id = x.id" : "") + in_level_0_bin);
-  Statement site_query =
-      impl_->prepare("SELECT kind, device, callsite_id FROM $T.allocation_site WHERE id = ?1");
-  const auto site_of = [&](std::int64_t id) -> const Impl::Site& {
-    const auto found = impl_->sites.try_emplace(id);
-    const auto it = found.first;
-    if (found.second) {
-      // A site that is not there reads as the view's LEFT JOIN reads it: NULLs.
-      site_query.bind_int64(1, id);
-      impl_->each_row(site_query, [&](const Statement& row) {
-        it->second = {row.int32(0), row.int32(1), row.optional_int64(2)};
-      });
-    }
-    return it->second;
-  };
+  PackedAllocations& packed_allocations = impl_->packed();
   AllocationRecord record;
   AllocationRow& a = record.allocation;
   a.upid = upid;
@@ -795,7 +776,7 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
         if (!live(a.alloc_seq, end_seq)) return;
         a.id = row.int64(2);
         a.size = row.uint64(3);
-        const Impl::Site& site = site_of(row.int64(4));
+        const PackedAllocations::Site& site = packed_allocations.site(row.int64(4));
         a.kind = site.kind;
         a.device = site.device;
         a.alloc_callsite_id = site.callsite_id;
@@ -810,7 +791,7 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
         a.alloc_seq = packed.alloc_seq;
         a.id = packed.id;
         a.size = packed.size;
-        const Impl::Site& site = site_of(packed.site_id);
+        const PackedAllocations::Site& site = packed_allocations.site(packed.site_id);
         a.kind = site.kind;
         a.device = site.device;
         a.alloc_callsite_id = site.callsite_id;
@@ -844,8 +825,8 @@ std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t 
   impl_->each_row(statement, [&](const Statement& row) { ns = row.int64(0); });
   if (ns) return ns;
   // A packed allocation or free: in the chunks of seq's bin, allocated at or before it.
-  const std::uint64_t bin_first = seq >> kLiveSpanFirstShift << kLiveSpanFirstShift;
-  for (const PackedAllocation& packed : impl_->packed().between(upid, bin_first, seq)) {
+  for (const PackedAllocation& packed :
+       impl_->packed().between(upid, level_0_bin_first(seq), seq)) {
     if (packed.alloc_seq == seq) return packed.alloc_ns;
     if (packed.free_seq() == seq) return packed.free_ns();
   }

@@ -532,7 +532,7 @@ void TraceReader::for_each_allocation(
   };
   const auto gather = [&](std::optional<std::int64_t> upid, std::uint64_t seq) {
     // Live just after `seq`: made in its bin (a packed life lies in one), at or before it.
-    packed.for_each(upid, seq >> kLiveSpanFirstShift << kLiveSpanFirstShift, seq,
+    packed.for_each(upid, level_0_bin_first(seq), seq,
                     [&](std::int64_t owner, const PackedAllocation& allocation) {
                       if (kept(owner, allocation)) gathered.emplace_back(owner, allocation);
                       return true;
