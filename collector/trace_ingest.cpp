@@ -45,9 +45,10 @@ wire::Envelope::BodyCase TraceIngest::parse_hot_record(const unsigned char* payl
       if (length != bytes - at) return wire::Envelope::BODY_NOT_SET;
       const int size = static_cast<int>(length);
       if (key >> 3 == wire::Envelope::kAllocFieldNumber &&
-          alloc_.ParseFromArray(payload + at, size))
+          hot_.decode_alloc(payload + at, static_cast<uint32_t>(size)))
         return wire::Envelope::kAlloc;
-      if (key >> 3 == wire::Envelope::kFreeFieldNumber && free_.ParseFromArray(payload + at, size))
+      if (key >> 3 == wire::Envelope::kFreeFieldNumber &&
+          hot_.decode_free(payload + at, static_cast<uint32_t>(size)))
         return wire::Envelope::kFree;
       return wire::Envelope::BODY_NOT_SET;
     }
@@ -99,13 +100,13 @@ void TraceIngest::on_record(int64_t ring_id, const ring::RecordHeader& header,
         StackTracker::forget_cached(state.stacks);
       return;
     case wire::Envelope::kAlloc: {
-      const wire::Alloc& m = hot ? alloc_ : envelope_.alloc();
+      const wire::Alloc& m = hot ? hot_.alloc() : envelope_.alloc();
       if (const auto origin = origin_of(*r, m))
         allocations_.on_alloc(state.allocations, header, m, *origin);
       return;
     }
     case wire::Envelope::kFree: {
-      const wire::Free& m = hot ? free_ : envelope_.free();
+      const wire::Free& m = hot ? hot_.free() : envelope_.free();
       if (const auto origin = origin_of(*r, m))
         allocations_.on_free(state.allocations, header, m, *origin);
       return;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collector/allocation_tracker.h"
+#include "collector/hot_record_decoder.h"
 #include "collector/ingest_stats.h"
 #include "collector/live_query.h"
 #include "collector/marker_pairing.h"
@@ -81,9 +82,10 @@ class TraceIngest {
   };
 
   Ring* ring_for(int64_t ring_id);
-  // The shim's Alloc and Free records, most of a trace, parsed straight into alloc_ or free_:
+  // The shim's Alloc and Free records, most of a trace, decoded straight into hot_'s messages:
   // through the Envelope, each record made and freed its message and its stack's array.
-  // Returns the body parsed, or BODY_NOT_SET: not such a record, take the general path.
+  // Returns the body decoded, or BODY_NOT_SET: not such a record, or one the hand decoder
+  // declines; take the general path.
   wire::Envelope::BodyCase parse_hot_record(const unsigned char* payload, uint32_t bytes);
   // An Alloc's or Free's thread and callsite; nullopt, counted, when its stack does not fit.
   // Inlined into on_record(): most records are allocations and frees.
@@ -107,8 +109,7 @@ class TraceIngest {
   ReplySink reply_sink_;
 
   wire::Envelope envelope_;  // reused: parsing into a cleared message keeps its buffers
-  wire::Alloc alloc_;        // parse_hot_record()'s, reused likewise
-  wire::Free free_;
+  HotRecordDecoder hot_;     // parse_hot_record()'s
 };
 
 }  // namespace vramtrace::collector

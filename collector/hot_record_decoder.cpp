@@ -1,0 +1,311 @@
+#include "collector/hot_record_decoder.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+namespace vramtrace::collector {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "fixed64 fields are copied as they lie on the wire");
+
+enum WireType : unsigned { kVarint = 0, kFixed64 = 1, kLength = 2, kFixed32 = 5 };
+
+// The protobuf wire format, read forward; every read is bounds-checked, and any failure is the
+// decoder's cue to decline.
+class WireReader {
+ public:
+  WireReader(const unsigned char* data, std::uint32_t size) : at_(data), end_(data + size) {}
+
+  bool done() const { return at_ == end_; }
+
+  // At most ten bytes; bits past the 64th are dropped, as libprotobuf drops them.
+  bool varint(std::uint64_t* value) {
+    std::uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (at_ == end_) return false;
+      const unsigned char byte = *at_++;
+      result |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        *value = result;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A field's key: its number (never 0, below 2^29) and its wire type.
+  bool key(std::uint32_t* number, unsigned* type) {
+    std::uint64_t tag = 0;
+    if (!varint(&tag) || tag > std::numeric_limits<std::uint32_t>::max() || (tag >> 3) == 0)
+      return false;
+    *number = static_cast<std::uint32_t>(tag >> 3);
+    *type = static_cast<unsigned>(tag & 7);
+    return true;
+  }
+
+  bool fixed64(std::uint64_t* value) {
+    if (end_ - at_ < 8) return false;
+    std::memcpy(value, at_, 8);
+    at_ += 8;
+    return true;
+  }
+
+  // A length-delimited field's bytes, as a reader of their own.
+  bool length_delimited(WireReader* inner) {
+    std::uint64_t length = 0;
+    if (!varint(&length) || length > static_cast<std::uint64_t>(end_ - at_)) return false;
+    *inner = WireReader(at_, static_cast<std::uint32_t>(length));
+    at_ += length;
+    return true;
+  }
+
+  // A field this decoder does not keep: one libprotobuf would keep among the unknown fields,
+  // which the collector never reads. Groups are declined.
+  bool skip(unsigned type) {
+    std::uint64_t ignored = 0;
+    WireReader inner(nullptr, 0);
+    switch (type) {
+      case kVarint:
+        return varint(&ignored);
+      case kFixed64:
+        return fixed64(&ignored);
+      case kLength:
+        return length_delimited(&inner);
+      case kFixed32:
+        if (end_ - at_ < 4) return false;
+        at_ += 4;
+        return true;
+      default:
+        return false;
+    }
+  }
+
+ private:
+  const unsigned char* at_;
+  const unsigned char* end_;
+};
+
+// A repeated fixed64 field's values, packed (a length-delimited run of whole values) or one
+// by one, appended.
+bool read_fixed64s(WireReader& reader, unsigned type,
+                   google::protobuf::RepeatedField<std::uint64_t>* out) {
+  std::uint64_t value = 0;
+  if (type == kFixed64) {
+    if (!reader.fixed64(&value)) return false;
+    out->Add(value);
+    return true;
+  }
+  WireReader packed(nullptr, 0);
+  if (!reader.length_delimited(&packed)) return false;
+  while (!packed.done()) {
+    if (!packed.fixed64(&value)) return false;  // a run of odd length
+    out->Add(value);
+  }
+  return true;
+}
+
+// A repeated uint32 field's values, packed or one by one, appended.
+bool read_uint32s(WireReader& reader, unsigned type,
+                  google::protobuf::RepeatedField<std::uint32_t>* out) {
+  std::uint64_t value = 0;
+  if (type == kVarint) {
+    if (!reader.varint(&value)) return false;
+    out->Add(static_cast<std::uint32_t>(value));
+    return true;
+  }
+  WireReader packed(nullptr, 0);
+  if (!reader.length_delimited(&packed)) return false;
+  while (!packed.done()) {
+    if (!packed.varint(&value)) return false;
+    out->Add(static_cast<std::uint32_t>(value));
+  }
+  return true;
+}
+
+// Whether a field of a repeated scalar type came in a wire type its parser takes: its own, or
+// packed.
+bool repeated_type(unsigned type, unsigned element) {
+  return type == element || type == kLength;
+}
+
+void clear_alloc_fields(wire::Alloc& m, std::uint64_t fields) {
+  for (; fields != 0; fields &= fields - 1) {
+    // clang-format off
+    switch (std::countr_zero(fields)) {
+      case 1: m.clear_tid(); break;
+      case 2: m.clear_device(); break;
+      case 3: m.clear_stream(); break;
+      case 4: m.clear_kind(); break;
+      case 5: m.clear_api(); break;
+      case 6: m.clear_address(); break;
+      case 7: m.clear_size(); break;
+      case 8: m.clear_requested_size(); break;
+      case 9: m.clear_result(); break;
+      case 10: m.clear_pool(); break;
+      case 11: m.clear_flags(); break;
+      case 12: m.clear_stack(); break;
+      case 13: m.clear_stack_truncated(); break;
+      case 14: m.clear_handle(); break;
+      case 15: m.clear_offset(); break;
+      case 16: m.clear_allocator_allocated(); break;
+      case 17: m.clear_allocator_reserved(); break;
+      case 18: m.clear_python_code(); break;
+      case 19: m.clear_python_line(); break;
+      case 20: m.clear_python_stack(); break;
+      case 21: m.clear_correlation_id(); break;
+      case 22: m.clear_stack_name(); break;
+      case 23: m.clear_same_stack_as(); break;
+      default: break;
+    }
+    // clang-format on
+  }
+}
+
+void clear_free_fields(wire::Free& m, std::uint64_t fields) {
+  for (; fields != 0; fields &= fields - 1) {
+    // clang-format off
+    switch (std::countr_zero(fields)) {
+      case 1: m.clear_tid(); break;
+      case 2: m.clear_device(); break;
+      case 3: m.clear_stream(); break;
+      case 4: m.clear_api(); break;
+      case 5: m.clear_address(); break;
+      case 6: m.clear_stack(); break;
+      case 7: m.clear_stack_truncated(); break;
+      case 8: m.clear_size(); break;
+      case 9: m.clear_allocator_allocated(); break;
+      case 10: m.clear_allocator_reserved(); break;
+      case 11: m.clear_python_code(); break;
+      case 12: m.clear_python_line(); break;
+      case 13: m.clear_python_stack(); break;
+      case 14: m.clear_correlation_id(); break;
+      case 15: m.clear_stack_name(); break;
+      case 16: m.clear_same_stack_as(); break;
+      case 17: m.clear_nested(); break;
+      default: break;
+    }
+    // clang-format on
+  }
+}
+
+// The narrowing libprotobuf applies to a varint read into a 32-bit field: the low 32 bits.
+std::int32_t as_int32(std::uint64_t v) {
+  return static_cast<std::int32_t>(v);
+}
+std::uint32_t as_uint32(std::uint64_t v) {
+  return static_cast<std::uint32_t>(v);
+}
+
+// The numbers of a message's repeated fields: its return addresses, its Python frames' code
+// ids and their lines.
+struct RepeatedNumbers {
+  std::uint32_t stack, python_code, python_line;
+};
+
+// Reads a whole Alloc or Free into `m`, whose fields the caller has cleared: the repeated
+// fields by `numbers`, every varint through set_varint(number, value), which is false for a
+// number that names no varint field. *set_fields becomes the fields set (bit n: field n); on
+// failure, every field, as any may hold something.
+template <class Message, class SetVarint>
+bool read_fields(WireReader reader, Message& m, RepeatedNumbers numbers, std::uint64_t* set_fields,
+                 SetVarint&& set_varint) {
+  *set_fields = ~std::uint64_t{0};
+  std::uint64_t set = 0;
+  while (!reader.done()) {
+    std::uint32_t number = 0;
+    unsigned type = 0;
+    if (!reader.key(&number, &type)) return false;
+    bool read = false;  // false: not a field kept, or not in a wire type its parser takes
+    if (number == numbers.stack || number == numbers.python_code) {
+      if (repeated_type(type, kFixed64)) {
+        if (!read_fixed64s(reader, type,
+                           number == numbers.stack ? m.mutable_stack() : m.mutable_python_code()))
+          return false;
+        read = true;
+      }
+    } else if (number == numbers.python_line) {
+      if (repeated_type(type, kVarint)) {
+        if (!read_uint32s(reader, type, m.mutable_python_line())) return false;
+        read = true;
+      }
+    } else if (number < 64 && type == kVarint) {
+      std::uint64_t v = 0;
+      if (!reader.varint(&v)) return false;
+      // A number with no field: its value is read, and dropped.
+      if (set_varint(number, v)) set |= std::uint64_t{1} << number;
+      continue;
+    }
+    if (read)
+      set |= std::uint64_t{1} << number;
+    else if (!reader.skip(type))
+      return false;
+  }
+  *set_fields = set;
+  return true;
+}
+
+}  // namespace
+
+bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t size) {
+  wire::Alloc& m = alloc_;
+  clear_alloc_fields(m, alloc_set_);
+  return read_fields(WireReader(data, size), m, {12, 18, 19}, &alloc_set_,
+                     [&m](std::uint32_t number, std::uint64_t v) {
+                       // clang-format off
+    switch (number) {
+      case 1: m.set_tid(as_uint32(v)); return true;
+      case 2: m.set_device(as_int32(v)); return true;
+      case 3: m.set_stream(v); return true;
+      case 4: m.set_kind(static_cast<wire::Kind>(as_int32(v))); return true;
+      case 5: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
+      case 6: m.set_address(v); return true;
+      case 7: m.set_size(v); return true;
+      case 8: m.set_requested_size(v); return true;
+      case 9: m.set_result(as_int32(v)); return true;
+      case 10: m.set_pool(v); return true;
+      case 11: m.set_flags(as_uint32(v)); return true;
+      case 13: m.set_stack_truncated(v != 0); return true;
+      case 14: m.set_handle(v); return true;
+      case 15: m.set_offset(v); return true;
+      case 16: m.set_allocator_allocated(v); return true;
+      case 17: m.set_allocator_reserved(v); return true;
+      case 20: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
+      case 21: m.set_correlation_id(as_uint32(v)); return true;
+      case 22: m.set_stack_name(as_uint32(v)); return true;
+      case 23: m.set_same_stack_as(as_uint32(v)); return true;
+      default: return false;
+    }
+                       // clang-format on
+                     });
+}
+
+bool HotRecordDecoder::decode_free(const unsigned char* data, std::uint32_t size) {
+  wire::Free& m = free_;
+  clear_free_fields(m, free_set_);
+  return read_fields(WireReader(data, size), m, {6, 11, 12}, &free_set_,
+                     [&m](std::uint32_t number, std::uint64_t v) {
+                       // clang-format off
+    switch (number) {
+      case 1: m.set_tid(as_uint32(v)); return true;
+      case 2: m.set_device(as_int32(v)); return true;
+      case 3: m.set_stream(v); return true;
+      case 4: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
+      case 5: m.set_address(v); return true;
+      case 7: m.set_stack_truncated(v != 0); return true;
+      case 8: m.set_size(v); return true;
+      case 9: m.set_allocator_allocated(v); return true;
+      case 10: m.set_allocator_reserved(v); return true;
+      case 13: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
+      case 14: m.set_correlation_id(as_uint32(v)); return true;
+      case 15: m.set_stack_name(as_uint32(v)); return true;
+      case 16: m.set_same_stack_as(as_uint32(v)); return true;
+      case 17: m.set_nested(v != 0); return true;
+      default: return false;
+    }
+                       // clang-format on
+                     });
+}
+
+}  // namespace vramtrace::collector
