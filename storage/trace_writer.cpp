@@ -179,6 +179,16 @@ struct TraceWriter::Impl {
       replay(*file, c);
     }
   }
+  // The same, the call made in its place in the batch from `args`: for the calls of every
+  // allocation and free, whose rows a temporary would copy once more.
+  template <class C, class... Args>
+  void call_in_place(Args&&... args) {
+    if (pipe) {
+      pipe->push(std::in_place_type<C>, std::forward<Args>(args)...);
+    } else {
+      replay(*file, C{std::forward<Args>(args)...});
+    }
+  }
 
   void write_batch(std::vector<Call>& batch) {
     for (const Call& c : batch) replay(*file, c);
@@ -253,10 +263,10 @@ void TraceWriter::add_callsite(std::int64_t id, std::optional<std::int64_t> pare
   impl_->call(AddCallsite{id, parent_id, frame_id, depth});
 }
 void TraceWriter::add_allocation(const AllocationRow& row) {
-  impl_->call(AddAllocation{row});
+  impl_->call_in_place<AddAllocation>(row);
 }
 void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
-  impl_->call(SetFree{allocation_id, row});
+  impl_->call_in_place<SetFree>(allocation_id, row);
 }
 void TraceWriter::clear_free(std::int64_t allocation_id) {
   impl_->call(ClearFree{allocation_id});
