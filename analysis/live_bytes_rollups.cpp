@@ -50,11 +50,8 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     s.at->min = std::min(s.at->min, s.live);
     s.at->max = std::max(s.at->max, s.live);
 
-    const char* group = event.kind == storage::allocation_kind::kBlock ? kPeakGroupBlocks
-                        : occupies_device_memory(event.kind)           ? kPeakGroupDeviceMemory
-                                                                       : nullptr;
-    if (group == nullptr) return;
-    Peak& peak = peaks_[{event.upid, event.device, group}];
+    if (s.peak == nullptr) return;
+    Peak& peak = *s.peak;
     peak.live = is_free ? peak.live - std::min(peak.live, event.size) : peak.live + event.size;
     if (peak.live > peak.bytes) {
       peak.bytes = peak.live;
@@ -89,17 +86,18 @@ class LiveBytesRollups final : public storage::RollupKeeper {
   struct Slice {
     std::uint64_t min = 0, max = 0, last = 0;
   };
+  struct Peak {
+    std::uint64_t live = 0, bytes = 0, seq = 0;
+    std::int64_t ns = 0;
+  };
   struct Series {
     int shift = 0;
     std::uint64_t live = 0;
     std::map<std::int64_t, Slice> slices;  // by ns >> shift
     std::int64_t lowest = 0, highest = 0;  // of the slices' keys (kept up only)
     std::int64_t at_slice = 0;
-    Slice* at = nullptr;  // the slice of the last event, `at_slice`
-  };
-  struct Peak {
-    std::uint64_t live = 0, bytes = 0, seq = 0;
-    std::int64_t ns = 0;
+    Slice* at = nullptr;   // the slice of the last event, `at_slice`
+    Peak* peak = nullptr;  // of its peak group; none for kinds outside the groups
   };
 
   std::int64_t slice_of(const Series& s, std::int64_t ns) const {
@@ -128,8 +126,16 @@ class LiveBytesRollups final : public storage::RollupKeeper {
   Series& series_of(const storage::AllocationEvent& event) {
     const std::tuple<std::int64_t, int, int> key{event.upid, event.device, event.kind};
     if (last_ != nullptr && last_key_ == key) return *last_;
-    Series& s = series_.try_emplace(key).first->second;
-    if (fixed_shift_) s.shift = *fixed_shift_;
+    const auto [it, added] = series_.try_emplace(key);
+    Series& s = it->second;
+    if (added) {
+      if (fixed_shift_) s.shift = *fixed_shift_;
+      // The kind decides the group: the series finds its peak once, not at every event.
+      const char* group = event.kind == storage::allocation_kind::kBlock ? kPeakGroupBlocks
+                          : occupies_device_memory(event.kind)           ? kPeakGroupDeviceMemory
+                                                                         : nullptr;
+      if (group != nullptr) s.peak = &peaks_[{event.upid, event.device, group}];
+    }
     last_key_ = key;
     last_ = &s;
     return s;
