@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 #include "sql_query.h"
 #include "storage/schema.h"
@@ -131,6 +132,25 @@ TEST(TraceWriterBatchingTest, RowsBeyondTheHeldBackLimitAndOutOfOrderAreAllWritt
   }
   EXPECT_EQ(testing::query_one(path, "SELECT count(*) FROM stats WHERE name LIKE 'storage_%'"),
             "0");
+}
+
+// The writer finds a held-back row by its number where the collector's numbers run on one by
+// one; another writer's may skip numbers, and each free must still find its own row.
+TEST(TraceWriterBatchingTest, FreesFindTheirRowsWhenTheNumbersSkip) {
+  TempDir dir;
+  const auto path = dir / "gaps.db";
+  auto writer = new_writer(path);
+  ASSERT_NE(writer, nullptr);
+  const std::vector<std::int64_t> ids = {3, 4, 9, 10, 11, 40, 41, 100};
+  for (const std::int64_t id : ids) writer->add_allocation(an_allocation(id));
+  // Out of the order they came in, and one (11) left live.
+  for (const std::int64_t id : {100, 4, 40, 3, 10, 41, 9}) writer->set_free(id, its_free(id));
+  std::string error;
+  ASSERT_TRUE(writer->finish(&error)) << error;
+  Frees expected;
+  for (const std::int64_t id : ids)
+    expected[id] = id == 11 ? std::nullopt : std::optional(static_cast<std::uint64_t>(2 * id + 1));
+  EXPECT_EQ(frees_seen(path), expected);
 }
 
 }  // namespace
