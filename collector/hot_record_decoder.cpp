@@ -20,10 +20,11 @@ class WireReader {
 
   bool done() const { return at_ == end_; }
 
-  // At most ten bytes; bits past the 64th are dropped, as libprotobuf drops them.
-  bool varint(std::uint64_t* value) {
+  // At most ten bytes; bits past the 64th are dropped, as libprotobuf drops them. Keys and
+  // lengths, which libprotobuf reads from five bytes at most, pass max_bytes 5.
+  bool varint(std::uint64_t* value, int max_bytes = 10) {
     std::uint64_t result = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int shift = 0; shift < 7 * max_bytes; shift += 7) {
       if (at_ == end_) return false;
       const unsigned char byte = *at_++;
       result |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
@@ -38,7 +39,7 @@ class WireReader {
   // A field's key: its number (never 0, below 2^29) and its wire type.
   bool key(std::uint32_t* number, unsigned* type) {
     std::uint64_t tag = 0;
-    if (!varint(&tag) || tag > std::numeric_limits<std::uint32_t>::max() || (tag >> 3) == 0)
+    if (!varint(&tag, 5) || tag > std::numeric_limits<std::uint32_t>::max() || (tag >> 3) == 0)
       return false;
     *number = static_cast<std::uint32_t>(tag >> 3);
     *type = static_cast<unsigned>(tag & 7);
@@ -55,7 +56,7 @@ class WireReader {
   // A length-delimited field's bytes, as a reader of their own.
   bool length_delimited(WireReader* inner) {
     std::uint64_t length = 0;
-    if (!varint(&length) || length > static_cast<std::uint64_t>(end_ - at_)) return false;
+    if (!varint(&length, 5) || length > static_cast<std::uint64_t>(end_ - at_)) return false;
     *inner = WireReader(at_, static_cast<std::uint32_t>(length));
     at_ += length;
     return true;

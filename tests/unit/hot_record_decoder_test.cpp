@@ -186,6 +186,24 @@ TEST(HotRecordDecoderTest, ReadsUnpackedRepeatsRepeatedScalarsAndSkipsWhatItDoes
   EXPECT_EQ(decoder.alloc().device(), -1);
   ASSERT_EQ(decoder.alloc().python_line_size(), 1);
 
+  // Keys and lengths libprotobuf reads from five bytes at most: longer encodings of small
+  // values, which it refuses, are declined.
+  std::string long_key;
+  for (int i = 0; i < 5; ++i) long_key.push_back('\x80' | (i == 0 ? 7 << 3 : 0));
+  long_key.push_back('\x00');  // field 7 (size), varint, in six bytes
+  put_varint(&long_key, 1);
+  wire::Alloc refused;
+  ASSERT_FALSE(reference_parse(long_key, &refused));
+  EXPECT_FALSE(
+      decoder.decode_alloc(bytes_of(long_key), static_cast<std::uint32_t>(long_key.size())));
+  std::string long_length;
+  put_key(&long_length, 12, 2);
+  long_length += std::string("\x88\x80\x80\x80\x80\x00", 6);  // 8, in six bytes
+  put_fixed64(&long_length, 1);
+  ASSERT_FALSE(reference_parse(long_length, &refused));
+  EXPECT_FALSE(
+      decoder.decode_alloc(bytes_of(long_length), static_cast<std::uint32_t>(long_length.size())));
+
   // A group (wire type 3) is left to libprotobuf.
   std::string group;
   put_key(&group, 99, 3);
