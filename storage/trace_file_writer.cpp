@@ -206,6 +206,9 @@ struct TraceFileWriter::Impl {
   // The allocation_site and free_site rows written so far, by what they hold.
   std::unordered_map<SiteKey, std::int64_t, SiteKeyHash> sites;
   std::unordered_map<FreeSiteKey, std::int64_t, SiteKeyHash> free_sites;
+  // The last site met and its id: a storm repeats one site, which is then compared, not hashed.
+  std::optional<std::pair<SiteKey, std::int64_t>> last_site;
+  std::optional<std::pair<FreeSiteKey, std::int64_t>> last_free_site;
 
   // TimeIndexUpkeep::kAsRowsArrive: what the writer keeps up of the time index, and whether it
   // still holds (`upkeep` turns false for good when it cannot: finish() then empties the
@@ -417,7 +420,10 @@ struct TraceFileWriter::Impl {
   }
 
   std::int64_t site_id(const AllocationRow& row) {
-    const auto [it, added] = sites.try_emplace(SiteKey(row), 0);
+    const SiteKey key(row);
+    if (last_site && last_site->first == key) return last_site->second;
+    const auto [it, added] = sites.try_emplace(key, 0);
+    last_site.emplace(key, it->second);
     if (!added) return it->second;
     it->second = static_cast<std::int64_t>(sites.size());
     Statement& statement = statements.add_site;
@@ -432,11 +438,15 @@ struct TraceFileWriter::Impl {
     statement.bind_int64(9, row.alloc_utid);
     statement.bind_optional_int64(10, row.alloc_callsite_id);
     run(statement, "adding an allocation site");
+    last_site->second = it->second;
     return it->second;
   }
 
   std::int64_t free_site_id(const FreeRow& row) {
-    const auto [it, added] = free_sites.try_emplace(FreeSiteKey(row), 0);
+    const FreeSiteKey key(row);
+    if (last_free_site && last_free_site->first == key) return last_free_site->second;
+    const auto [it, added] = free_sites.try_emplace(key, 0);
+    last_free_site.emplace(key, it->second);
     if (!added) return it->second;
     it->second = static_cast<std::int64_t>(free_sites.size());
     Statement& statement = statements.add_free_site;
@@ -445,6 +455,7 @@ struct TraceFileWriter::Impl {
     statement.bind_optional_int64(3, row.free_callsite_id);
     statement.bind_int64(4, row.free_api);
     run(statement, "adding a free site");
+    last_free_site->second = it->second;
     return it->second;
   }
 

@@ -503,14 +503,16 @@ TEST(AllocationChunkTest, PacksAndUnpacksEveryValue) {
       {100, 3, 0x7f0000001000, 512, 0, 5000, -20, 2, 1, 9},
       {101, 4, UINT64_MAX, 1, -1, 5001, INT64_MIN, 0, 1024, INT64_MAX},
       {99, 1, 0, 0, 3, 5003, 40, 7, 1, 0},
+      // Each side of the short forms for one and two digits.
+      {109, 10, 99, 100, 9, 5009, 10, 99, 100, -10},
   };
   const storage::AllocationChunk chunk = storage::pack_allocations(9, allocations);
   EXPECT_EQ(chunk.upid, 9);
   EXPECT_EQ(chunk.first_alloc_seq, 5000u);
   EXPECT_EQ(chunk.first_id, 100);
-  EXPECT_EQ(chunk.last_id, 101);
+  EXPECT_EQ(chunk.last_id, 109);
   EXPECT_EQ(chunk.last_seq, 6025u);
-  EXPECT_EQ(chunk.count, 3);
+  EXPECT_EQ(chunk.count, 4);
   std::vector<storage::PackedAllocation> back;
   ASSERT_TRUE(storage::unpack_allocations(chunk.allocations, chunk.first_id, chunk.first_alloc_seq,
                                           chunk.first_alloc_ns, &back));
