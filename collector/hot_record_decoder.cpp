@@ -205,13 +205,21 @@ struct RepeatedNumbers {
   std::uint32_t stack, python_code, python_line;
 };
 
-// Reads a whole Alloc or Free into `m`, whose fields the caller has cleared: the repeated
-// fields by `numbers`, every varint through set_varint(number, value), which is false for a
-// number that names no varint field. *set_fields becomes the fields set (bit n: field n); on
-// failure, every field, as any may hold something.
-template <class Message, class SetVarint>
+// Reads a whole Alloc or Free into `m`: the repeated fields by `numbers`, every varint through
+// set_varint(number, value), which is false for a number that names no varint field.
+// *set_fields holds the fields the last record set (bit n: field n), and becomes this one's; on
+// failure, every field, as any may hold something. clear(fields) clears fields of `m`: the
+// repeated ones the last record set before reading, as reading appends to them, and after it
+// the others the last record set and this one did not (records of a kind mostly set the same
+// fields, so that is often none).
+template <class Message, class SetVarint, class ClearFields>
 bool read_fields(WireReader reader, Message& m, RepeatedNumbers numbers, std::uint64_t* set_fields,
-                 SetVarint&& set_varint) {
+                 SetVarint&& set_varint, ClearFields&& clear) {
+  const std::uint64_t repeated = std::uint64_t{1} << numbers.stack |
+                                 std::uint64_t{1} << numbers.python_code |
+                                 std::uint64_t{1} << numbers.python_line;
+  const std::uint64_t before = *set_fields;
+  if ((before & repeated) != 0) clear(before & repeated);
   *set_fields = ~std::uint64_t{0};
   std::uint64_t set = 0;
   while (!reader.done()) {
@@ -243,6 +251,7 @@ bool read_fields(WireReader reader, Message& m, RepeatedNumbers numbers, std::ui
     else if (!reader.skip(type))
       return false;
   }
+  if (const std::uint64_t stale = before & ~set & ~repeated; stale != 0) clear(stale);
   *set_fields = set;
   return true;
 }
@@ -251,10 +260,10 @@ bool read_fields(WireReader reader, Message& m, RepeatedNumbers numbers, std::ui
 
 bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t size) {
   wire::Alloc& m = alloc_;
-  clear_alloc_fields(m, alloc_set_);
-  return read_fields(WireReader(data, size), m, {12, 18, 19}, &alloc_set_,
-                     [&m](std::uint32_t number, std::uint64_t v) {
-                       // clang-format off
+  return read_fields(
+      WireReader(data, size), m, {12, 18, 19}, &alloc_set_,
+      [&m](std::uint32_t number, std::uint64_t v) {
+        // clang-format off
     switch (number) {
       case 1: m.set_tid(as_uint32(v)); return true;
       case 2: m.set_device(as_int32(v)); return true;
@@ -278,16 +287,17 @@ bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t siz
       case 23: m.set_same_stack_as(as_uint32(v)); return true;
       default: return false;
     }
-                       // clang-format on
-                     });
+        // clang-format on
+      },
+      [&m](std::uint64_t fields) { clear_alloc_fields(m, fields); });
 }
 
 bool HotRecordDecoder::decode_free(const unsigned char* data, std::uint32_t size) {
   wire::Free& m = free_;
-  clear_free_fields(m, free_set_);
-  return read_fields(WireReader(data, size), m, {6, 11, 12}, &free_set_,
-                     [&m](std::uint32_t number, std::uint64_t v) {
-                       // clang-format off
+  return read_fields(
+      WireReader(data, size), m, {6, 11, 12}, &free_set_,
+      [&m](std::uint32_t number, std::uint64_t v) {
+        // clang-format off
     switch (number) {
       case 1: m.set_tid(as_uint32(v)); return true;
       case 2: m.set_device(as_int32(v)); return true;
@@ -305,8 +315,9 @@ bool HotRecordDecoder::decode_free(const unsigned char* data, std::uint32_t size
       case 17: m.set_nested(v != 0); return true;
       default: return false;
     }
-                       // clang-format on
-                     });
+        // clang-format on
+      },
+      [&m](std::uint64_t fields) { clear_free_fields(m, fields); });
 }
 
 }  // namespace vramtrace::collector

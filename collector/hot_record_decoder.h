@@ -4,9 +4,10 @@
 // libprotobuf's general parser pays, per message, a Clear() of every field and the set-up of
 // its input stream; on a storm of small records that was a tenth of the collector's CPU. This
 // decoder reads the wire format directly, sets the fields it meets through the generated
-// setters, and clears only the fields the previous record set. It is exact where it answers:
-// anything it does not read as libprotobuf would (a group, a malformed varint, a packed field
-// of odd length) makes it decline, and the caller parses the record the general way.
+// setters, and clears only the fields the previous record set and this one did not. It is
+// exact where it answers: anything it does not read as libprotobuf would (a group, a malformed
+// varint, an overlong key or length, a packed field of odd length) makes it decline, and the
+// caller parses the record the general way.
 #pragma once
 
 #include <cstdint>
