@@ -897,7 +897,7 @@ void TraceFileWriter::add_allocation(const AllocationRow& row) {
     impl_->write_pending_allocations();
     return;
   }
-  // Made in place: a temporary of this size, zeroed then copied, cost as much as the rest.
+  // Made in place: a temporary of this size, copied, cost as much as the rest.
   pending.emplace_back(row, impl_->site_id(row));
   if (pending.size() >= kPendingAllocationsMax) impl_->write_pending_allocations();
 }
