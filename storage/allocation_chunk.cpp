@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 
 namespace vramtrace::storage {
 namespace {
@@ -55,6 +56,11 @@ AllocationChunk pack_allocations(std::int64_t upid,
   room.resize(std::max(room.size(), 2 + allocations.size() * kMaxPackedChars));
   char* out = room.data();
   *out++ = '[';
+  // The last address written and where its digits are.
+  std::uint64_t last_address = 0;
+  const char* out_of_last_address = nullptr;
+  std::size_t last_address_chars = 0;
+  constexpr int kAddressField = 2;
   for (const PackedAllocation& a : allocations) {
     chunk.last_seq = std::max(chunk.last_seq, a.free_seq());
     chunk.last_id = std::max(chunk.last_id, a.id);
@@ -72,7 +78,19 @@ AllocationChunk pack_allocations(std::int64_t upid,
     *out++ = '[';
     for (int i = 0; i < kPackedFields; ++i) {
       if (i != 0) *out++ = ',';
+      if (i == kAddressField && a.address == last_address && last_address_chars != 0) {
+        // An allocator hands one address out again and again: its digits are copied.
+        std::memcpy(out, out_of_last_address, last_address_chars);
+        out += last_address_chars;
+        continue;
+      }
+      char* const start = out;
       out = write_number(out, fields[i]);
+      if (i == kAddressField) {
+        last_address = a.address;
+        out_of_last_address = start;
+        last_address_chars = static_cast<std::size_t>(out - start);
+      }
     }
     *out++ = ']';
   }

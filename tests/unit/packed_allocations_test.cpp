@@ -505,14 +505,18 @@ TEST(AllocationChunkTest, PacksAndUnpacksEveryValue) {
       {99, 1, 0, 0, 3, 5003, 40, 7, 1, 0},
       // Each side of the short forms for one and two digits.
       {109, 10, 99, 100, 9, 5009, 10, 99, 100, -10},
+      // An address again, as allocators hand them out, and one that follows another.
+      {110, 10, 99, 100, 9, 5010, 11, 99, 100, -10},
+      {111, 10, 0x7f0000001000, 100, 9, 5011, 12, 99, 100, -10},
+      {112, 10, 0x7f0000001000, 100, 9, 5012, 13, 99, 100, -10},
   };
   const storage::AllocationChunk chunk = storage::pack_allocations(9, allocations);
   EXPECT_EQ(chunk.upid, 9);
   EXPECT_EQ(chunk.first_alloc_seq, 5000u);
   EXPECT_EQ(chunk.first_id, 100);
-  EXPECT_EQ(chunk.last_id, 109);
+  EXPECT_EQ(chunk.last_id, 112);
   EXPECT_EQ(chunk.last_seq, 6025u);
-  EXPECT_EQ(chunk.count, 4);
+  EXPECT_EQ(chunk.count, 7);
   std::vector<storage::PackedAllocation> back;
   ASSERT_TRUE(storage::unpack_allocations(chunk.allocations, chunk.first_id, chunk.first_alloc_seq,
                                           chunk.first_alloc_ns, &back));
