@@ -33,7 +33,8 @@
 # times its own loop ("loop_ns"): the last line but one compares what each tool adds inside the
 # program, per event, without either tool's start-up and finishing (best of the same runs, less
 # the loop of the BASE run: the first iteration's one-time work, such as heaptrack's first
-# sight of the simulated runtime's objects, is not a cost per event).
+# sight of the simulated runtime's objects, is not a cost per event). The storm's last line gives
+# its two ratios taken within each round, their median and range over the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -105,11 +106,14 @@ best_of() {  # prints "wall loop finishing" in nanoseconds
 
 # One configuration at BASE and at N iterations, the command's last two arguments being the
 # iterations and the depth: keeps the best of NAME0 and of NAME.
+# Leaves the two runs' wall and loop times in pair_times ("wall0 wall loop0 loop").
 timed_pair() {  # name, prepare, iterations, command...
-  local name="$1" prepare="$2" iterations="$3"
+  local name="$1" prepare="$2" iterations="$3" wall0 loop0
   shift 3
   timed_run "$prepare" "$@" "$base" "$d" && keep_best "${name}0"
+  wall0=$run_ns loop0=${run_loop_ns:-0}
   timed_run "$prepare" "$@" "$iterations" "$d" && keep_best "$name"
+  pair_times="$wall0 $run_ns $loop0 ${run_loop_ns:-0}"
 }
 
 heaptrack_calls() {
@@ -244,15 +248,24 @@ floor_sql "$storm_n" indexed >"$scratch/floor_indexed.sql"
 
 storm_heaptrack_calls0="" storm_heaptrack_calls=""
 best_wall=() best_loop=() best_finish=()  # the first workload's bests are not the storm's
+# Each round's own times, a line a round: untraced, heaptrack's and vramtrace's (defaults)
+# "wall0 wall loop0 loop" each. The ratios of a round are taken within it, where the machine's
+# state is the same for all three; their median says how far the best-of ratios can be trusted.
+round_times=""
 for _ in $(seq "$runs"); do
   timed_pair untraced ":" "$storm_n" "$storm"
+  round="$pair_times"
   timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$base" "$d" &&
     keep_best heaptrack0
+  heaptrack_times="$run_ns" heaptrack_loop0=${run_loop_ns:-0}
   [ -n "$storm_heaptrack_calls0" ] || storm_heaptrack_calls0=$(heaptrack_calls)
   timed_run "rm -f $scratch/ht.*" heaptrack -o "$scratch/ht" "$storm" "$storm_n" "$d" &&
     keep_best heaptrack
+  heaptrack_times="$heaptrack_times $run_ns $heaptrack_loop0 ${run_loop_ns:-0}"
   [ -n "$storm_heaptrack_calls" ] || storm_heaptrack_calls=$(heaptrack_calls)
   timed_pair vramtrace "rm -f $scratch/vt.db*" "$storm_n" "$vramtrace" run -o "$scratch/vt.db" -- "$storm"
+  round_times="$round_times$round $heaptrack_times $pair_times
+"
   storm_rows=$(sqlite3 "$scratch/vt.db" "SELECT count(*) FROM allocation WHERE free_seq IS NOT NULL")
   if [ "$storm_rows" -ne "$storm_n" ]; then
     echo "vs-heaptrack: the storm's trace holds $storm_rows freed allocations of $storm_n" >&2
@@ -299,3 +312,23 @@ awk -v n="$storm_n" -v base="$base" -v d="$d" -v runs="$runs" \
   fr = (F[1] - F0[1]) / ve; gr = (G[1] - G0[1]) / ve;
   printf "SQLite alone, one row per allocation (sqlite3, no vramtrace): %.0f ns a row (%.2f of heaptrack'"'"'s whole run per event), %.0f ns with run'"'"'s two indexes (%.2f)\n", fr, fr / hw, gr, gr / hw;
 }'
+
+# Within each round: the same two ratios from that round's own runs, their median and range
+# over the rounds. A best-of ratio far from this median was made by one lucky run of either tool.
+printf '%s' "$round_times" >"$scratch/rounds"
+awk -v n="$storm_n" -v base="$base" -v hc0="$storm_heaptrack_calls0" -v hc="$storm_heaptrack_calls" '
+  NF == 12 {
+    he = hc - hc0; ve = n - base;
+    hw = (($6 - $5) - ($2 - $1)) / he; vw = (($10 - $9) - ($2 - $1)) / ve;
+    hl = (($8 - $7) - ($4 - $3)) / he; vl = (($12 - $11) - ($4 - $3)) / ve;
+    if (hw > 0 && hl > 0) { whole[++rounds] = vw / hw; loop[rounds] = vl / hl }
+  }
+  function sort(a, k,   i, j, t) {
+    for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+  }
+  function median(a, k) { return k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2 }
+  END {
+    if (rounds == 0) exit;
+    sort(whole, rounds); sort(loop, rounds);
+    printf "storm, within each round (%d rounds), vramtrace / heaptrack: whole run median %.2f (%.2f-%.2f), in the loop median %.2f (%.2f-%.2f)\n", rounds, median(whole, rounds), whole[1], whole[rounds], median(loop, rounds), loop[1], loop[rounds];
+  }' "$scratch/rounds"
