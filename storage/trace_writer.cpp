@@ -48,10 +48,14 @@ struct AddCallsite {
   std::int64_t frame_id = 0;
   int depth = 0;
 };
+// The two calls made in place in a batch (call_in_place) have constructors: clang before 16
+// does not make an aggregate from parentheses.
 struct AddAllocation {
+  explicit AddAllocation(const AllocationRow& made) : row(made) {}
   AllocationRow row;
 };
 struct SetFree {
+  SetFree(std::int64_t freed_id, const FreeRow& made) : allocation_id(freed_id), row(made) {}
   std::int64_t allocation_id = 0;
   FreeRow row;
 };
