@@ -85,11 +85,9 @@ void PackedAllocations::unpack_row(const Statement& row, std::vector<PackedAlloc
 const PackedAllocations::Site& PackedAllocations::site(std::int64_t id) {
   const auto [it, added] = sites_.try_emplace(id);
   if (!added) return it->second;
-  if (!site_query_)
-    site_query_ = prepare(
-        "SELECT kind, api, device, stream, flags, pool, result, utid, "
-        "callsite_id FROM " +
-        schema_ + ".allocation_site WHERE id = ?1");
+  reuse(site_query_,
+        "SELECT kind, api, device, stream, flags, pool, result, utid, callsite_id FROM " + schema_ +
+            ".allocation_site WHERE id = ?1");
   site_query_.bind_int64(1, id);
   if (site_query_.step() == SQLITE_ROW) {
     Site& site = it->second;
@@ -110,9 +108,8 @@ const PackedAllocations::Site& PackedAllocations::site(std::int64_t id) {
 const PackedAllocations::FreeSite& PackedAllocations::free_site(std::int64_t id) {
   const auto [it, added] = free_sites_.try_emplace(id);
   if (!added) return it->second;
-  if (!free_site_query_)
-    free_site_query_ =
-        prepare("SELECT utid, callsite_id, api FROM " + schema_ + ".free_site WHERE id = ?1");
+  reuse(free_site_query_,
+        "SELECT utid, callsite_id, api FROM " + schema_ + ".free_site WHERE id = ?1");
   free_site_query_.bind_int64(1, id);
   if (free_site_query_.step() == SQLITE_ROW) {
     it->second = {free_site_query_.int64(0), free_site_query_.optional_int64(1),

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -177,11 +178,7 @@ struct TraceWriter::Impl {
   // Queued on the pipe (the Call made in the batch from `c`), or written at once.
   template <typename C>
   void call(C&& c) {
-    if (pipe) {
-      pipe->push(std::forward<C>(c));
-    } else {
-      replay(*file, c);
-    }
+    call_in_place<std::remove_cvref_t<C>>(std::forward<C>(c));
   }
   // The same, the call made in its place in the batch from `args`: for the calls of every
   // allocation and free, whose rows a temporary would copy once more.
