@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
+#include <random>
+#include <tuple>
 #include <vector>
 
+#include "analysis/live_bytes_rollups.h"
 #include "sql_query.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
@@ -151,6 +155,141 @@ TEST(TraceWriterBatchingTest, FreesFindTheirRowsWhenTheNumbersSkip) {
   for (const std::int64_t id : ids)
     expected[id] = id == 11 ? std::nullopt : std::optional(static_cast<std::uint64_t>(2 * id + 1));
   EXPECT_EQ(frees_seen(path), expected);
+}
+
+// Sites: the writer files each allocation under an allocation_site row (what its call had in
+// common with others: thread, callsite, kind, API, device, stream, flags, pool, result) and each
+// free under a free_site row, found again by the last site met or by the map of them all.
+// However sites interleave, and however many share a thread and callsite while differing in the
+// rest, every allocation must read back with exactly its own columns.
+
+// What an allocation site is made of, and a free site, as a reader gives them back.
+using Site = std::tuple<std::int64_t, std::optional<std::int64_t>, int, int, int, std::uint64_t,
+                        std::uint32_t, std::optional<std::uint64_t>, int>;
+using FreeSite = std::tuple<std::int64_t, std::optional<std::int64_t>, int>;
+
+Site site_of(const AllocationRow& row) {
+  return {row.alloc_utid, row.alloc_callsite_id,
+          row.kind,       row.api,
+          row.device,     row.stream,
+          row.flags,      row.pool,
+          row.result};
+}
+FreeSite free_site_of(const FreeRow& row) {
+  return {row.free_utid, row.free_callsite_id, row.free_api};
+}
+
+struct Written {
+  std::map<std::int64_t, Site> sites;
+  std::map<std::int64_t, std::optional<FreeSite>> free_sites;
+};
+
+// 4,000 allocations from 300 sites drawn at random, many of them sharing a thread and callsite
+// (so a slot of the recent sites) while differing in one other column, and frees from 120 free
+// sites; a third of the lives short, the rest freed later or never.
+Written write_trace(TraceWriter& writer) {
+  std::mt19937_64 random(20261202);
+  const auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  std::vector<AllocationRow> site_rows;
+  for (int s = 0; s < 300; ++s) {
+    AllocationRow row;
+    row.upid = 1;
+    row.alloc_utid = 1 + pick(3);
+    if (pick(8) != 0) row.alloc_callsite_id = 1 + pick(20);
+    row.kind = pick(2) == 0 ? allocation_kind::kDevice : allocation_kind::kManaged;
+    row.api = pick(2) == 0 ? api::kCudaMalloc : api::kCuMemAlloc;
+    row.device = pick(2);
+    row.stream = pick(3) == 0 ? 7 : 0;
+    row.flags = static_cast<std::uint32_t>(pick(2));
+    if (pick(4) == 0) row.pool = 0x99;
+    row.result = pick(10) == 0 ? 2 : 0;
+    site_rows.push_back(row);
+  }
+  std::vector<FreeRow> free_rows;
+  for (int s = 0; s < 120; ++s) {
+    FreeRow row;
+    row.free_utid = 1 + pick(3);
+    if (pick(8) != 0) row.free_callsite_id = 1 + pick(20);
+    row.free_api = pick(2) == 0 ? api::kCudaFree : api::kCuMemFree;
+    free_rows.push_back(row);
+  }
+
+  Written written;
+  std::uint64_t seq = 0;
+  std::vector<std::int64_t> live;
+  const auto free_one = [&](std::size_t at) {
+    FreeRow row = free_rows[static_cast<std::size_t>(pick(static_cast<int>(free_rows.size())))];
+    row.free_seq = ++seq;
+    row.free_ns = static_cast<std::int64_t>(seq) * 10;
+    writer.set_free(live[at], row);
+    written.free_sites[live[at]] = free_site_of(row);
+    live.erase(live.begin() + static_cast<std::ptrdiff_t>(at));
+  };
+  for (std::int64_t id = 1; id <= 4000; ++id) {
+    AllocationRow row = site_rows[static_cast<std::size_t>(pick(300))];
+    row.id = id;
+    row.address = 0x7f00'0000'0000 + static_cast<std::uint64_t>(id) * 0x1000;
+    row.size = row.requested_size = 4096;
+    row.alloc_seq = ++seq;
+    row.alloc_ns = static_cast<std::int64_t>(seq) * 10;
+    writer.add_allocation(row);
+    written.sites[id] = site_of(row);
+    if (row.result != 0) continue;  // a failed allocation is never freed
+    written.free_sites[id] = std::nullopt;
+    live.push_back(id);
+    if (pick(3) == 0) free_one(live.size() - 1);  // a short life
+    if (!live.empty() && pick(2) == 0)
+      free_one(static_cast<std::size_t>(pick(static_cast<int>(live.size()))));
+  }
+  return written;
+}
+
+void expect_read_back(const std::filesystem::path& path, const Written& written) {
+  OpenFailure failure;
+  auto reader = TraceReader::open(path, &failure);
+  ASSERT_NE(reader, nullptr) << failure.message;
+  std::size_t seen = 0;
+  for (const AllocationRecord& record : reader->allocations({})) {
+    const std::int64_t id = record.allocation.id;
+    ASSERT_TRUE(written.sites.contains(id)) << id;
+    EXPECT_EQ(site_of(record.allocation), written.sites.at(id)) << "allocation " << id;
+    const auto free_site = written.free_sites.find(id);
+    const std::optional<FreeSite> expected_free =
+        free_site == written.free_sites.end() ? std::nullopt : free_site->second;
+    EXPECT_EQ(record.free ? std::optional(free_site_of(*record.free)) : std::nullopt, expected_free)
+        << "allocation " << id;
+    ++seen;
+  }
+  EXPECT_EQ(seen, written.sites.size());
+}
+
+TEST(TraceWriterSitesTest, EveryAllocationReadsBackItsOwnSiteAndFreeSite) {
+  TempDir dir;
+  const auto path = dir / "sites.db";
+  std::string error;
+  auto writer = TraceWriter::create(path, &error);
+  ASSERT_NE(writer, nullptr) << error;
+  writer->add_process(a_process());
+  const Written written = write_trace(*writer);
+  ASSERT_TRUE(writer->finish(&error)) << error;
+  expect_read_back(path, written);
+}
+
+// As `vramtrace run` writes: on the writer's own thread, short lives packed, whose sites are
+// read back from the chunks.
+TEST(TraceWriterSitesTest, PackedShortLivesReadBackTheirOwnSitesToo) {
+  TempDir dir;
+  const auto path = dir / "packed.db";
+  std::string error;
+  auto writer =
+      TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread,
+                          TraceWriter::AllocationPacking::kPackShortLives);
+  ASSERT_NE(writer, nullptr) << error;
+  writer->add_process(a_process());
+  const Written written = write_trace(*writer);
+  ASSERT_TRUE(writer->finish(&error)) << error;
+  expect_read_back(path, written);
 }
 
 }  // namespace
