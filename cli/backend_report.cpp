@@ -7,6 +7,7 @@
 namespace vramtrace::cli {
 
 using text::format_bytes;
+using Json = nlohmann::ordered_json;
 
 std::string backend_comparison_text(const analysis::BackendComparison& comparison) {
   if (!comparison.both) return {};
@@ -38,7 +39,6 @@ std::string backend_comparison_text(const analysis::BackendComparison& compariso
 }
 
 nlohmann::ordered_json backend_comparison_json(const analysis::BackendComparison& comparison) {
-  using Json = nlohmann::ordered_json;
   if (!comparison.both) return nullptr;
   Json kinds = Json::array();
   for (const analysis::BackendKindTotals& k : comparison.kinds) {

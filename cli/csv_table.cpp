@@ -5,7 +5,7 @@
 namespace vramtrace::cli {
 namespace {
 
-std::string quoted(std::string_view field) {
+std::string csv_field(std::string_view field) {
   if (field.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(field);
   std::string text = "\"";
   for (const char c : field) {
@@ -29,7 +29,7 @@ CsvTable& CsvTable::row(const std::vector<std::string>& fields) {
 }
 
 void CsvTable::append(const std::vector<std::string>& fields) {
-  for (std::size_t i = 0; i < fields.size(); ++i) text_ += (i ? "," : "") + quoted(fields[i]);
+  for (std::size_t i = 0; i < fields.size(); ++i) text_ += (i ? "," : "") + csv_field(fields[i]);
   text_ += "\r\n";
 }
 
