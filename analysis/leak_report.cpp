@@ -32,7 +32,7 @@ LiveGrouper::LiveGrouper(bool block_level,
                          const std::unordered_set<std::int64_t>& allocator_segments)
     : block_level_(block_level), allocator_segments_(allocator_segments) {}
 
-void LiveGrouper::add(const storage::AllocationRow& a) {
+void LiveGrouper::add(const storage::AllocationRow& a, std::uint64_t count) {
   const bool is_block = a.kind == storage::allocation_kind::kBlock;
   if (!block_level_) {
     if (is_block) return;  // inside segments, which count at this level
@@ -46,7 +46,7 @@ void LiveGrouper::add(const storage::AllocationRow& a) {
   }
   LeakGroup& group = groups_[{a.alloc_callsite_id, a.kind}];
   group.bytes += a.size;
-  group.count += 1;
+  group.count += count;
 }
 
 LiveGroups LiveGrouper::take() {
@@ -181,7 +181,17 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
   const std::unordered_set<std::int64_t> allocator_segments = index.allocator_segments();
   LiveGrouper live(block_level, allocator_segments);
+  // At a process's last event, what it left live is kept added up: unless a range of
+  // allocations is asked for, the groups are read rather than the allocations.
+  const bool groups_at_end = !since && !options.allocated_in;
   for (const ProcessMoment& moment : report.at) {
+    if (groups_at_end && moment.seq >= index.last_seq(moment.upid)) {
+      index.for_each_live_at_end(moment.upid,
+                                 [&](const storage::AllocationRow& group, std::uint64_t count) {
+                                   if (options.allocations.matches(group)) live.add(group, count);
+                                 });
+      continue;
+    }
     const auto after = since_seq.find(moment.upid);
     if (since && after == since_seq.end()) continue;  // M1 never happened in this process
     index.for_each_live_at(

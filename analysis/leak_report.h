@@ -117,7 +117,9 @@ struct LiveGroups {
 class LiveGrouper {
  public:
   LiveGrouper(bool block_level, const std::unordered_set<std::int64_t>& allocator_segments);
-  void add(const storage::AllocationRow& live);
+  // `count` allocations of live's kind, device, callsite and segment, live.size bytes in all
+  // (TimeIndex::for_each_live_at_end's groups); an allocator segment is one.
+  void add(const storage::AllocationRow& live, std::uint64_t count = 1);
   LiveGroups take();
 
  private:

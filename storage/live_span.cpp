@@ -9,6 +9,9 @@ constexpr std::string_view kTablesSql = R"sql(
 CREATE TABLE IF NOT EXISTS $X.live_span (upid INTEGER, level INTEGER, bin INTEGER,
   alloc_seq INTEGER, end_seq INTEGER, allocation_id INTEGER,
   PRIMARY KEY (upid, level, bin, alloc_seq, allocation_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS $X.live_at_end (upid INTEGER, kind INTEGER, device INTEGER,
+  alloc_callsite_id INTEGER, segment_id INTEGER, allocator_segment_id INTEGER,
+  count INTEGER, bytes INTEGER);
 CREATE TABLE IF NOT EXISTS $X.allocator_segment (id INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS $X.allocator_process (upid INTEGER PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS $X.process_time_range (upid INTEGER PRIMARY KEY,

@@ -6,11 +6,15 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
+#include "storage/live_at_end.h"
 #include "storage/live_span.h"
 #include "storage/packed_allocations.h"
 #include "storage/rollup_rows.h"
@@ -26,8 +30,8 @@ using sqlite::Statement;
 
 // Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
 // so that an older build's index is rebuilt. 2: time_problem, and times within their process.
-// 3: slices of a power of two.
-constexpr std::int64_t kTimeIndexVersion = 3;
+// 3: slices of a power of two. 4: live_at_end.
+constexpr std::int64_t kTimeIndexVersion = 4;
 std::int64_t bin_of(int level, std::uint64_t seq) {
   return live_span_bin(level, static_cast<std::int64_t>(seq));
 }
@@ -218,6 +222,36 @@ struct TimeIndex::Impl {
     return found;
   }
 
+  // live_at_end from the never-freed spans, so that its cost follows what was left live, added
+  // up here rather than by SQL's GROUP BY, which would sort every row first.
+  void build_live_at_end() {
+    std::unordered_set<std::int64_t> allocator_segments;
+    Statement segments = prepare("SELECT id FROM $X.allocator_segment");
+    each_row(segments, [&](const Statement& row) { allocator_segments.insert(row.int64(0)); });
+    std::vector<std::int64_t> upids;
+    Statement processes = prepare("SELECT DISTINCT upid FROM $X.live_span");
+    each_row(processes, [&](const Statement& row) { upids.push_back(row.int64(0)); });
+    Statement never_freed = prepare(
+        "SELECT s.allocation_id, c.size, c.site_id, d.segment_id FROM $X.live_span AS s "
+        "JOIN $T.allocation_compact AS c ON c.id = s.allocation_id "
+        "LEFT JOIN $T.allocation_detail AS d ON d.id = s.allocation_id "
+        "WHERE s.upid = ?1 AND s.level = " +
+        std::to_string(kNeverFreedLevel));
+    LiveAtEndGroups groups;
+    for (const std::int64_t upid : upids) {
+      never_freed.bind_int64(1, upid);
+      each_row(never_freed, [&](const Statement& row) {
+        const std::int64_t id = row.int64(0);
+        const PackedAllocations::Site& site = packed().site(row.int64(2));
+        groups.add({upid, site.kind, site.device, site.callsite_id, row.optional_int64(3),
+                    allocator_segments.contains(id) ? std::optional(id) : std::nullopt},
+                   1, row.uint64(1));
+      });
+    }
+    Statement put = prepare("INSERT INTO $X.live_at_end VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+    groups.write(put, [&](Statement& row) { each_row(row, [](const Statement&) {}); });
+  }
+
   // Makes the index's tables but the rollups; true when those are still to build (the writer
   // did not keep them up, or cut them for another span than the trace's).
   bool build() {
@@ -231,6 +265,7 @@ struct TimeIndex::Impl {
     if (!upkept) {
       execute(
           "DROP TABLE IF EXISTS $X.live_span; DROP TABLE IF EXISTS $X.allocator_segment;"
+          "DROP TABLE IF EXISTS $X.live_at_end;"
           "DROP TABLE IF EXISTS $X.allocator_process; DROP TABLE IF EXISTS $X.process_time_range;"
           "DROP TABLE IF EXISTS $X.time_index_upkeep;");
       execute(live_span_tables_sql());
@@ -255,6 +290,7 @@ struct TimeIndex::Impl {
       execute(
           "INSERT INTO $X.process_time_range SELECT upid, min(alloc_ns), max(alloc_ns), "
           "max(free_ns) FROM $T.allocation WHERE result = 0 GROUP BY upid");
+      build_live_at_end();
     }
     // Each process's times placed within its span: placing is monotonic, so the extremes of
     // the placed times are the placed extremes.
@@ -658,6 +694,26 @@ void TimeIndex::for_each_live_at(std::int64_t upid, std::uint64_t seq,
                                  const std::function<void(const AllocationRecord&)>& visit,
                                  AllocationColumns columns) const {
   for_each_live_at_any(upid, {seq}, visit, columns);
+}
+
+void TimeIndex::for_each_live_at_end(
+    std::int64_t upid,
+    const std::function<void(const AllocationRow&, std::uint64_t count)>& visit) const {
+  Statement statement = impl_->prepare(
+      "SELECT kind, device, alloc_callsite_id, segment_id, allocator_segment_id, count, bytes "
+      "FROM $X.live_at_end WHERE upid = ?1");
+  statement.bind_int64(1, upid);
+  AllocationRow row;
+  row.upid = upid;
+  impl_->each_row(statement, [&](const Statement& group) {
+    row.kind = static_cast<int>(group.int64(0));
+    row.device = static_cast<int>(group.int64(1));
+    row.alloc_callsite_id = group.optional_int64(2);
+    row.segment_id = group.optional_int64(3);
+    row.id = group.optional_int64(4).value_or(0);
+    row.size = group.uint64(6);
+    visit(row, group.uint64(5));
+  });
 }
 
 void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::uint64_t>& seqs,

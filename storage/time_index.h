@@ -147,6 +147,15 @@ class TimeIndex {
   void for_each_live_at_any(std::int64_t upid, const std::vector<std::uint64_t>& seqs,
                             const std::function<void(const AllocationRecord&)>& visit,
                             AllocationColumns columns = AllocationColumns::kAll) const;
+  // What the process left live after its last event (for_each_live_at at last_seq), added up
+  // (docs/schema.md, live_at_end): one call per group of kind, device, callsite and segment,
+  // with the group's bytes as the row's size and `count` its allocations, and one per live
+  // allocator segment (its id set; 0 in the groups). The fields set: id, kind, device,
+  // alloc_callsite_id, segment_id, size. For the reports of the end, whose cost then follows the
+  // groups rather than the allocations left live.
+  void for_each_live_at_end(
+      std::int64_t upid,
+      const std::function<void(const AllocationRow&, std::uint64_t count)>& visit) const;
   // The process's last event (an allocation, failed ones included, or a free) at or before
   // `ns`; 0 when it had none by then.
   std::uint64_t last_seq_at(std::int64_t upid, std::int64_t ns) const;

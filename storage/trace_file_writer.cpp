@@ -20,6 +20,7 @@
 #include "storage/allocation_chunk.h"
 #include "storage/empty_trace.h"
 #include "storage/json_string_array.h"
+#include "storage/live_at_end.h"
 #include "storage/live_span.h"
 #include "storage/pending_allocation_table.h"
 #include "storage/rollup_rows.h"
@@ -226,6 +227,7 @@ struct TraceFileWriter::Impl {
     std::uint64_t alloc_seq = 0;
     int device = 0, kind = 0;
     std::uint64_t size = 0;
+    std::optional<std::int64_t> callsite_id, segment_id;
     bool freed = false;
   };
   std::vector<WrittenLive> written_live;  // successful rows written without their free, by id
@@ -370,6 +372,24 @@ struct TraceFileWriter::Impl {
                  it->device, it->kind, it->size);
   }
 
+  // What each process left live, one row per (kind, device, callsite, segment), and one per
+  // allocator segment, whose own bytes the reports weigh against the blocks in it.
+  void write_live_at_end() {
+    LiveAtEndGroups groups;
+    for (const WrittenLive& live : written_live) {
+      if (live.freed) continue;
+      groups.add({live.upid, live.kind, live.device, live.callsite_id, live.segment_id,
+                  allocator_segments.contains(live.id) ? std::optional(live.id) : std::nullopt},
+                 1, live.size);
+    }
+    Statement statement;
+    if (Statement::prepare(db.get(),
+                           "INSERT INTO live_at_end VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                           &statement) != SQLITE_OK)
+      return fail("adding the time index's tables", sqlite3_errmsg(db.get()));
+    groups.write(statement, [&](Statement& row) { run(row, "adding the time index's tables"); });
+  }
+
   // At finish(): what is still live, and the small tables. Without upkeep, empties them.
   void write_upkept_tables() {
     if (!upkept_tables || !error.empty()) return;
@@ -378,7 +398,7 @@ struct TraceFileWriter::Impl {
       if (sqlite::execute(db.get(),
                           "DELETE FROM live_span; DELETE FROM allocator_segment; "
                           "DELETE FROM allocator_process; DELETE FROM process_time_range; "
-                          "DELETE FROM time_index_upkeep;",
+                          "DELETE FROM live_at_end; DELETE FROM time_index_upkeep;",
                           &message) != SQLITE_OK)
         fail("emptying the time index's tables", message);
       return;
@@ -394,6 +414,7 @@ struct TraceFileWriter::Impl {
         run(statement, "adding the time index's tables");
       }
     };
+    write_live_at_end();
     insert_each("INSERT INTO allocator_segment(id) VALUES(?1)", allocator_segments);
     insert_each("INSERT INTO allocator_process(upid) VALUES(?1)", allocator_processes);
     Statement range;
@@ -624,7 +645,8 @@ struct TraceFileWriter::Impl {
                                             static_cast<std::int64_t>(pending.free->free_seq)) != 0;
           } else {
             written_live.push_back({pending.row.id, pending.row.upid, pending.row.alloc_seq,
-                                    pending.row.device, pending.row.kind, pending.row.size});
+                                    pending.row.device, pending.row.kind, pending.row.size,
+                                    pending.row.alloc_callsite_id, pending.row.segment_id});
           }
         }
         if (any_span) run(add_pending_live_spans, "adding live spans");

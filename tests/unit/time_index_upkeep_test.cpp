@@ -108,6 +108,9 @@ std::string index_contents(const std::filesystem::path& path) {
       {"live_span", "upid, level, bin, alloc_seq, end_seq, allocation_id"},
       {"allocator_segment", "id"},
       {"allocator_process", "upid"},
+      {"live_at_end",
+       "upid, kind, device, ifnull(alloc_callsite_id, '-'), ifnull(segment_id, '-'), "
+       "ifnull(allocator_segment_id, '-'), count, bytes"},
       {"process_time_range", "upid, first_alloc_ns, last_alloc_ns, last_free_ns"},
       {"live_bytes_bucket", "upid, device, kind, bucket, min_bytes, max_bytes, last_bytes"},
       {"live_bytes_peak", "upid, device, peak_group, bytes, seq, ns"},
@@ -187,6 +190,16 @@ TEST(TimeIndexUpkeep, KeptUpAsRowsArriveItIsTheIndexTheBuildMakes) {
   EXPECT_NE(testing::query_one(upkept, "SELECT count(*) FROM live_span"), "0");
   EXPECT_NE(testing::query_one(upkept, "SELECT count(*) FROM allocator_segment"), "0");
   EXPECT_EQ(testing::query_one(upkept, "SELECT count(*) FROM allocator_process"), "2");
+  // What was left live, added up: every never-freed successful allocation counted once, and
+  // the live allocator segments on rows of their own.
+  EXPECT_EQ(testing::query_one(upkept, "SELECT sum(count) || ' ' || sum(bytes) FROM live_at_end"),
+            testing::query_one(upkept,
+                               "SELECT count(*) || ' ' || sum(size) FROM allocation WHERE result "
+                               "= 0 AND free_seq IS NULL"));
+  EXPECT_NE(testing::query_one(upkept,
+                               "SELECT count(*) FROM live_at_end WHERE allocator_segment_id IS "
+                               "NOT NULL"),
+            "0");
   EXPECT_EQ(testing::query_one(upkept,
                                "SELECT count(*) FROM sqlite_master WHERE name = "
                                "'allocation_by_free_seq'"),
