@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <map>
 #include <optional>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -222,12 +221,17 @@ struct TimeIndex::Impl {
     return found;
   }
 
+  std::unordered_set<std::int64_t> allocator_segments() const {
+    Statement statement = prepare("SELECT id FROM $X.allocator_segment");
+    std::unordered_set<std::int64_t> ids;
+    each_row(statement, [&](const Statement& row) { ids.insert(row.int64(0)); });
+    return ids;
+  }
+
   // live_at_end from the never-freed spans, so that its cost follows what was left live, added
   // up here rather than by SQL's GROUP BY, which would sort every row first.
   void build_live_at_end() {
-    std::unordered_set<std::int64_t> allocator_segments;
-    Statement segments = prepare("SELECT id FROM $X.allocator_segment");
-    each_row(segments, [&](const Statement& row) { allocator_segments.insert(row.int64(0)); });
+    const std::unordered_set<std::int64_t> segments = allocator_segments();
     std::vector<std::int64_t> upids;
     Statement processes = prepare("SELECT DISTINCT upid FROM $X.live_span");
     each_row(processes, [&](const Statement& row) { upids.push_back(row.int64(0)); });
@@ -244,7 +248,7 @@ struct TimeIndex::Impl {
         const std::int64_t id = row.int64(0);
         const PackedAllocations::Site& site = packed().site(row.int64(2));
         groups.add({upid, site.kind, site.device, site.callsite_id, row.optional_int64(3),
-                    allocator_segments.contains(id) ? std::optional(id) : std::nullopt},
+                    segments.contains(id) ? std::optional(id) : std::nullopt},
                    1, row.uint64(1));
       });
     }
@@ -988,10 +992,7 @@ std::vector<LiveBytesPeak> TimeIndex::peaks() const {
 }
 
 std::unordered_set<std::int64_t> TimeIndex::allocator_segments() const {
-  Statement statement = impl_->prepare("SELECT id FROM $X.allocator_segment");
-  std::unordered_set<std::int64_t> ids;
-  impl_->each_row(statement, [&](const Statement& row) { ids.insert(row.int64(0)); });
-  return ids;
+  return impl_->allocator_segments();
 }
 
 std::vector<TimeProblem> TimeIndex::time_problems() const {
