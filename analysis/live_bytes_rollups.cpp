@@ -1,9 +1,11 @@
 #include "analysis/live_bytes_rollups.h"
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <optional>
 #include <tuple>
+#include <unordered_map>
 
 #include "analysis/device_peaks.h"
 #include "storage/schema.h"
@@ -53,11 +55,24 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     if (s.peak == nullptr) return;
     Peak& peak = *s.peak;
     peak.live = is_free ? peak.live - std::min(peak.live, event.size) : peak.live + event.size;
+    const std::int64_t count = is_free ? -1 : 1;
+    const auto bytes = static_cast<std::int64_t>(event.size) * count;
+    CallsiteLive& by_callsite = peak.callsite(event.callsite_id);
+    by_callsite.count += count;
+    by_callsite.bytes += bytes;
     if (peak.live > peak.bytes) {
       peak.bytes = peak.live;
       peak.seq = event.seq;
       peak.ns = event.ns;
+      ++peak.generation;  // every callsite's changes since the peak are now none
+      return;
     }
+    if (by_callsite.since_generation != peak.generation) {
+      by_callsite.since_count = by_callsite.since_bytes = 0;
+      by_callsite.since_generation = peak.generation;
+    }
+    by_callsite.since_count += count;
+    by_callsite.since_bytes += bytes;
   }
 
   void write(std::int64_t start_ns, std::int64_t end_ns,
@@ -77,8 +92,19 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     }
     for (const auto& [key, peak] : peaks_) {
       if (peak.bytes == 0) continue;
-      sink.add_peak(
-          {std::get<0>(key), std::get<1>(key), std::get<2>(key), peak.bytes, peak.seq, peak.ns});
+      const auto& [upid, device, group] = key;
+      sink.add_peak({upid, device, group, peak.bytes, peak.seq, peak.ns});
+      for (const auto& [callsite, live] : peak.callsites) {
+        const bool changed = live.since_generation == peak.generation;
+        const std::int64_t count = live.count - (changed ? live.since_count : 0);
+        const std::int64_t bytes = live.bytes - (changed ? live.since_bytes : 0);
+        if (count <= 0) continue;  // none of it was live at the peak
+        sink.add_live_at_peak(
+            {upid, device, group,
+             callsite == kNoCallsite ? std::nullopt : std::optional<std::int64_t>(callsite),
+             static_cast<std::uint64_t>(count),
+             static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))});
+      }
     }
   }
 
@@ -86,9 +112,33 @@ class LiveBytesRollups final : public storage::RollupKeeper {
   struct Slice {
     std::uint64_t min = 0, max = 0, last = 0;
   };
+  // Allocations of one callsite in a peak group: live now, and the change since the peak (the
+  // events after it), so that what was live at the peak is the one less the other, without a
+  // copy of the live set at each new peak (a program's growth reaches one at every allocation).
+  struct CallsiteLive {
+    std::int64_t count = 0, bytes = 0;
+    std::int64_t since_count = 0, since_bytes = 0;
+    std::uint64_t since_generation = 0;  // the peak the since_ sums follow; older ones are none
+  };
+  static constexpr std::int64_t kNoCallsite = INT64_MIN;  // alloc_callsite_id NULL
   struct Peak {
     std::uint64_t live = 0, bytes = 0, seq = 0;
     std::int64_t ns = 0;
+    std::uint64_t generation = 0;  // raised at each new peak
+    std::unordered_map<std::int64_t, CallsiteLive> callsites;
+    // The last callsite met: a storm repeats one, which is then compared, not hashed. The map's
+    // elements stay where they are as it grows.
+    std::int64_t last_callsite = 0;
+    CallsiteLive* last = nullptr;
+
+    CallsiteLive& callsite(std::optional<std::int64_t> id) {
+      const std::int64_t key = id.value_or(kNoCallsite);
+      if (last == nullptr || last_callsite != key) {
+        last = &callsites[key];
+        last_callsite = key;
+      }
+      return *last;
+    }
   };
   struct Series {
     int shift = 0;

@@ -4,7 +4,9 @@
 //   the index's time slices (storage::live_bytes_bucket_shift: at most kLiveBytesBuckets of a
 //   power of two ns);
 // - live_bytes_peak: the most live bytes per (process, device) of device memory in use
-//   (occupies_device_memory) and of allocator blocks, with the event that first reached it.
+//   (occupies_device_memory) and of allocator blocks, with the event that first reached it;
+// - live_at_peak: what was live at each of those peaks, by callsite (count and bytes), which
+//   the `peak` report shows without reading the live set again.
 // Storage keeps the rows (storage/time_index.h); what they count is decided here.
 #pragma once
 

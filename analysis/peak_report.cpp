@@ -34,47 +34,27 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
     at.time_ns = peak.ns;
     at.since_start_ns = peak.ns - index.start_ns();
   }
-  // What was live at each peak, by callsite: one pass over the live sets of a process's peaks
-  // (mostly the same allocations) serves them all, and keeps only the sums.
-  using ByCallsite = std::map<std::optional<std::int64_t>, std::pair<std::uint64_t, std::uint64_t>>;
-  std::vector<ByCallsite> by_callsite(peaks.size());
-  std::map<std::int64_t, std::vector<std::size_t>> of_process;  // peaks, by upid
-  for (std::size_t i = 0; i < peaks.size(); ++i) of_process[peaks[i].upid].push_back(i);
-  for (const auto& entry : of_process) {
-    const std::vector<std::size_t>& of_upid = entry.second;  // a lambda below takes it
-    std::vector<std::uint64_t> seqs;
-    seqs.reserve(of_upid.size());
-    for (const std::size_t i : of_upid) seqs.push_back(peaks[i].seq);
-    index.for_each_live_at_any(
-        entry.first, seqs,
-        [&](const storage::AllocationRecord& record) {
-          const storage::AllocationRow& a = record.allocation;
-          for (const std::size_t i : of_upid) {
-            DevicePeakAt& at = peaks[i];
-            if (a.device != at.device || a.alloc_seq > at.seq ||
-                (record.free && record.free->free_seq <= at.seq))
-              continue;
-            const bool blocks = at.group == kPeakGroupBlocks;
-            if (blocks ? a.kind != storage::allocation_kind::kBlock
-                       : !occupies_device_memory(a.kind))
-              continue;
-            auto& [bytes, count] = by_callsite[i][a.alloc_callsite_id];
-            bytes += a.size;
-            count += 1;
-            at.live_count += 1;
-          }
-        },
-        storage::AllocationColumns::kLiveByStack);
-  }
-  for (std::size_t i = 0; i < peaks.size(); ++i) {
+  // What was live at each peak, by callsite: the index adds it up with the peaks, so that the
+  // report reads a row per callsite rather than the live set, which can be millions.
+  std::map<std::tuple<std::int64_t, int, std::string>, std::vector<const storage::LiveAtPeak*>>
+      by_peak;
+  const std::vector<storage::LiveAtPeak> live_at_peaks = index.live_at_peaks();
+  for (const storage::LiveAtPeak& row : live_at_peaks)
+    by_peak[{row.upid, row.device, row.group}].push_back(&row);
+  for (DevicePeakAt& at : peaks) {
     std::vector<StackBytes> live;
-    for (const auto& [callsite, totals] : by_callsite[i]) {
-      auto [it, added] = stacks.try_emplace(callsite);
-      if (added) it->second = shape ? shape(trace.stack(callsite)) : trace.stack(callsite);
-      live.push_back({&it->second, totals.first, totals.second});
+    const auto found = by_peak.find({at.upid, at.device, at.group});
+    if (found != by_peak.end()) {
+      for (const storage::LiveAtPeak* row : found->second) {
+        auto [it, added] = stacks.try_emplace(row->callsite_id);
+        if (added)
+          it->second = shape ? shape(trace.stack(row->callsite_id)) : trace.stack(row->callsite_id);
+        live.push_back({&it->second, row->bytes, row->count});
+        at.live_count += row->count;
+      }
     }
-    peaks[i].top_down = build_callsite_tree(live, TreeDirection::kTopDown);
-    peaks[i].bottom_up = build_callsite_tree(live, TreeDirection::kBottomUp);
+    at.top_down = build_callsite_tree(live, TreeDirection::kTopDown);
+    at.bottom_up = build_callsite_tree(live, TreeDirection::kBottomUp);
   }
   std::stable_sort(peaks.begin(), peaks.end(), [](const DevicePeakAt& a, const DevicePeakAt& b) {
     // kPeakGroupDeviceMemory ("device_memory") before kPeakGroupBlocks ("blocks").

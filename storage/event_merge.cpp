@@ -11,10 +11,13 @@
 namespace vramtrace::storage {
 namespace {
 
-// The event of the current row of a scan selecting (upid, seq, ns, device, kind, size, id).
+// The event of the current row of a scan selecting (upid, seq, ns, device, kind, size, id), and
+// alloc_callsite_id as its tenth column, when it has one.
 AllocationEvent event_of(const sqlite::Statement& row, AllocationEvent::Type type) {
-  return AllocationEvent{type,         row.int64(6), row.int64(0), row.uint64(1),
-                         row.int64(2), row.int32(3), row.int32(4), row.uint64(5)};
+  AllocationEvent event{type,         row.int64(6), row.int64(0), row.uint64(1),
+                        row.int64(2), row.int32(3), row.int32(4), row.uint64(5)};
+  if (row.column_count() > 9) event.callsite_id = row.optional_int64(9);
+  return event;
 }
 
 // Frees waiting for their turn: a min-heap on (upid, seq), frees of the same number (a damaged

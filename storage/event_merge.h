@@ -16,7 +16,8 @@ namespace vramtrace::storage {
 
 // The allocations a merge reads, in (upid, alloc_seq) order, each with its free: the rows of a
 // statement selecting (upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns),
-// ordered by (upid, alloc_seq), and beside them, where a cursor is given, the packed allocations
+// and optionally alloc_callsite_id (AllocationEvent::callsite_id), ordered by (upid,
+// alloc_seq), and beside them, where a cursor is given, the packed allocations
 // of the same processes and numbers (storage/packed_allocations.h); of one number, by id.
 class AllocationScan {
  public:

@@ -29,8 +29,8 @@ inline constexpr std::int64_t kNeverFreedEnd = INT64_MAX;
 // time_index_upkeep's 'version': bumped when what a writer keeps up changes, so that a build
 // reads only tables it knows how they were made.
 // 2: the rollups kept too (storage/rollup_rows.h), with the span they were cut for.
-// 3: live_at_end, what each process left live, added up.
-inline constexpr std::int64_t kTimeIndexUpkeepVersion = 3;
+// 3: live_at_end, what each process left live, added up. 4: live_at_peak, with the rollups.
+inline constexpr std::int64_t kTimeIndexUpkeepVersion = 4;
 
 int live_span_shift(int level);
 // The first and the last number of the bin of level 0 that holds `seq`.

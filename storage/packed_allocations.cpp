@@ -158,7 +158,8 @@ AllocationEvent PackedAllocations::alloc_event(std::int64_t upid, const PackedAl
                          packed.alloc_ns,
                          s.device,
                          s.kind,
-                         packed.size};
+                         packed.size,
+                         s.callsite_id};
 }
 
 AllocationEvent PackedAllocations::free_event(std::int64_t upid, const PackedAllocation& packed) {

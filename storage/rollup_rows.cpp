@@ -10,6 +10,8 @@ CREATE TABLE $X.live_bytes_bucket (upid INTEGER, device INTEGER, kind INTEGER,
 CREATE TABLE $X.live_bytes_peak (upid INTEGER, device INTEGER, peak_group TEXT,
   bytes INTEGER, seq INTEGER, ns INTEGER,
   PRIMARY KEY (upid, device, peak_group)) WITHOUT ROWID;
+CREATE TABLE $X.live_at_peak (upid INTEGER, device INTEGER, peak_group TEXT,
+  alloc_callsite_id INTEGER, count INTEGER, bytes INTEGER);
 CREATE TABLE $X.time_problem (upid INTEGER, problem TEXT, events INTEGER,
   first_seq INTEGER, PRIMARY KEY (upid, problem)) WITHOUT ROWID;
 )sql";
@@ -37,6 +39,15 @@ void bind_peak_row(sqlite::Statement& insert, const LiveBytesPeak& row) {
   insert.bind_uint64(4, row.bytes);
   insert.bind_uint64(5, row.seq);
   insert.bind_int64(6, row.ns);
+}
+
+void bind_live_at_peak_row(sqlite::Statement& insert, const LiveAtPeak& row) {
+  insert.bind_int64(1, row.upid);
+  insert.bind_int64(2, row.device);
+  insert.bind_text(3, row.group);
+  insert.bind_optional_int64(4, row.callsite_id);
+  insert.bind_uint64(5, row.count);
+  insert.bind_uint64(6, row.bytes);
 }
 
 }  // namespace vramtrace::storage

@@ -15,5 +15,6 @@ namespace vramtrace::storage {
 std::string_view rollup_tables_sql();
 void bind_bucket_row(sqlite::Statement& insert, const LiveBytesBucket& row);
 void bind_peak_row(sqlite::Statement& insert, const LiveBytesPeak& row);
+void bind_live_at_peak_row(sqlite::Statement& insert, const LiveAtPeak& row);
 
 }  // namespace vramtrace::storage

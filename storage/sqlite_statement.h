@@ -73,6 +73,7 @@ class Statement {
   }
 
   // Columns are numbered from 0.
+  int column_count() const { return sqlite3_column_count(stmt_); }
   bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
   std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
   std::uint64_t uint64(int column) const { return static_cast<std::uint64_t>(int64(column)); }

@@ -29,8 +29,8 @@ using sqlite::Statement;
 
 // Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
 // so that an older build's index is rebuilt. 2: time_problem, and times within their process.
-// 3: slices of a power of two. 4: live_at_end.
-constexpr std::int64_t kTimeIndexVersion = 4;
+// 3: slices of a power of two. 4: live_at_end. 5: live_at_peak.
+constexpr std::int64_t kTimeIndexVersion = 5;
 std::int64_t bin_of(int level, std::uint64_t seq) {
   return live_span_bin(level, static_cast<std::int64_t>(seq));
 }
@@ -320,7 +320,7 @@ struct TimeIndex::Impl {
     if (!rollups_kept) {
       execute(
           "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
-          "DROP TABLE IF EXISTS $X.time_problem;");
+          "DROP TABLE IF EXISTS $X.live_at_peak; DROP TABLE IF EXISTS $X.time_problem;");
       execute(rollup_tables_sql());
     }
     Statement put = prepare(
@@ -365,6 +365,8 @@ struct TimeIndex::Impl {
     Statement put_bucket =
         prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
     Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+    Statement put_live_at_peak =
+        prepare("INSERT INTO $X.live_at_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
     const std::map<std::int64_t, ProcessSpan> spans = process_spans();
     std::map<std::pair<std::int64_t, std::string>, TimeProblem> problems;
     RollupSource source;
@@ -373,8 +375,8 @@ struct TimeIndex::Impl {
     source.for_each_event = [&](const std::function<void(const AllocationEvent&)>& visit) {
       problems.clear();
       Statement allocs = prepare(
-          "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns "
-          "FROM $A WHERE result = 0 ORDER BY upid, alloc_seq");
+          "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns, "
+          "alloc_callsite_id FROM $A WHERE result = 0 ORDER BY upid, alloc_seq");
       std::optional<std::int64_t> upid;
       const ProcessSpan* span = nullptr;
       std::optional<std::int64_t> previous_ns;  // of the process's last event within its span
@@ -415,6 +417,10 @@ struct TimeIndex::Impl {
     sink.add_peak = [&](const LiveBytesPeak& row) {
       bind_peak_row(put_peak, row);
       each_row(put_peak, [](const Statement&) {});
+    };
+    sink.add_live_at_peak = [&](const LiveAtPeak& row) {
+      bind_live_at_peak_row(put_live_at_peak, row);
+      each_row(put_live_at_peak, [](const Statement&) {});
     };
     build(source, sink);
     Statement put_problem = prepare("INSERT INTO $X.time_problem VALUES (?1, ?2, ?3, ?4)");
@@ -987,6 +993,18 @@ std::vector<LiveBytesPeak> TimeIndex::peaks() const {
   impl_->each_row(statement, [&](const Statement& row) {
     rows.push_back(
         {row.int64(0), row.int32(1), row.text(2), row.uint64(3), row.uint64(4), row.int64(5)});
+  });
+  return rows;
+}
+
+std::vector<LiveAtPeak> TimeIndex::live_at_peaks() const {
+  Statement statement = impl_->prepare(
+      "SELECT upid, device, peak_group, alloc_callsite_id, count, bytes FROM $X.live_at_peak "
+      "ORDER BY upid, device, peak_group, alloc_callsite_id");
+  std::vector<LiveAtPeak> rows;
+  impl_->each_row(statement, [&](const Statement& row) {
+    rows.push_back({row.int64(0), row.int32(1), row.text(2), row.optional_int64(3), row.uint64(4),
+                    row.uint64(5)});
   });
   return rows;
 }

@@ -13,7 +13,8 @@
 //     read are about the live set, not the trace.
 //   allocator_segment, allocator_process: the segments that held a block, the processes with
 //     blocks.
-//   live_bytes_bucket, live_bytes_peak: the rollups, rows that the caller's BuildRollups makes
+//   live_bytes_bucket, live_bytes_peak, live_at_peak: the rollups, rows that the caller's
+//   BuildRollups makes
 //     from one ordered pass over the trace's events (analysis/live_bytes_rollups.h says what
 //     they mean), or that a writer kept up as rows arrived (a RollupKeeper's); the index stores
 //     them and reads them back.
@@ -65,6 +66,16 @@ struct LiveBytesPeak {
   std::int64_t ns = 0;
 };
 
+// A row of live_at_peak: the allocations of one callsite live at a peak of live_bytes_peak
+// (the same upid, device and group), just after its event.
+struct LiveAtPeak {
+  std::int64_t upid = 0;
+  int device = 0;
+  std::string group;                        // peak_group
+  std::optional<std::int64_t> callsite_id;  // alloc_callsite_id
+  std::uint64_t count = 0, bytes = 0;
+};
+
 // What time_problem counts (its column `problem`).
 inline constexpr const char* kTimeBeforeProcessStart = "before_process_start";
 inline constexpr const char* kTimeAfterProcessEnd = "after_process_end";
@@ -83,17 +94,20 @@ struct RollupSource {
   // The span of the index (TimeIndex::start_ns() and end_ns()).
   std::int64_t start_ns = 0, end_ns = 0;
   // Every successful allocation and free of the trace: processes in upid order, each process's
-  // events in sequence order (a free before an allocation of the same number). A time before
+  // events in sequence order (a free before an allocation of the same number), each with its
+  // callsite_id. A time before
   // its process's start or after its end comes as that start or end; a time earlier than the
   // event before it comes as it is (the trace's times need not rise with its sequence, and the
   // rollups must not rely on it). time_problem counts both.
   std::function<void(const std::function<void(const AllocationEvent&)>& visit)> for_each_event;
 };
 
-// Where the rollups go: rows of live_bytes_bucket and live_bytes_peak, in any order.
+// Where the rollups go: rows of live_bytes_bucket, live_bytes_peak and live_at_peak, in any
+// order.
 struct RollupSink {
   std::function<void(const LiveBytesBucket&)> add_bucket;
   std::function<void(const LiveBytesPeak&)> add_peak;
+  std::function<void(const LiveAtPeak&)> add_live_at_peak;
 };
 
 using BuildRollups = std::function<void(const RollupSource&, const RollupSink&)>;
@@ -183,6 +197,9 @@ class TimeIndex {
   std::int64_t bucket_start_ns(std::uint64_t i) const;
   // In (upid, device, group) order.
   std::vector<LiveBytesPeak> peaks() const;
+  // What was live at each of peaks(), by callsite: in (upid, device, group, callsite) order, no
+  // callsite first.
+  std::vector<LiveAtPeak> live_at_peaks() const;
   // Allocations that held a caching allocator's block at some time (segment_id of a block).
   std::unordered_set<std::int64_t> allocator_segments() const;
   // Processes with allocator events (a block, or an allocator out-of-memory report).

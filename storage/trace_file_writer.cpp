@@ -260,7 +260,8 @@ struct TraceFileWriter::Impl {
   }
 
   void keep_rollups(AllocationEvent::Type type, std::int64_t allocation_id, std::int64_t upid,
-                    std::uint64_t seq, std::int64_t ns, int device, int kind, std::uint64_t size) {
+                    std::uint64_t seq, std::int64_t ns, int device, int kind, std::uint64_t size,
+                    std::optional<std::int64_t> callsite_id) {
     if (!rollups) return;
     const auto process = process_times.find(upid);
     if (process == process_times.end() || ns < process->second.start_ns ||
@@ -271,7 +272,7 @@ struct TraceFileWriter::Impl {
     }
     process->second.last_ns = ns;
     process->second.last_seq = seq;
-    rollups->add({type, allocation_id, upid, seq, ns, device, kind, size});
+    rollups->add({type, allocation_id, upid, seq, ns, device, kind, size, callsite_id});
   }
 
   // At finish(): the rollups cut for the span the build will find, when the times held.
@@ -291,12 +292,14 @@ struct TraceFileWriter::Impl {
     std::string message;
     if (sqlite::execute(db.get(), in_the_trace(rollup_tables_sql()), &message) != SQLITE_OK)
       return fail("adding the time index's rollups", message);
-    Statement bucket, peak, span;
+    Statement bucket, peak, live_at_peak, span;
     if (Statement::prepare(db.get(),
                            "INSERT INTO live_bytes_bucket VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                            &bucket) != SQLITE_OK ||
         Statement::prepare(db.get(), "INSERT INTO live_bytes_peak VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
                            &peak) != SQLITE_OK ||
+        Statement::prepare(db.get(), "INSERT INTO live_at_peak VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                           &live_at_peak) != SQLITE_OK ||
         Statement::prepare(db.get(),
                            "INSERT INTO time_index_upkeep VALUES('rollups_start_ns', ?1), "
                            "('rollups_end_ns', ?2)",
@@ -310,6 +313,10 @@ struct TraceFileWriter::Impl {
     sink.add_peak = [&](const LiveBytesPeak& row) {
       bind_peak_row(peak, row);
       run(peak, "adding the time index's rollups");
+    };
+    sink.add_live_at_peak = [&](const LiveAtPeak& row) {
+      bind_live_at_peak_row(live_at_peak, row);
+      run(live_at_peak, "adding the time index's rollups");
     };
     rollups->write(start_ns, end_ns, sink);
     span.bind_int64(1, start_ns);
@@ -369,7 +376,7 @@ struct TraceFileWriter::Impl {
     put_live_span(it->upid, it->alloc_seq, row.free_seq, it->id);
     keep_up_with_free(it->upid, row);
     keep_rollups(AllocationEvent::Type::kFree, it->id, it->upid, row.free_seq, row.free_ns,
-                 it->device, it->kind, it->size);
+                 it->device, it->kind, it->size, it->callsite_id);
   }
 
   // What each process left live, one row per (kind, device, callsite, segment), and one per
@@ -910,7 +917,7 @@ void TraceFileWriter::add_allocation(const AllocationRow& row) {
   if (impl_->upkeep) impl_->keep_up_with_allocation(row);
   if (row.result == 0)
     impl_->keep_rollups(AllocationEvent::Type::kAlloc, row.id, row.upid, row.alloc_seq,
-                        row.alloc_ns, row.device, row.kind, row.size);
+                        row.alloc_ns, row.device, row.kind, row.size, row.alloc_callsite_id);
   auto& pending = impl_->pending_allocations;
   if (!pending.empty() && row.id <= pending.back().row.id) {
     // Not the collector's ascending order: write it now, so that a duplicate fails here.
@@ -935,7 +942,7 @@ void TraceFileWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
         impl_->keep_up_with_free(pending->row.upid, row);
         impl_->keep_rollups(AllocationEvent::Type::kFree, allocation_id, pending->row.upid,
                             row.free_seq, row.free_ns, pending->row.device, pending->row.kind,
-                            pending->row.size);
+                            pending->row.size, pending->row.alloc_callsite_id);
       }
     }
     pending->free = row;

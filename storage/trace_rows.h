@@ -209,6 +209,9 @@ struct AllocationEvent {
   std::int64_t ns = 0;
   int device = 0, kind = 0;
   std::uint64_t size = 0;
+  // The allocation's alloc_callsite_id, where the reader selects it (the time index's build and
+  // a writer keeping the rollups up): what was live at each peak is added up by it.
+  std::optional<std::int64_t> callsite_id;
 };
 
 // Why a stack read from a trace stops before its outermost frame: its callsites' parents lead

@@ -4,10 +4,15 @@
 // makes it all from the trace instead.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "analysis/device_peaks.h"
 #include "analysis/live_bytes_rollups.h"
 #include "sql_query.h"
 #include "storage/schema.h"
@@ -28,8 +33,8 @@ struct MixedTraceOptions {
 };
 
 // Two processes interleaved, each with device segments and blocks in them, failed allocations,
-// lifetimes from one event to never freed, and commits along the way, so that some rows are
-// written before their free and some after.
+// lifetimes from one event to never freed, five callsites and none, and commits along the way,
+// so that some rows are written before their free and some after.
 void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOptions& options) {
   std::string error;
   auto writer = TraceWriter::create(
@@ -70,6 +75,7 @@ void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOption
     seq[upid] += 1 + random() % 3000;
     row.alloc_seq = seq[upid];
     row.alloc_ns = 1000 + static_cast<std::int64_t>(seq[upid]);
+    if (row.id % 6 != 0) row.alloc_callsite_id = 1 + row.id % 5;
     if (options.a_time_falls && i == 15000) row.alloc_ns -= 5000;
     if (row.kind == storage::allocation_kind::kBlock) row.segment_id = segment[upid];
     if (random() % 200 == 0) row.result = 2;  // out of memory: never freed, no span
@@ -114,6 +120,7 @@ std::string index_contents(const std::filesystem::path& path) {
       {"process_time_range", "upid, first_alloc_ns, last_alloc_ns, last_free_ns"},
       {"live_bytes_bucket", "upid, device, kind, bucket, min_bytes, max_bytes, last_bytes"},
       {"live_bytes_peak", "upid, device, peak_group, bytes, seq, ns"},
+      {"live_at_peak", "upid, device, peak_group, ifnull(alloc_callsite_id, '-'), count, bytes"},
       {"time_problem", "upid, problem, events, first_seq"},
       {"time_index_info", "key, value"},
   };
@@ -231,6 +238,54 @@ TEST(TimeIndexUpkeep, KeptUpAsRowsArriveItIsTheIndexTheBuildMakes) {
             testing::query_one(upkept, "SELECT value FROM time_index_info WHERE key = 'end_ns'"));
   EXPECT_EQ(testing::query_one(built, "SELECT count(*) FROM time_index_upkeep"), "0");
   EXPECT_NE(from_upkeep.find("live_span: "), std::string::npos);
+}
+
+// Each peak's live set added up by callsite: from live_at_peak, and from the live allocations
+// the index reads at the peak's event. One line per peak and callsite.
+std::pair<std::string, std::string> live_at_peaks_both_ways(const storage::TimeIndex& index) {
+  std::string kept;
+  for (const storage::LiveAtPeak& row : index.live_at_peaks())
+    kept += std::to_string(row.upid) + " " + std::to_string(row.device) + " " + row.group + " " +
+            (row.callsite_id ? std::to_string(*row.callsite_id) : "-") + ": " +
+            std::to_string(row.count) + " " + std::to_string(row.bytes) + "\n";
+  std::string scanned;
+  for (const storage::LiveBytesPeak& peak : index.peaks()) {
+    std::map<std::optional<std::int64_t>, std::pair<std::uint64_t, std::uint64_t>> by_callsite;
+    for (const storage::AllocationRecord& record : index.live_at(peak.upid, peak.seq)) {
+      const storage::AllocationRow& a = record.allocation;
+      const bool in_group = peak.group == analysis::kPeakGroupBlocks
+                                ? a.kind == storage::allocation_kind::kBlock
+                                : analysis::occupies_device_memory(a.kind);
+      if (a.device != peak.device || !in_group) continue;
+      auto& [count, bytes] = by_callsite[a.alloc_callsite_id];
+      count += 1;
+      bytes += a.size;
+    }
+    for (const auto& [callsite, sums] : by_callsite)
+      scanned += std::to_string(peak.upid) + " " + std::to_string(peak.device) + " " + peak.group +
+                 " " + (callsite ? std::to_string(*callsite) : "-") + ": " +
+                 std::to_string(sums.first) + " " + std::to_string(sums.second) + "\n";
+  }
+  return {kept, scanned};
+}
+
+// What was live at each peak is what the index reads live there, whether the writer kept it up
+// or the build made it; and the trace's peaks are not its end, so the frees and allocations
+// after each peak count.
+TEST(TimeIndexUpkeep, WhatWasLiveAtEachPeakIsItsLiveSetAddedUp) {
+  testing::TempDir dir;
+  for (const Upkeep upkeep : {Upkeep::kAsRowsArrive, Upkeep::kNone}) {
+    const auto path = dir / (upkeep == Upkeep::kNone ? "built.db" : "upkept.db");
+    write_mixed_trace(path, {upkeep});
+    const auto index = open_index(path);
+    ASSERT_NE(index, nullptr);
+    const auto [kept, scanned] = live_at_peaks_both_ways(*index);
+    EXPECT_EQ(kept, scanned);
+    EXPECT_GT(std::count(kept.begin(), kept.end(), '\n'),
+              40);  // 2 processes x 2 devices x 2 groups x 6
+    for (const storage::LiveBytesPeak& peak : index->peaks())
+      EXPECT_LT(peak.seq, index->last_seq(peak.upid)) << peak.upid << " " << peak.group;
+  }
 }
 
 TEST(TimeIndexUpkeep, AFreeUndoneLeavesTheIndexToTheBuild) {
