@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -222,14 +223,34 @@ struct TraceFileWriter::Impl {
   Statement add_chunk;
   std::vector<std::pair<std::int64_t, PackedAllocation>> packed_scratch;
   Statement add_live_span, add_pending_live_spans;
+  // A recording can end with millions of rows live, each held here: its optional ids are kept
+  // as plain integers, kNoId for none (ids are positive), which makes an entry 64 bytes, not 80.
+  static constexpr std::int64_t kNoId = INT64_MIN;
   struct WrittenLive {
+    explicit WrittenLive(const AllocationRow& row)
+        : id(row.id),
+          upid(row.upid),
+          alloc_seq(row.alloc_seq),
+          device(row.device),
+          kind(row.kind),
+          size(row.size),
+          callsite(row.alloc_callsite_id.value_or(kNoId)),
+          segment(row.segment_id.value_or(kNoId)) {}
     std::int64_t id = 0, upid = 0;
     std::uint64_t alloc_seq = 0;
     int device = 0, kind = 0;
     std::uint64_t size = 0;
-    std::optional<std::int64_t> callsite_id, segment_id;
+    std::int64_t callsite = kNoId, segment = kNoId;
     bool freed = false;
+
+    std::optional<std::int64_t> callsite_id() const {
+      return callsite == kNoId ? std::nullopt : std::optional(callsite);
+    }
+    std::optional<std::int64_t> segment_id() const {
+      return segment == kNoId ? std::nullopt : std::optional(segment);
+    }
   };
+  static_assert(sizeof(WrittenLive) == 64);
   std::vector<WrittenLive> written_live;  // successful rows written without their free, by id
   struct TimeRange {
     std::int64_t first_alloc_ns = 0, last_alloc_ns = 0;
@@ -376,7 +397,7 @@ struct TraceFileWriter::Impl {
     put_live_span(it->upid, it->alloc_seq, row.free_seq, it->id);
     keep_up_with_free(it->upid, row);
     keep_rollups(AllocationEvent::Type::kFree, it->id, it->upid, row.free_seq, row.free_ns,
-                 it->device, it->kind, it->size, it->callsite_id);
+                 it->device, it->kind, it->size, it->callsite_id());
   }
 
   // What each process left live, one row per (kind, device, callsite, segment), and one per
@@ -385,7 +406,7 @@ struct TraceFileWriter::Impl {
     LiveAtEndGroups groups;
     for (const WrittenLive& live : written_live) {
       if (live.freed) continue;
-      groups.add({live.upid, live.kind, live.device, live.callsite_id, live.segment_id,
+      groups.add({live.upid, live.kind, live.device, live.callsite_id(), live.segment_id(),
                   allocator_segments.contains(live.id) ? std::optional(live.id) : std::nullopt},
                  1, live.size);
     }
@@ -651,9 +672,7 @@ struct TraceFileWriter::Impl {
                 any_span || live_span_level(static_cast<std::int64_t>(pending.row.alloc_seq),
                                             static_cast<std::int64_t>(pending.free->free_seq)) != 0;
           } else {
-            written_live.push_back({pending.row.id, pending.row.upid, pending.row.alloc_seq,
-                                    pending.row.device, pending.row.kind, pending.row.size,
-                                    pending.row.alloc_callsite_id, pending.row.segment_id});
+            written_live.emplace_back(pending.row);
           }
         }
         if (any_span) run(add_pending_live_spans, "adding live spans");
