@@ -139,6 +139,26 @@ class RolesTest(TempDirTest):
         self.assertEqual(peaks[0]["at_seq"], process["seq"])
         self.assertEqual(peaks[0]["bytes"], sum(process["roles"].values()))
 
+    def test_peak_shows_every_block_live_at_max_memory_allocated_by_stack(self) -> None:
+        # `vramtrace run` kept what was live at the peak added up by stack as it recorded
+        # (docs/schema.md, live_at_peak); the report reads those sums, not the blocks.
+        report = torch_run.report("peak", self.plain)
+        (peak,) = [p for p in report["peaks"] if p["level"] == "blocks"]
+        self.assertEqual(peak["bytes"], self.torch["max_allocated"])
+        trace = torch_run.Trace(self.plain)
+        try:
+            live = trace.count(
+                "SELECT count(*) FROM allocation WHERE result = 0 AND kind = ? AND upid = ? "
+                "AND alloc_seq <= ? AND (free_seq IS NULL OR free_seq > ?)",
+                trace.kinds["block"], peak["upid"], peak["seq"], peak["seq"])
+        finally:
+            trace.close()
+        self.assertEqual(peak["live_count"], live)
+        self.assertGreater(live, 10)
+        for tree in ("top_down", "bottom_up"):
+            self.assertEqual(sum(node["bytes"] for node in peak[tree]), peak["bytes"], tree)
+            self.assertEqual(sum(node["count"] for node in peak[tree]), live, tree)
+
     def test_summarys_advice_is_the_roles_where_they_are_known(self) -> None:
         advice = torch_run.report("summary", self.plain)["advice"]
         (process,) = torch_run.report("roles", self.plain)["processes"]
