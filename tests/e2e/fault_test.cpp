@@ -174,14 +174,16 @@ TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimit) {
             trace(),
             "--",
             RING_FAULTS_BIN,
-            "2000000"};
+            "2000000",
+            "--say-first"};
   o.extra_env = {"VRAMTRACE_STALL_SECONDS=1"};
   std::atomic<pid_t> vramtrace_pid{0};
-  std::atomic<bool> program_ended{false};
+  std::atomic<bool> program_started{false}, program_ended{false};
   std::string out;
   o.on_stdout = [&](const std::string& chunk, pid_t pid) {
     vramtrace_pid = pid;
     out += chunk;
+    if (out.find("first event\n") != std::string::npos) program_started = true;
     if (out.find("faults ") != std::string::npos) program_ended = true;
   };
   std::atomic<bool> done{false};
@@ -190,8 +192,10 @@ TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimit) {
     result = run_process(o);
     done = true;
   });
-  while (vramtrace_pid == 0 && !done) std::this_thread::sleep_for(1ms);
-  std::this_thread::sleep_for(300ms);  // the program is running and filling its ring
+  // Stopped before the program starts, `run` would hold it from starting at all (a loaded
+  // machine can take longer than any fixed wait to get there): wait for its first event.
+  while (!program_started && !done) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(300ms);  // the program is in its loop, filling its ring
   const bool stopped_while_running = !program_ended;
   if (stopped_while_running) kill(vramtrace_pid, SIGSTOP);
   // The program prints its line when it ends; `run` stays stopped till then. The deadline tells

@@ -2,7 +2,9 @@
 // the first allocation and the last (the shim faults its ring in ahead of its writes, so a
 // lap of records takes none page by page), then "ring R of S": how many bytes of the shim's
 // ring are resident, of its size (a ring costs memory only as far as its writes have come).
-// Usage: ring_faults ITERATIONS.
+// With --say-first, first prints "first event" once its first allocation is made, so that a test
+// can act on a program that is in its loop.
+// Usage: ring_faults ITERATIONS [--say-first].
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -50,12 +52,17 @@ bool alloc_and_free() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: ring_faults ITERATIONS\n");
+  const bool say_first = argc == 3 && std::strcmp(argv[2], "--say-first") == 0;
+  if (argc != 2 && !say_first) {
+    std::fprintf(stderr, "usage: ring_faults ITERATIONS [--say-first]\n");
     return 2;
   }
   const long iterations = std::atol(argv[1]);
   if (!alloc_and_free()) return 1;
+  if (say_first) {
+    std::printf("first event\n");
+    std::fflush(stdout);
+  }
   const long before = minor_faults();
   for (long i = 0; i < iterations; ++i)
     if (!alloc_and_free()) return 1;
