@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 #include <tuple>
-#include <utility>
 #include <vector>
 
-#include "analysis/device_peaks.h"
 #include "analysis/live_bytes_rollups.h"
-#include "storage/schema.h"
 
 namespace vramtrace::analysis {
 
