@@ -13,6 +13,8 @@
 #include <optional>
 #include <utility>
 
+#include "collector/symbol_index.h"
+
 namespace vramtrace::collector {
 namespace {
 
@@ -406,13 +408,11 @@ class Symbolizer::Module {
     state_ = State::kUsable;
   }
 
-  std::string symbol_name(Dwarf_Addr addr) const {
-    GElf_Off offset = 0;
-    GElf_Sym symbol;
-    GElf_Word section = 0;
-    Elf* elf = nullptr;
-    Dwarf_Addr bias = 0;
-    return demangle(dwfl_module_addrinfo(module_, addr, &offset, &symbol, &section, &elf, &bias));
+  // The ELF symbol table's name for addr, from an index of it read at the first ask
+  // (collector/symbol_index.h).
+  std::string symbol_name(Dwarf_Addr addr) {
+    if (!symbols_) symbols_.emplace(module_);
+    return demangle(symbols_->name_at(addr));
   }
 
   // The compile unit covering `addr`, and the bias from dwfl to DWARF addresses. libdw 0.188
@@ -472,6 +472,7 @@ class Symbolizer::Module {
     Dwarf_Die cu;
   };
   std::optional<std::vector<UnitRange>> unit_ranges_;  // sorted by start; built on demand
+  std::optional<SymbolIndex> symbols_;                 // built on demand
   Dwarf_Addr unit_bias_ = 0;                           // dwfl address minus DWARF address
   std::unordered_map<uint64_t, std::vector<SymbolizedFrame>> frames_;
 };
