@@ -390,11 +390,11 @@ TEST_F(SimCuda, StreamOrderedAllocationsUseTheDefaultPool) {
   }
   void* ptsz = nullptr;
   ASSERT_EQ(cudaMallocAsync_ptsz(&ptsz, kMiB, nullptr), cudaSuccess);
-  EXPECT_EQ(used_on_current_device(), 5 * kMiB);
+  EXPECT_EQ(used_on_current_device(), 32 * kMiB) << "one granule of the pool";
 
   // Async memory shares the device's capacity with cudaMalloc.
   void* too_much = nullptr;
-  EXPECT_EQ(cudaMalloc(&too_much, kCapacity - 4 * kMiB), cudaErrorMemoryAllocation);
+  EXPECT_EQ(cudaMalloc(&too_much, kCapacity - 16 * kMiB), cudaErrorMemoryAllocation);
 
   for (void* ptr : pointers) EXPECT_EQ(cudaFreeAsync(ptr, stream), cudaSuccess);
   EXPECT_EQ(cudaFreeAsync_ptsz(ptsz, cudaStreamPerThread), cudaSuccess);
@@ -411,6 +411,8 @@ TEST_F(SimCuda, FreeAsyncAndFreeTakeEachOthersMemory) {
   ASSERT_EQ(cudaMallocAsync(&from_async, kMiB, nullptr), cudaSuccess);
   EXPECT_EQ(cudaFreeAsync(from_malloc, nullptr), cudaSuccess);
   EXPECT_EQ(cudaFree(from_async), cudaSuccess);
+  EXPECT_EQ(used_on_current_device(), 32 * kMiB) << "the pool keeps its granule";
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(used_on_current_device(), 0u);
 }
 
@@ -466,8 +468,9 @@ TEST_F(SimCuda, EachDeviceHasItsOwnDefaultPool) {
   ASSERT_EQ(cudaMallocFromPoolAsync(&ptr, kMiB, pools[1], nullptr), cudaSuccess);
   EXPECT_EQ(used_on_current_device(), 0u);
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  EXPECT_EQ(used_on_current_device(), kMiB);
+  EXPECT_EQ(used_on_current_device(), 32 * kMiB) << "one granule of device 1's pool";
   EXPECT_EQ(cudaFreeAsync(ptr, nullptr), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 TEST_F(SimCuda, CreatedPoolsAllocateOnTheirDeviceUpToTheirMaximum) {
@@ -508,9 +511,9 @@ TEST_F(SimCuda, DestroyingAPoolWithLiveAllocationsDefersItsRelease) {
   EXPECT_EQ(cudaMemPoolTrimTo(pool, 0), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemPoolDestroy(pool), cudaErrorInvalidValue);
   EXPECT_EQ(cudaMemset(live, 0, kMiB), cudaSuccess);
-  EXPECT_EQ(used_on_current_device(), kMiB);
+  EXPECT_EQ(used_on_current_device(), 32 * kMiB) << "the pool's granule";
   EXPECT_EQ(cudaFreeAsync(live, nullptr), cudaSuccess);
-  EXPECT_EQ(used_on_current_device(), 0u);
+  EXPECT_EQ(used_on_current_device(), 0u) << "the pool went with its last allocation";
 }
 
 TEST_F(SimCuda, PoolPropertiesAreValidated) {
@@ -635,6 +638,7 @@ TEST_F(SimCuda, ConcurrentAllocationsNeverOverlap) {
   EXPECT_EQ(failures.load(), 0);
   for (int device = 0; device < kDevices; ++device) {
     ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the pools give their granules back
     EXPECT_EQ(used_on_current_device(), 0u) << "device " << device;
   }
 }

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "driver_test_support.h"
@@ -401,7 +402,7 @@ TEST_F(Driver, StreamOrderedAllocationsComeFromTheStreamsDevice) {
   ASSERT_EQ(cuMemAllocAsync(&here, kMiB, CU_STREAM_LEGACY), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocAsync(&there, kMiB, on_device1), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocAsync_ptsz(&per_thread, kMiB, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(used(), 2 * kMiB);
+  EXPECT_EQ(used(), 32 * kMiB) << "two allocations in one granule of device 0's pool";
 
   const auto made_up = reinterpret_cast<CUstream>(std::uintptr_t{0x1234});
   CUdeviceptr ptr = kUntouched;
@@ -414,7 +415,9 @@ TEST_F(Driver, StreamOrderedAllocationsComeFromTheStreamsDevice) {
   EXPECT_EQ(cuMemFreeAsync_ptsz(per_thread, CU_STREAM_PER_THREAD), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFree(there), CUDA_SUCCESS) << "cuMemFree takes stream-ordered memory";
   EXPECT_EQ(cuMemFreeAsync(here, nullptr), CUDA_ERROR_INVALID_VALUE) << "double free";
-  EXPECT_EQ(used(), 0u);
+  EXPECT_EQ(used(), 32 * kMiB) << "kept by the pool";
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(used(), 0u) << "given back at the synchronization";
 }
 
 CUmemPoolProps device_pool(int device, std::size_t max_size = 0) {
@@ -909,22 +912,29 @@ TEST_F(Driver, PoolAttributesCountLiveAllocations) {
             CUDA_SUCCESS);
   EXPECT_EQ(reuse, 0);
 
+  // What earlier tests in this process left: trimmed, and the high water marks reset.
+  cuuint64_t zero = 0;
+  ASSERT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero), CUDA_SUCCESS);
   CUdeviceptr a = 0;
   CUdeviceptr b = 0;
   ASSERT_EQ(cuMemAllocAsync(&a, kMiB, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAllocAsync(&b, 1000, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), kMiB + 1024) << "in 512-byte units";
-  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), kMiB + 1024);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), kMiB + 1000) << "the bytes asked for";
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 32 * kMiB) << "one granule";
   ASSERT_EQ(cuMemFreeAsync(a, nullptr), CUDA_SUCCESS);
-  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1024u);
-  EXPECT_GE(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), kMiB + 1024);
-  EXPECT_GE(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), kMiB + 1024);
-  cuuint64_t zero = 0;
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 1000u);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 32 * kMiB) << "kept by the pool";
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), kMiB + 1000);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 32 * kMiB);
   ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero), CUDA_SUCCESS);
-  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), 1024u) << "reset to the current amount";
-  EXPECT_GE(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), kMiB + 1024) << "reset separately";
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_USED_MEM_HIGH), 1000u) << "reset to the current amount";
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 32 * kMiB) << "reset separately";
+  ASSERT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 32 * kMiB) << "the live 1000 bytes stay";
   ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero), CUDA_SUCCESS);
-  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 1024u);
+  EXPECT_EQ(get(CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 32 * kMiB);
   cuuint64_t one = 1;
   EXPECT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &one),
             CUDA_ERROR_INVALID_VALUE)
@@ -957,6 +967,78 @@ TEST_F(Driver, PoolAttributesCountLiveAllocations) {
   ASSERT_EQ(cuMemPoolDestroy(created), CUDA_SUCCESS);
   EXPECT_EQ(cuMemPoolGetAttribute(created, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used_bytes),
             CUDA_ERROR_INVALID_VALUE);
+}
+
+// The pool's reservation as measured on a real driver (samples/gpu/pool_probe.py): 32 MiB
+// granules, kept after frees, given back at a synchronization down to the release threshold or
+// by cuMemPoolTrimTo, and counted as taken by cuMemGetInfo.
+TEST_F(Driver, PoolsReserveInGranulesAndKeepThemUntilTrimmed) {
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuDeviceGetDefaultMemPool(&pool, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);  // what earlier tests left, given back
+  const auto reserved = [pool] {
+    cuuint64_t value = 0;
+    EXPECT_EQ(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &value),
+              CUDA_SUCCESS);
+    return value;
+  };
+  const auto free_memory = [] {
+    size_t free = 0;
+    size_t total = 0;
+    EXPECT_EQ(cuMemGetInfo(&free, &total), CUDA_SUCCESS);
+    return free;
+  };
+  ASSERT_EQ(reserved(), 0u);
+  const size_t free_before = free_memory();
+
+  // The real pool's steps: 1 byte takes a granule, 32 MiB + 1 two (the device holds 64 MiB).
+  CUdeviceptr ptr = 0;
+  for (const auto& [size, granules] :
+       std::vector<std::pair<size_t, cuuint64_t>>{{1, 1}, {32 * kMiB + 1, 2}}) {
+    ASSERT_EQ(cuMemAllocAsync(&ptr, size, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(reserved(), granules * 32 * kMiB) << size;
+    EXPECT_EQ(free_before - free_memory(), granules * 32 * kMiB) << "the pool's memory is taken";
+    ASSERT_EQ(cuMemFreeAsync(ptr, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(reserved(), granules * 32 * kMiB) << "kept after the free";
+  }
+  // Allocations that fit in what the pool holds take nothing more.
+  CUdeviceptr small[3] = {};
+  for (CUdeviceptr& p : small) ASSERT_EQ(cuMemAllocAsync(&p, 20 * kMiB, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 64 * kMiB);
+
+  // At a synchronization the default threshold (0) gives back all but what is in use.
+  ASSERT_EQ(cuMemFreeAsync(small[2], nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(small[1], nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 64 * kMiB) << "until a synchronization";
+  ASSERT_EQ(cuStreamSynchronize(nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 32 * kMiB) << "20 MiB live: one granule";
+
+  // PyTorch's threshold: nothing is given back at synchronizations, only by cuMemPoolTrimTo.
+  cuuint64_t threshold = UINT64_MAX;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFreeAsync(small[0], nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 32 * kMiB);
+  ASSERT_EQ(cuMemPoolTrimTo(pool, SIZE_MAX), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 32 * kMiB) << "keeping more than it holds keeps all";
+  ASSERT_EQ(cuMemPoolTrimTo(pool, 1), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 32 * kMiB) << "at least the bytes to keep, in granules";
+  ASSERT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 0u);
+  EXPECT_EQ(free_memory(), free_before);
+
+  // Near full, a pool that cannot take a whole granule takes what the allocation needs.
+  CUdeviceptr filler = 0;
+  ASSERT_EQ(cuMemAlloc(&filler, 48 * kMiB), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAllocAsync(&ptr, 10 * kMiB, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(reserved(), 10 * kMiB);
+  ASSERT_EQ(cuMemFreeAsync(ptr, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemFree(filler), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemPoolTrimTo(pool, 0), CUDA_SUCCESS);
+  threshold = 0;
+  ASSERT_EQ(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold),
+            CUDA_SUCCESS);
 }
 
 TEST_F(Driver, PoolAccessIsKeptPerDevice) {

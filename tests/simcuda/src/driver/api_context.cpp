@@ -80,10 +80,13 @@ CUresult pop_current(CUcontext* pctx) {
 }
 
 CUresult synchronize(CUcontext ctx) {
-  // Nothing runs asynchronously: only the context is checked.
+  // Nothing runs asynchronously: the context is checked, and the pools trimmed as at any
+  // synchronization.
   return initialized([&](Driver& driver) {
     int device = 0;
-    return driver.context_device(ctx, &device);
+    const CUresult result = driver.context_device(ctx, &device);
+    if (result == CUDA_SUCCESS) driver.release_pools_over_threshold();
+    return result;
   });
 }
 

@@ -75,7 +75,12 @@ SIMCUDA_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
 }
 
 SIMCUDA_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
-  return check(hEvent);
+  // A synchronization: the pools give back what they hold beyond their release thresholds.
+  return initialized([&](Driver& driver) {
+    const CUresult result = driver.check_event(hEvent);
+    if (result == CUDA_SUCCESS) driver.release_pools_over_threshold();
+    return result;
+  });
 }
 
 SIMCUDA_DRIVER_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {

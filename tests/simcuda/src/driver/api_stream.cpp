@@ -35,7 +35,11 @@ CUresult create(CUstream* stream, unsigned int flags, int priority) {
 }
 
 CUresult synchronize(CUstream stream) {
-  return in_context([&](Driver& driver, int) { return driver.check_stream(stream); });
+  return in_context([&](Driver& driver, int) {
+    const CUresult result = driver.check_stream(stream);
+    if (result == CUDA_SUCCESS) driver.release_pools_over_threshold();
+    return result;
+  });
 }
 
 CUresult destroy(CUstream stream) {

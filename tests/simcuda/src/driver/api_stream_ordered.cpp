@@ -1,18 +1,23 @@
 // Driver API: the stream-ordered allocator and its memory pools.
 //
 // Every device has a default pool; cuMemPoolCreate makes more (device location, pinned type;
-// maxSize, when non-zero, caps what the pool holds). Memory is taken and returned at the call,
-// and pools cache nothing, so cuMemPoolTrimTo has nothing to release. Destroying a pool with
-// live allocations succeeds; the handle becomes invalid at once and the pool goes away with its
-// last allocation, as documented for the real one. The default pool cannot be destroyed. The
-// _ptsz variants (per-thread default stream) behave as the plain ones.
+// maxSize, when non-zero, caps what the pool holds). As measured on a real driver, a pool takes
+// device memory in 32 MiB granules and keeps what its freed allocations held: at each
+// synchronization (context, stream or event) it gives back what it holds beyond its release
+// threshold (0 by default; PyTorch sets the largest value, so its pool never shrinks by
+// itself), and cuMemPoolTrimTo gives back down to the bytes asked to keep. What a pool holds
+// unused counts as taken in cuMemGetInfo. Unlike the real pool, whose placement can leave
+// granules partly used, this one packs perfectly: it grows only when its live allocations
+// outgrow it. Destroying a pool with live allocations succeeds; the handle becomes invalid at
+// once and the pool goes away with its last allocation, as documented for the real one. The
+// default pool cannot be destroyed. The _ptsz variants (per-thread default stream) behave as
+// the plain ones.
 //
-// Pool attributes: the reuse flags and the release threshold are kept and reported (nothing is
-// cached, so they change nothing); the reserved and used amounts are both the bytes of the
-// pool's live allocations, with high water marks that setting them to 0 resets to the current
-// amount. Access: the pool's own device always reads and writes; others get what
-// cuMemPoolSetAccess gave them (none at first), which is bookkeeping, since every device can
-// read all memory here.
+// Pool attributes: the reuse flags are kept and reported; the used amount is the bytes the live
+// allocations asked for, unrounded, and the reserved amount what the pool holds, each with a
+// high water mark that setting it to 0 resets to the current amount. Access: the pool's own
+// device always reads and writes; others get what cuMemPoolSetAccess gave them (none at first),
+// which is bookkeeping, since every device can read all memory here.
 
 #include "api_support.h"
 
@@ -84,10 +89,8 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return initialized([&](Driver& driver) { return driver.destroy_pool(pool); });
 }
 
-SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t /*minBytesToKeep*/) {
-  // Pools hand memory back at every free, so there is never anything to trim; what remains is
-  // checking the handle.
-  return initialized([&](Driver& driver) { return driver.check_pool(pool); });
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  return initialized([&](Driver& driver) { return driver.trim_pool(pool, minBytesToKeep); });
 }
 
 SIMCUDA_DRIVER_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,

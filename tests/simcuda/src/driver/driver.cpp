@@ -15,6 +15,19 @@
 namespace simcuda::driver {
 namespace {
 
+// A stream-ordered pool takes memory from the device in steps of this size: measured on an H200
+// (driver 580), a pool holding nothing reserves 32 MiB for a 1-byte allocation, 64 MiB for
+// 32 MiB + 1, and 96 MiB for 64 MiB + 4 (samples/torch/pool_probe.py).
+constexpr std::size_t kPoolGranule = std::size_t{32} << 20;
+
+// Saturates: a size past the last whole granule (cuMemPoolTrimTo's SIZE_MAX) stays the largest.
+std::size_t round_up_to_granule(std::uint64_t bytes) {
+  constexpr std::uint64_t kLast = std::numeric_limits<std::size_t>::max() / kPoolGranule;
+  const std::uint64_t granules = bytes / kPoolGranule + (bytes % kPoolGranule != 0 ? 1 : 0);
+  if (granules > kLast) return std::numeric_limits<std::size_t>::max();
+  return static_cast<std::size_t>(granules * kPoolGranule);
+}
+
 void* as_pointer(std::uintptr_t address) {
   return reinterpret_cast<void*>(address);
 }
@@ -185,10 +198,18 @@ void Driver::reset_primary_locked(int device) {
   // Peer access is a property of the two contexts, gone with either.
   devices_[device]->primary.peers.clear();
   for (const auto& other : devices_) other->primary.peers.erase(device);
-  // Created pools of the device go too, even those already destroyed; the default pool stays.
-  std::erase_if(pools_, [device](const auto& entry) {
-    return entry.second->device == device && !entry.second->is_default;
-  });
+  // Created pools of the device go too, even those already destroyed; the default pool stays,
+  // holding nothing.
+  std::vector<CUmemPoolHandle_st*> created;
+  for (const auto& [handle, pool] : pools_) {
+    if (pool->device != device) continue;
+    if (pool->is_default) {
+      trim_pool_locked(*pool, 0);
+    } else {
+      created.push_back(pool.get());
+    }
+  }
+  for (CUmemPoolHandle_st* pool : created) forget_pool_locked(*pool);
 }
 
 CUctx_st* Driver::find_context(CUcontext ctx) {
@@ -588,7 +609,7 @@ CUresult Driver::destroy_pool(CUmemoryPool pool) {
   std::lock_guard lock(mutex_);
   if (!pool_usable_locked(pool) || pool->is_default) return CUDA_ERROR_INVALID_VALUE;
   if (pool->live_count == 0) {
-    pools_.erase(pool);
+    forget_pool_locked(*pool);
   } else {
     pool->destroyed = true;  // released by release_locked with its last allocation
   }
@@ -598,6 +619,37 @@ CUresult Driver::destroy_pool(CUmemoryPool pool) {
 CUresult Driver::check_pool(CUmemoryPool pool) {
   std::lock_guard lock(mutex_);
   return pool_usable_locked(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult Driver::trim_pool(CUmemoryPool pool, std::size_t keep) {
+  std::lock_guard lock(mutex_);
+  if (!pool_usable_locked(pool)) return CUDA_ERROR_INVALID_VALUE;
+  trim_pool_locked(*pool, keep);
+  return CUDA_SUCCESS;
+}
+
+void Driver::release_pools_over_threshold() {
+  std::lock_guard lock(mutex_);
+  for (const auto& [handle, pool] : pools_) {
+    if (pool->reserved_bytes > pool->release_threshold) {
+      trim_pool_locked(*pool, pool->release_threshold);
+    }
+  }
+}
+
+void Driver::trim_pool_locked(CUmemPoolHandle_st& pool, std::uint64_t keep) {
+  const std::size_t kept =
+      std::max(round_up_to_granule(pool.footprint),
+               std::min<std::uint64_t>(pool.reserved_bytes, round_up_to_granule(keep)));
+  if (kept >= pool.reserved_bytes) return;
+  devices_[pool.device]->pool_slack -= pool.reserved_bytes - kept;
+  pool.reserved_bytes = kept;
+}
+
+void Driver::forget_pool_locked(CUmemPoolHandle_st& pool) {
+  // Its last allocation is gone: what it held returns to the device.
+  devices_[pool.device]->pool_slack -= pool.reserved_bytes - pool.footprint;
+  pools_.erase(&pool);
 }
 
 CUresult Driver::pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value) {
@@ -618,10 +670,11 @@ CUresult Driver::pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
       write_u64(pool->release_threshold);
       return CUDA_SUCCESS;
-    // Nothing is cached, so the pool reserves exactly what its live allocations use.
     case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+      write_u64(pool->reserved_bytes);
+      return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-      write_u64(pool->live_bytes);
+      write_u64(pool->used_bytes);
       return CUDA_SUCCESS;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
       write_u64(pool->reserved_high);
@@ -665,16 +718,16 @@ CUresult Driver::set_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attri
       pool->reuse_allow_internal_dependencies = flag != 0 ? 1 : 0;
       break;
     case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-      // Kept and reported; the pool caches nothing, so there is nothing to hold back.
+      // Applied at the next synchronization.
       pool->release_threshold = number;
       break;
     default:
       // A high water mark can only be reset (to the current amount), by setting it to 0.
       if (number != 0) return CUDA_ERROR_INVALID_VALUE;
       if (attribute == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) {
-        pool->reserved_high = pool->live_bytes;
+        pool->reserved_high = pool->reserved_bytes;
       } else {
-        pool->used_high = pool->live_bytes;
+        pool->used_high = pool->used_bytes;
       }
       break;
   }
@@ -775,13 +828,29 @@ CUresult Driver::allocate_locked(int device, std::size_t size, AllocationKind ki
                                  CUmemPoolHandle_st* pool, CUdeviceptr* out) {
   const std::optional<std::size_t> reserved = Arena::round_up(size);
   if (!reserved) return CUDA_ERROR_OUT_OF_MEMORY;
-  if (pool != nullptr && pool->max_size != 0 &&
-      (*reserved > pool->max_size || pool->live_bytes > pool->max_size - *reserved)) {
-    return CUDA_ERROR_OUT_OF_MEMORY;
-  }
   Device& state = *devices_[device];
+  // What the allocation takes of the capacity: its rounded size, or for a pool what the pool
+  // must grow by (nothing when it fits in what the pool already holds).
+  std::size_t taken = *reserved;
+  std::size_t pool_reserved = 0;
+  if (pool != nullptr) {
+    const std::size_t footprint = pool->footprint + *reserved;
+    if (footprint < *reserved) return CUDA_ERROR_OUT_OF_MEMORY;
+    pool_reserved = std::max(pool->reserved_bytes, round_up_to_granule(footprint));
+    if (pool->max_size != 0) {
+      if (footprint > pool->max_size) return CUDA_ERROR_OUT_OF_MEMORY;
+      pool_reserved = std::max(pool->reserved_bytes, std::min(pool_reserved, pool->max_size));
+    }
+    taken = pool_reserved - pool->reserved_bytes;
+    // Where a whole granule does not fit, the pool takes only what the allocation needs (how
+    // the real driver behaves so close to full is not measured).
+    if (taken > state.capacity - state.committed() && footprint > pool->reserved_bytes) {
+      pool_reserved = footprint;
+      taken = pool_reserved - pool->reserved_bytes;
+    }
+  }
   // The heap's address range is as large as the capacity, but cuMemCreate's memory counts too.
-  if (*reserved > state.capacity - state.committed()) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (taken > state.capacity - state.committed()) return CUDA_ERROR_OUT_OF_MEMORY;
   std::byte* ptr = state.heap->allocate(*reserved);
   if (ptr == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   const auto address = reinterpret_cast<std::uintptr_t>(ptr);
@@ -793,9 +862,13 @@ CUresult Driver::allocate_locked(int device, std::size_t size, AllocationKind ki
                                            .buffer_id = next_buffer_id_++});
   if (pool != nullptr) {
     ++pool->live_count;
-    pool->live_bytes += *reserved;
-    pool->reserved_high = std::max(pool->reserved_high, pool->live_bytes);
-    pool->used_high = std::max(pool->used_high, pool->live_bytes);
+    pool->used_bytes += size;
+    // The heap now holds the allocation; the rest of what the pool reserves is its slack.
+    state.pool_slack = state.pool_slack + (pool_reserved - pool->reserved_bytes) - *reserved;
+    pool->footprint += *reserved;
+    pool->reserved_bytes = pool_reserved;
+    pool->reserved_high = std::max(pool->reserved_high, pool->reserved_bytes);
+    pool->used_high = std::max(pool->used_high, pool->used_bytes);
   }
   *out = address;
   return CUDA_SUCCESS;
@@ -812,9 +885,12 @@ void Driver::release_locked(Allocations::iterator allocation) {
     devices_[info.device]->heap->release(ptr, info.reserved);
   }
   if (CUmemPoolHandle_st* pool = info.pool) {
+    // The memory stays with the pool until it is trimmed.
     --pool->live_count;
-    pool->live_bytes -= info.reserved;
-    if (pool->destroyed && pool->live_count == 0) pools_.erase(pool);
+    pool->used_bytes -= info.size;
+    pool->footprint -= info.reserved;
+    devices_[info.device]->pool_slack += info.reserved;
+    if (pool->destroyed && pool->live_count == 0) forget_pool_locked(*pool);
   }
   allocations_.erase(allocation);
 }

@@ -149,6 +149,10 @@ class Driver {
   CUresult create_pool(const CUmemPoolProps& props, CUmemoryPool* out);
   CUresult destroy_pool(CUmemoryPool pool);
   CUresult check_pool(CUmemoryPool pool);
+  CUresult trim_pool(CUmemoryPool pool, std::size_t keep);
+  // A synchronization (context, stream or event): every pool holding more than its release
+  // threshold gives the excess back, as the real driver does then.
+  void release_pools_over_threshold();
   CUmemoryPool default_pool(int device) const { return devices_[device]->default_pool; }
   CUresult pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, void* value);
   CUresult set_pool_attribute(CUmemoryPool pool, CUmemPool_attribute attribute, const void* value);
@@ -184,8 +188,11 @@ class Driver {
     PhysicalMemory physical;      // cuMemCreate
     CUctx_st primary;
     CUmemPoolHandle_st* default_pool = nullptr;  // owned by pools_
-    // What is taken of the capacity: the heap's and cuMemCreate's allocations together.
-    std::size_t committed() const { return heap->used() + physical.used_bytes(); }
+    // What the device's pools hold beyond their live allocations' footprint.
+    std::size_t pool_slack = 0;
+    // What is taken of the capacity: the heap's and cuMemCreate's allocations, and what the
+    // pools hold unused.
+    std::size_t committed() const { return heap->used() + physical.used_bytes() + pool_slack; }
   };
   using Allocations = std::map<std::uintptr_t, Allocation>;
 
@@ -193,6 +200,10 @@ class Driver {
   CUresult allocate_locked(int device, std::size_t size, AllocationKind kind,
                            CUmemPoolHandle_st* pool, CUdeviceptr* out);
   void release_locked(Allocations::iterator allocation);
+  // Gives the pool's unused granules back, keeping at least KEEP bytes (rounded up to granules)
+  // and always its footprint.
+  void trim_pool_locked(CUmemPoolHandle_st& pool, std::uint64_t keep);
+  void forget_pool_locked(CUmemPoolHandle_st& pool);
   void reset_primary_locked(int device);
   std::optional<int> stream_device_locked(CUstream stream, int current_device) const;
   bool pool_usable_locked(CUmemoryPool pool) const;

@@ -40,9 +40,15 @@ struct CUmemPoolHandle_st {
   std::size_t max_size;  // 0: limited only by the device
   unsigned int handle_types = 0;
   std::size_t live_count = 0;
-  std::size_t live_bytes = 0;
-  // Pools hand memory back at every free, so what they reserve is what is in use; each of the
-  // two attributes keeps its own high water mark, which cuMemPoolSetAttribute resets.
+  // Used: the bytes the live allocations asked for, unrounded, as the real pool counts them.
+  std::size_t used_bytes = 0;
+  // Footprint: what the live allocations take of the device heap (each rounded to its unit).
+  std::size_t footprint = 0;
+  // Reserved: the memory the pool holds, in whole granules (kPoolGranule), at least the
+  // footprint. It grows when an allocation does not fit and shrinks only when trimmed: at a
+  // synchronization down to the release threshold, or by cuMemPoolTrimTo. Each of the two
+  // amounts keeps its own high water mark, which cuMemPoolSetAttribute resets.
+  std::size_t reserved_bytes = 0;
   std::size_t reserved_high = 0;
   std::size_t used_high = 0;
   cuuint64_t release_threshold = 0;
