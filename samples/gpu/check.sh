@@ -33,6 +33,8 @@
 #  14. the torch test suite (tests/torch) on the real GPU, as CI runs it on the simulated one:
 #      each of its comparisons with torch's own counters, on the real allocator and driver
 #      (the tests that need a simulated device of a given size are skipped).
+#  15. the driver's stream-ordered pool (samples/torch/pool_probe.py): how it counts used and
+#      reserved bytes, against what vramtrace and the simulated GPU assume.
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -89,8 +91,10 @@ fi
 # CUDART_DIR overrides the search (pointing it at build/release/simcuda/lib dry-runs this
 # script on the simulated GPU).
 cudart_dir=${CUDART_DIR:-}
+# The wheels' library folders: nvidia/cuda_runtime/lib (CUDA 12) and nvidia/cu13/lib (CUDA 13).
+wheel_dirs=$(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, d, "lib") for p in nvidia.__path__ for d in sorted(os.listdir(p))))' 2>/dev/null)
 for candidate in ${cudart_dir:+""} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64 /usr/lib/x86_64-linux-gnu \
-    $(python3 -c 'import nvidia.cuda_runtime, os; print(os.path.join(nvidia.cuda_runtime.__path__[0], "lib"))' 2>/dev/null); do
+    $wheel_dirs; do
   [ -n "$cudart_dir" ] && break
   if ls "$candidate"/libcudart.so.1[23] >/dev/null 2>&1; then cudart_dir=$candidate; break; fi
 done
@@ -99,8 +103,21 @@ say "- runtime: $(ls "$cudart_dir"/libcudart.so.1[23] | sort -r | head -n1)"
 # The real driver too: the samples' RUNPATH names the simulated libcuda.so.1, and only
 # LD_LIBRARY_PATH comes before RUNPATH.
 driver_dir=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}' | xargs -r dirname)
+if [ -z "$driver_dir" ]; then
+  for candidate in /usr/local/nvidia/lib64 /usr/lib64 /usr/lib/x86_64-linux-gnu; do
+    if [ -e "$candidate/libcuda.so.1" ]; then driver_dir=$candidate; break; fi
+  done
+fi
 [ -n "$driver_dir" ] && say "- driver: $driver_dir/libcuda.so.1"
 export LD_LIBRARY_PATH=$cudart_dir${driver_dir:+:$driver_dir}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# Queries a trace with Python's sqlite3 module (the machine may have no sqlite3 program): one
+# line per row, columns joined by '|', as the sqlite3 shell prints them.
+sql() {
+  python3 -c '
+import sqlite3, sys
+for row in sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute(sys.argv[2]):
+    print("|".join("" if v is None else str(v) for v in row))' "$1" "$2"
+}
 vt="$build/bin/vramtrace"
 
 step "1. the leaky sample, untraced and traced"
@@ -242,7 +259,7 @@ if [ "$have_torch" = 1 ]; then
       "$(median_step "$out/torch_train.plain.jsonl")" "$(median_step "$out/torch_train.jsonl")")"
     "$vt" leaks "$out/torch_train.db" >"$out/torch_train.leaks.txt" 2>&1
     "$vt" summary "$out/torch_train.db" >"$out/torch_train.summary.txt" 2>&1
-    say "INFO python stacks: $(sqlite3 "$out/torch_train.db" "SELECT group_concat(name || '=' || value, ', ') FROM stats WHERE name LIKE 'python_%'" 2>/dev/null || echo 'sqlite3 missing') (see torch_train.leaks.txt)"
+    say "INFO python stacks: $(sql "$out/torch_train.db" "SELECT group_concat(name || '=' || value, ', ') FROM stats WHERE name LIKE 'python_%'" 2>&1) (see torch_train.leaks.txt)"
   else
     say "FAIL the training sample failed (untraced $plain_rc, traced $traced_rc): see torch_train.*"
   fi
@@ -293,6 +310,14 @@ fi
 
 step "10. the CUPTI backend against the shim, and the cost of each"
 cupti_lib=$build/lib/vramtrace/libvramtrace_cupti.so
+# libcupti from the toolkit or a wheel, where the loader would not find it by itself.
+if [ -z "${VRAMTRACE_CUPTI_LIBRARY:-}" ]; then
+  for candidate in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda-*/extras/CUPTI/lib64 $wheel_dirs; do
+    found=$(ls "$candidate"/libcupti.so.1[23] 2>/dev/null | sort -r | head -n1)
+    if [ -n "$found" ]; then export VRAMTRACE_CUPTI_LIBRARY=$found; break; fi
+  done
+fi
+[ -n "${VRAMTRACE_CUPTI_LIBRARY:-}" ] && say "- cupti: $VRAMTRACE_CUPTI_LIBRARY"
 if [ ! -f "$cupti_lib" ] && command -v cmake >/dev/null 2>&1 && [ -d "$build" ]; then
   cmake --build "$build" --target vramtrace_cupti >>"$out/build.log" 2>&1
 fi
@@ -303,7 +328,7 @@ elif [ -z "$driver_dir" ]; then
 else
   # Successful allocations per kind, "kind count bytes" lines, from one backend's processes.
   per_kind() {
-    sqlite3 "$1" "SELECT k.name, COUNT(*), SUM(a.size) FROM allocation a JOIN allocation_kind k ON k.id = a.kind
+    sql "$1" "SELECT k.name, COUNT(*), SUM(a.size) FROM allocation a JOIN allocation_kind k ON k.id = a.kind
                   JOIN process p ON p.upid = a.upid WHERE a.result = 0 AND p.backend = '$2'
                   GROUP BY a.kind ORDER BY a.kind" 2>/dev/null
   }
@@ -336,7 +361,7 @@ elif b["only_preload"] == 0 and b["only_cupti"] == 0:
 else:
     print(f'FAIL {sys.argv[2]} --backend both: only the shim saw {b["only_preload"]}, only CUPTI {b["only_cupti"]} (see the .both.summary.txt)')
 PY
-    say "INFO $sample activity records: $(sqlite3 "$out/cupti.$sample.cupti.db" "SELECT COUNT(*) || ' rows, ' || IFNULL(SUM(operation IN ('allocation', 'release') AND allocation_id IS NULL), 0) || ' allocation/release records without a callback' FROM memory_activity" 2>/dev/null)"
+    say "INFO $sample activity records: $(sql "$out/cupti.$sample.cupti.db" "SELECT COUNT(*) || ' rows, ' || IFNULL(SUM(operation IN ('allocation', 'release') AND allocation_id IS NULL), 0) || ' allocation/release records without a callback' FROM memory_activity" 2>&1)"
   done
   # The cost: step 4's workload under each backend.
   timings=""
@@ -397,8 +422,7 @@ fi
 step "13. stack names: each thread's stacks sent once, then by name, against every stack sent whole"
 if command -v python3 >/dev/null 2>&1; then
   by_name() {
-    python3 -c 'import sqlite3, sys; print(sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True).execute("SELECT coalesce(sum(value), 0) FROM stats WHERE name = ?", ("stacks_by_name",)).fetchone()[0])' "$1" 2>/dev/null ||
-      echo "?"
+    sql "$1" "SELECT coalesce(sum(value), 0) FROM stats WHERE name = 'stacks_by_name'" 2>/dev/null || echo "?"
   }
   timeout 120 env VRAMTRACE_STACK_NAMES=0 "$vt" run --force -o "$out/leaky.unnamed.db" -- \
     "$build/bin/leaky" >/dev/null 2>&1
@@ -432,6 +456,16 @@ if [ "$have_torch" = 1 ]; then
   rc=$?
   summary=$(grep -E '^(Ran|OK|FAILED)' "$out/torch_suite.txt" | tr '\n' ' ')
   if [ "$rc" = 0 ]; then say "PASS $summary(torch_suite.txt)"; else say "FAIL ($rc) $summary(torch_suite.txt)"; fi
+else
+  say "SKIP no CUDA-enabled torch (TORCH_PYTHON=$torch_python)"
+fi
+
+step "15. the driver's stream-ordered pool, as the simulated GPU models it"
+if [ "$have_torch" = 1 ]; then
+  PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 "$torch_python" \
+    "$samples_torch/pool_probe.py" >"$out/pool_probe.txt" 2>&1
+  grep -E '^(PASS|FAIL)' "$out/pool_probe.txt" | tee -a "$results"
+  grep -qE '^(PASS|FAIL)' "$out/pool_probe.txt" || say "FAIL the probe printed no verdict: see pool_probe.txt"
 else
   say "SKIP no CUDA-enabled torch (TORCH_PYTHON=$torch_python)"
 fi
