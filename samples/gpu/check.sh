@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # The checks that need a real GPU, in one script (at most 8 minutes). Run it on a machine with
 # an NVIDIA GPU, from the repository root, after a release build (or with cmake and the
-# Debian packages present, it builds one):
+# Debian packages present, it builds one; or from a folder that samples/gpu/bundle.sh made,
+# where the machine has neither):
 #
 #     samples/gpu/check.sh            # results in $OUT if set, else docs/measurements/DATE-HOST/
+#     BUILD=.gpucheck/build samples/gpu/check.sh
+#
+# CUDART_DIR=<a build>/simcuda/lib under tests/simcuda/simgpu dry-runs it on the simulated GPU
+# (tests/gpu_check: every step but those that need the real driver passes there).
 #
 # What it checks, against the real CUDA runtime (found on the machine, never the simulated
 # one):
@@ -82,6 +87,19 @@ if [ ! -x "$build/bin/vramtrace" ]; then
     say "FAIL no build at $build and no cmake to make one"; exit 1
   fi
 fi
+# A bundle (samples/gpu/bundle.sh): its system libraries, each only where this machine lacks it,
+# so that the machine's own stay first.
+bundled_libs=$(dirname "$build")/libs
+if [ -d "$bundled_libs" ]; then
+  lacking=$(mktemp -d)
+  for lib in "$bundled_libs"/*; do
+    name=${lib##*/}
+    ldconfig -p | awk '{print $1}' | grep -qx "$name" || ln -s "$(realpath "$lib")" "$lacking/$name"
+  done
+  say "- bundled libraries used: $(ls "$lacking" | tr '\n' ' ')"
+  export LD_LIBRARY_PATH=$lacking${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+build_path=$(cd "$build" && pwd)
 missing=$(ldd "$build/bin/vramtrace" "$build/lib/vramtrace/libvramtrace_preload.so" 2>/dev/null | grep 'not found' || true)
 if [ -n "$missing" ]; then
   say "FAIL libraries missing on this machine: $(echo $missing | tr '\n' ' ')"; exit 1
@@ -100,6 +118,12 @@ for candidate in ${cudart_dir:+""} /usr/local/cuda/lib64 /usr/local/cuda-*/lib64
 done
 if [ -z "$cudart_dir" ]; then say "FAIL no real libcudart.so.12/13 found"; exit 1; fi
 say "- runtime: $(ls "$cudart_dir"/libcudart.so.1[23] | sort -r | head -n1)"
+# The simulated GPU's runtime (a build's simcuda/lib): a dry run of this script.
+simulated=0
+if [[ "$cudart_dir" == */simcuda/lib ]]; then
+  simulated=1
+  say "- the simulated GPU (tests/simcuda): a dry run; the steps that need the real driver say so"
+fi
 # The real driver too: the samples' RUNPATH names the simulated libcuda.so.1, and only
 # LD_LIBRARY_PATH comes before RUNPATH.
 driver_dir=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 .*x86-64/ {print $NF; exit}' | xargs -r dirname)
@@ -200,7 +224,9 @@ compare_with_driver() {
 }
 
 step "5. static cudart (nvcc's default), seen at the driver level"
-if [ -x "$build/bin/static_cudart_sample" ]; then
+if [ "$simulated" = 1 ]; then
+  say "SKIP a static cudart needs the real driver's private interfaces"
+elif [ -x "$build/bin/static_cudart_sample" ]; then
   timeout 120 "$vt" run --force -o "$out/static.db" -- "$build/bin/static_cudart_sample" \
     >"$out/static.txt" 2>&1
   if [ $? = 0 ]; then
@@ -447,8 +473,8 @@ step "14. the torch test suite (tests/torch) on the real GPU"
 if [ "$have_torch" = 1 ]; then
   # The suites that need no simulated device size; oom and the viewer are steps 8 and above.
   (cd tests/torch &&
-    VRAMTRACE_TORCH_GPU=real VRAMTRACE_BINARY="$root/$build/bin/vramtrace" \
-      VRAMTRACE_BUILD_DIR="$root/$build" TORCH_PYTHON="$torch_python" \
+    VRAMTRACE_TORCH_GPU=real VRAMTRACE_BINARY="$build_path/bin/vramtrace" \
+      VRAMTRACE_BUILD_DIR="$build_path" TORCH_PYTHON="$torch_python" \
       PYTHONPATH="$root/python:$root/tests/torch" PYTHONDONTWRITEBYTECODE=1 \
       timeout 300 "$torch_python" -m unittest -v test_smoke test_markers test_frag test_leaks \
         test_backends test_autograd test_stacks test_pytest_plugin) \
