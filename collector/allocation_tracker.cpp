@@ -91,8 +91,9 @@ void AllocationTracker::on_free(ProcessAllocations& p, const ring::RecordHeader&
   for (const auto& [address, entry] : recent.ended) {
     writer_.set_free(entry.id, row);
     p.queries.on_free(entry.id);
+    // Each allocation the call ended gets its own activity record from CUPTI.
+    p.correlations.on_free(m.correlation_id(), address, entry.id);
   }
-  p.correlations.on_free(m.correlation_id(), m.address(), recent.ended.front().second.id);
 }
 
 void AllocationTracker::on_free_failed(ProcessAllocations& p, int64_t upid,

@@ -387,7 +387,14 @@ elif b["only_preload"] == 0 and b["only_cupti"] == 0:
 else:
     print(f'FAIL {sys.argv[2]} --backend both: only the shim saw {b["only_preload"]}, only CUPTI {b["only_cupti"]} (see the .both.summary.txt)')
 PY
-    say "INFO $sample activity records: $(sql "$out/cupti.$sample.cupti.db" "SELECT COUNT(*) || ' rows, ' || IFNULL(SUM(operation IN ('allocation', 'release') AND allocation_id IS NULL), 0) || ' allocation/release records without a callback' FROM memory_activity" 2>&1)"
+    # Every allocation and release record names the allocation its callback made or freed.
+    unmatched=$(sql "$out/cupti.$sample.cupti.db" "SELECT IFNULL(SUM(operation IN ('allocation', 'release') AND allocation_id IS NULL), 0) FROM memory_activity" 2>&1)
+    rows=$(sql "$out/cupti.$sample.cupti.db" "SELECT COUNT(*) FROM memory_activity" 2>&1)
+    if [ "$unmatched" = 0 ]; then
+      say "PASS $sample: each of its $rows activity records names its call's allocation"
+    else
+      say "FAIL $sample: $unmatched of $rows allocation/release activity records name no allocation"
+    fi
   done
   # The cost: step 4's workload under each backend.
   timings=""

@@ -124,6 +124,35 @@ TEST_F(AllocationTrackerTest, AnAllocationOverALiveAddressIsCounted) {
   EXPECT_EQ(stats_.value(Stat::kAllocOverLiveAddress), 1);
 }
 
+TEST_F(AllocationTrackerTest, AnUnmapOfSeveralMappingsNamesEachForItsRecord) {
+  // Two adjacent 2 MiB mappings, unmapped by one cuMemUnmap of the whole range (call 18), as
+  // PyTorch's expandable segments shrink: CUPTI sends a release record for each mapping.
+  for (const uint64_t address : {uint64_t{0x200000}, uint64_t{0x400000}}) {
+    wire::Alloc m;
+    m.set_kind(wire::KIND_VMM_MAPPING);
+    m.set_api(wire::API_CU_MEM_MAP);
+    m.set_address(address);
+    m.set_size(0x200000);
+    m.set_correlation_id(static_cast<uint32_t>(address >> 20));
+    tracker_.on_alloc(process_, next(), m, {kUpid, kUtid, std::nullopt});
+  }
+  wire::Free unmap;
+  unmap.set_api(wire::API_CU_MEM_UNMAP);
+  unmap.set_address(0x200000);
+  unmap.set_size(0x400000);
+  unmap.set_correlation_id(18);
+  tracker_.on_free(process_, next(), unmap, {kUpid, kUtid, std::nullopt});
+
+  const auto second = process_.correlations.take_free(18, 0x400000);
+  const auto first = process_.correlations.take_free(18, 0x200000);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->allocation_id, 1);
+  EXPECT_EQ(second->allocation_id, 2);
+  EXPECT_EQ(first->how, CorrelationIndex::How::kCorrelationId);
+  EXPECT_EQ(second->how, CorrelationIndex::How::kCorrelationId);
+  EXPECT_FALSE(process_.correlations.take_free(18, 0x200000)) << "each is taken once";
+}
+
 TEST_F(AllocationTrackerTest, CorrelationIdsNameTheAllocationRows) {
   alloc(0x1000, 64, 77);
   free(0x1000);

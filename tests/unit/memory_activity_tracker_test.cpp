@@ -50,6 +50,25 @@ TEST_F(MemoryActivityTrackerTest, RecordsNameTheAllocationsTheirCallbacksMade) {
   EXPECT_EQ(stats_.value(Stat::kCuptiActivityMatchedByAddress), 1);
 }
 
+TEST_F(MemoryActivityTrackerTest, OneCallsRecordsNameTheAllocationsAtTheirAddresses) {
+  // One call (id 18) freed three allocations; its records come in another order, and one of
+  // them at an address the callback did not see (matched by the id all the same).
+  callbacks_.on_free(18, 0x1000, 5);
+  callbacks_.on_free(18, 0x2000, 6);
+  callbacks_.on_free(18, 0x3000, 7);
+  activity(wire::MemoryActivity::OPERATION_RELEASE, 18, 0x2000);
+  activity(wire::MemoryActivity::OPERATION_RELEASE, 18, 0x1000);
+  activity(wire::MemoryActivity::OPERATION_RELEASE, 18, 0x9000);
+  activity(wire::MemoryActivity::OPERATION_RELEASE, 18, 0x3000);
+  trace_.finish();
+  EXPECT_EQ(column(1, "allocation_id"), "6");
+  EXPECT_EQ(column(2, "allocation_id"), "5");
+  EXPECT_EQ(column(3, "allocation_id"), "7");
+  EXPECT_EQ(column(4, "allocation_id"), "<null>") << "its entry went to the record before";
+  EXPECT_EQ(stats_.value(Stat::kCuptiActivityReleaseWithoutCallback), 1);
+  EXPECT_EQ(stats_.value(Stat::kCuptiActivityMatchedByAddress), 0);
+}
+
 TEST_F(MemoryActivityTrackerTest, RecordsWithoutACallbackAreCounted) {
   activity(wire::MemoryActivity::OPERATION_ALLOCATION, 1, 0x1000);
   activity(wire::MemoryActivity::OPERATION_RELEASE, 2, 0x1000);
