@@ -237,6 +237,7 @@ TEST_F(Driver, ResetFreesTheDevicesMemoryButKeepsTheContextRetained) {
   EXPECT_EQ(used(), kMiB) << "device 1 was not reset";
   EXPECT_EQ(cuMemFree(on_device1), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSetCurrent(contexts_[0]), CUDA_SUCCESS);
+  EXPECT_EQ(used(), 0u) << "the default pool's granule went with the reset too";
   CUdeviceptr ptr = 0;
   EXPECT_EQ(cuMemAlloc(&ptr, kMiB), CUDA_SUCCESS) << "the reset context is still retained";
   EXPECT_EQ(cuDevicePrimaryCtxReset(kDevices), CUDA_ERROR_INVALID_DEVICE);
