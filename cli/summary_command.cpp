@@ -381,6 +381,18 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
         fmt::format("  {}, device {}: {} at +{}\n", process_label(summary, peak), peak.device,
                     format_bytes_exact(peak.bytes), format_seconds(peak.at_ns - summary.start_ns));
   }
+  // What nvidia-smi shows can be more: a stream-ordered pool holds whole granules and keeps
+  // what is freed, and no call the trace sees says how much (docs/measurements/).
+  const bool async = std::any_of(
+      summary.kinds.begin(), summary.kinds.end(),
+      [](const analysis::KindTotals& k) { return k.name == "async" && k.allocations > 0; });
+  if (async && !summary.peaks.empty()) {
+    text +=
+        "  async counts the allocations' own bytes; the driver's pool behind them holds more\n"
+        "    (whole granules, and what was freed until it is trimmed: "
+        "torch.cuda.memory_reserved()\n"
+        "    under backend:cudaMallocAsync)\n";
+  }
 
   text += "\nallocator level (blocks: tensors of a caching allocator; segments: its memory):\n";
   if (summary.level == analysis::MemoryLevel::kSegment)

@@ -165,6 +165,17 @@ TEST_F(CliReportsTest, SummaryTextShowsKindsPeaksAndFailures) {
   EXPECT_NE(text.find("pid 4242 on node1, device 0: 22.0 MiB (23068672 bytes) at +800.000 ms"),
             std::string::npos)
       << text;
+  // The trace holds async allocations: the peak says what it cannot see of their pool.
+  EXPECT_NE(text.find("  async counts the allocations' own bytes; the driver's pool behind them "
+                      "holds more"),
+            std::string::npos)
+      << text;
+  const CommandResult device_only =
+      run_vramtrace({"summary", trace_.string(), "--kind", "device"}, scratch_.path());
+  ASSERT_EQ(device_only.exit_status, 0) << device_only.err;
+  EXPECT_EQ(device_only.out.find("driver's pool"), std::string::npos)
+      << "no async allocations in the report, no word of their pool\n"
+      << device_only.out;
 }
 
 TEST_F(CliReportsTest, AnIncompleteTraceIsReportedWithAWarningAndExits0) {
