@@ -95,8 +95,9 @@ TEST_F(CollectorFaultTest, KilledCollectorLeavesAnIncompleteTraceAndTheProgramIt
   EXPECT_EQ(file_bytes(output + "-wal"), wal_before);
 }
 
-// The trace lives on a 256 KiB tmpfs, mounted in a private mount namespace, and the program
-// makes 100,000 allocations: the disk fills long before the end.
+// The trace lives on a 2 MiB tmpfs (an empty trace takes about 0.75 MB), mounted in a private
+// mount namespace, and the program makes 100,000 allocations: the disk fills long before the
+// end.
 TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
   const fs::path mount = dir_ / "small";
   const fs::path kept = dir_ / "kept";
@@ -109,7 +110,7 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
   ProcessOptions probe;
   probe.argv = unshare;
   probe.argv.insert(probe.argv.end(),
-                    {"mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", mount.string()});
+                    {"mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", mount.string()});
   if (run_process(probe).exit_code() != 0)
     GTEST_SKIP() << "cannot mount a tmpfs in a private mount namespace here (no unshare, or "
                     "user namespaces are disabled)";
@@ -119,7 +120,7 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
   o.argv = unshare;
   o.argv.insert(o.argv.end(),
                 {"sh", "-c",
-                 "mount -t tmpfs -o size=256k tmpfs \"$1\" || exit 99; \"$2\" run -o \"$3\" -- "
+                 "mount -t tmpfs -o size=2m tmpfs \"$1\" || exit 99; \"$2\" run -o \"$3\" -- "
                  "\"$4\" 1 100000; status=$?; cp \"$3\"* \"$5\"; exit $status",
                  "sh", mount.string(), VRAMTRACE_BIN, output, THREAD_STORM_BIN, kept.string()});
   ProcessResult run = run_process(o);
@@ -139,14 +140,14 @@ TEST_F(CollectorFaultTest, FullDiskIsAClearErrorAndTheProgramRunsToItsEnd) {
             (std::vector<std::vector<std::string>>{{"1"}}));
 }
 
-// `vramtrace run -o OUTPUT -- sh -c 'thread_storm 1 100000; exit STATUS'` under a 512 KiB
+// `vramtrace run -o OUTPUT -- sh -c 'thread_storm 1 100000; exit STATUS'` under a 2 MiB
 // file-size limit (ulimit -f, in dash's 512-byte blocks), which also works where no mount
 // namespace can be made: room for the new trace's schema and indexes, not for the storm.
 ProcessResult run_under_file_size_limit(const std::string& output, int status) {
   ProcessOptions o;
   o.argv = {"sh",
             "-c",
-            "ulimit -f 1024 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
+            "ulimit -f 4096 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
                 std::to_string(status) + "' \"$3\"",
             "sh",
             VRAMTRACE_BIN,
