@@ -6,6 +6,8 @@
 #include <optional>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "analysis/device_peaks.h"
 #include "storage/schema.h"
@@ -41,7 +43,7 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     }
     if (s.at == nullptr || s.at_slice != slice) {
       // The value the slice starts with (or has again) is in its range.
-      Slice& entered = s.slices.try_emplace(slice, Slice{s.live, s.live, s.live}).first->second;
+      Slice& entered = s.slices.enter(slice, Slice{s.live, s.live, s.live});
       entered.min = std::min(entered.min, s.live);
       entered.max = std::max(entered.max, s.live);
       s.at_slice = slice;
@@ -83,12 +85,12 @@ class LiveBytesRollups final : public storage::RollupKeeper {
       // Kept up, a series' slices are as fine as its own span needs: at most the index's.
       Series s = kept;
       while (s.shift < shift) merge_neighbours(s);
-      for (const auto& [slice, values] : s.slices) {
+      s.slices.for_each([&](std::int64_t slice, const Slice& values) {
         const std::int64_t bucket =
             std::clamp<std::int64_t>(slice - first, 0, std::int64_t{kLiveBytesBuckets} - 1);
         sink.add_bucket({std::get<0>(key), std::get<1>(key), std::get<2>(key),
                          static_cast<std::uint32_t>(bucket), values.min, values.max, values.last});
-      }
+      });
     }
     for (const auto& [key, peak] : peaks_) {
       if (peak.bytes == 0) continue;
@@ -140,10 +142,78 @@ class LiveBytesRollups final : public storage::RollupKeeper {
       return *last;
     }
   };
+  // A series' slices, by key (ns >> shift), in key order. Their times almost always rise (kept
+  // up they must), so a new slice is appended to a vector: no allocation per slice, and a merge
+  // compacts it in place. In a storm, a node of a map made and freed for every slice (the
+  // slices start at 1 ns and double) was most of the writer's cost of the rollups. The first
+  // slice before the last one moves them to a map for good, so that events in any order (the
+  // build's, where clocks jump) still cost a logarithm each.
+  class Slices {
+   public:
+    bool empty() const { return in_order_.empty() && scattered_.empty(); }
+
+    // The slice `key`, made with `initial` when it is new. The reference holds until the next
+    // enter() or merge_neighbours().
+    Slice& enter(std::int64_t key, const Slice& initial) {
+      if (scattered_.empty()) {
+        if (in_order_.empty() || in_order_.back().first < key)
+          return in_order_.emplace_back(key, initial).second;
+        if (in_order_.back().first == key) return in_order_.back().second;
+        const auto it = std::lower_bound(
+            in_order_.begin(), in_order_.end(), key,
+            [](const std::pair<std::int64_t, Slice>& a, std::int64_t k) { return a.first < k; });
+        if (it->first == key) return it->second;
+        scattered_.insert(in_order_.begin(), in_order_.end());
+        in_order_.clear();
+        in_order_.shrink_to_fit();
+      }
+      return scattered_.try_emplace(key, initial).first->second;
+    }
+
+    // Each two neighbours become one slice at key >> 1: the lower one's start, the extremes of
+    // both, the later one's last (the times rise, so its events came last).
+    void merge_neighbours() {
+      const auto merge_into = [](Slice& kept, const Slice& next) {
+        kept.min = std::min(kept.min, next.min);
+        kept.max = std::max(kept.max, next.max);
+        kept.last = next.last;
+      };
+      if (!scattered_.empty()) {
+        std::map<std::int64_t, Slice> merged;
+        for (const auto& [key, values] : scattered_) {
+          const auto [it, added] = merged.try_emplace(key >> 1, values);
+          if (!added) merge_into(it->second, values);
+        }
+        scattered_ = std::move(merged);
+        return;
+      }
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < in_order_.size(); ++i) {
+        const std::int64_t key = in_order_[i].first >> 1;
+        if (kept != 0 && in_order_[kept - 1].first == key) {
+          merge_into(in_order_[kept - 1].second, in_order_[i].second);
+        } else {
+          in_order_[kept++] = {key, in_order_[i].second};
+        }
+      }
+      in_order_.resize(kept);
+    }
+
+    template <class F>
+    void for_each(F&& f) const {
+      for (const auto& [key, values] : in_order_) f(key, values);
+      for (const auto& [key, values] : scattered_) f(key, values);
+    }
+
+   private:
+    std::vector<std::pair<std::int64_t, Slice>> in_order_;  // while every key came in order
+    std::map<std::int64_t, Slice> scattered_;               // from the first that did not
+  };
+
   struct Series {
     int shift = 0;
     std::uint64_t live = 0;
-    std::map<std::int64_t, Slice> slices;  // by ns >> shift
+    Slices slices;
     std::int64_t lowest = 0, highest = 0;  // of the slices' keys (kept up only)
     std::int64_t at_slice = 0;
     Slice* at = nullptr;   // the slice of the last event, `at_slice`
@@ -155,18 +225,9 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     return std::clamp(ns >> *fixed_shift_, first_slice_, last_slice_);
   }
 
-  // Each two neighbours at s.shift become one slice at s.shift + 1: the lower one's start, the
-  // extremes of both, the later one's last (the times rise, so its events came last).
+  // Each two neighbours at s.shift become one slice at s.shift + 1 (Slices::merge_neighbours).
   static void merge_neighbours(Series& s) {
-    std::map<std::int64_t, Slice> merged;
-    for (const auto& [slice, values] : s.slices) {
-      const auto [it, added] = merged.try_emplace(slice >> 1, values);
-      if (added) continue;
-      it->second.min = std::min(it->second.min, values.min);
-      it->second.max = std::max(it->second.max, values.max);
-      it->second.last = values.last;
-    }
-    s.slices = std::move(merged);
+    s.slices.merge_neighbours();
     ++s.shift;
     s.lowest >>= 1;
     s.highest >>= 1;
