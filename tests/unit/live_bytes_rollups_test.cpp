@@ -54,8 +54,7 @@ storage::RollupSink sink_into(Rows* rows) {
           [rows](const storage::LiveAtPeak& l) { rows->live_at_peak.push_back(l); }};
 }
 
-Rows build(const std::vector<AllocationEvent>& events, std::int64_t start_ns,
-           std::int64_t end_ns) {
+Rows build(const std::vector<AllocationEvent>& events, std::int64_t start_ns, std::int64_t end_ns) {
   Rows rows;
   storage::RollupSource source;
   source.start_ns = start_ns;
@@ -132,12 +131,12 @@ TEST(LiveBytesRollups, TheBuildTakesUpASliceAgainWhenTimesFall) {
   ASSERT_EQ(storage::live_bytes_bucket_shift(start_ns, end_ns), 2);
   const int kind = storage::allocation_kind::kDevice;
   const std::vector<AllocationEvent> events = {
-      {Type::kAlloc, 1, 1, 1, 40, 0, kind, 100, 1},   // slice 10: 0 -> 100
-      {Type::kAlloc, 2, 1, 2, 80, 0, kind, 50, 1},    // slice 20: 100 -> 150
-      {Type::kFree, 1, 1, 3, 41, 0, kind, 100, 1},    // slice 10 again: 150 -> 50
-      {Type::kAlloc, 3, 1, 4, 400, 0, kind, 10, 1},   // slice 100: 50 -> 60
-      {Type::kFree, 2, 1, 5, 60, 0, kind, 50, 1},     // slice 15, new, between: 60 -> 10
-      {Type::kAlloc, 4, 1, 6, 401, 0, kind, 5, 1}};   // slice 100 again: 10 -> 15
+      {Type::kAlloc, 1, 1, 1, 40, 0, kind, 100, 1},  // slice 10: 0 -> 100
+      {Type::kAlloc, 2, 1, 2, 80, 0, kind, 50, 1},   // slice 20: 100 -> 150
+      {Type::kFree, 1, 1, 3, 41, 0, kind, 100, 1},   // slice 10 again: 150 -> 50
+      {Type::kAlloc, 3, 1, 4, 400, 0, kind, 10, 1},  // slice 100: 50 -> 60
+      {Type::kFree, 2, 1, 5, 60, 0, kind, 50, 1},    // slice 15, new, between: 60 -> 10
+      {Type::kAlloc, 4, 1, 6, 401, 0, kind, 5, 1}};  // slice 100 again: 10 -> 15
   const Rows rows = build(events, start_ns, end_ns);
   using Bucket = std::tuple<std::int64_t, int, int, std::uint32_t, std::uint64_t, std::uint64_t,
                             std::uint64_t>;
