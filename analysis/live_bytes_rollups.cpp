@@ -85,11 +85,15 @@ class LiveBytesRollups final : public storage::RollupKeeper {
       // Kept up, a series' slices are as fine as its own span needs: at most the index's.
       Series s = kept;
       while (s.shift < shift) merge_neighbours(s);
+      // Named outside the lambda: a structured binding cannot be captured before C++20's P1091,
+      // which clang 14 lacks.
+      const std::int64_t upid = std::get<0>(key);
+      const int device = std::get<1>(key), kind = std::get<2>(key);
       s.slices.for_each([&](std::int64_t slice, const Slice& values) {
         const std::int64_t bucket =
             std::clamp<std::int64_t>(slice - first, 0, std::int64_t{kLiveBytesBuckets} - 1);
-        sink.add_bucket({std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                         static_cast<std::uint32_t>(bucket), values.min, values.max, values.last});
+        sink.add_bucket({upid, device, kind, static_cast<std::uint32_t>(bucket), values.min,
+                         values.max, values.last});
       });
     }
     for (const auto& [key, peak] : peaks_) {
