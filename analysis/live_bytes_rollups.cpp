@@ -175,29 +175,24 @@ class LiveBytesRollups final : public storage::RollupKeeper {
     }
 
     // Each two neighbours become one slice at key >> 1: the lower one's start, the extremes of
-    // both, the later one's last (the times rise, so its events came last).
+    // both, the later one's last (the times rise, so its events came last). Only a kept series
+    // merges, and its keys come in order; slices in the map go back to the vector first.
     void merge_neighbours() {
-      const auto merge_into = [](Slice& kept, const Slice& next) {
-        kept.min = std::min(kept.min, next.min);
-        kept.max = std::max(kept.max, next.max);
-        kept.last = next.last;
-      };
       if (!scattered_.empty()) {
-        std::map<std::int64_t, Slice> merged;
-        for (const auto& [key, values] : scattered_) {
-          const auto [it, added] = merged.try_emplace(key >> 1, values);
-          if (!added) merge_into(it->second, values);
-        }
-        scattered_ = std::move(merged);
-        return;
+        in_order_.assign(scattered_.begin(), scattered_.end());
+        scattered_.clear();
       }
       std::size_t kept = 0;
       for (std::size_t i = 0; i < in_order_.size(); ++i) {
         const std::int64_t key = in_order_[i].first >> 1;
+        const Slice& next = in_order_[i].second;
         if (kept != 0 && in_order_[kept - 1].first == key) {
-          merge_into(in_order_[kept - 1].second, in_order_[i].second);
+          Slice& merged = in_order_[kept - 1].second;
+          merged.min = std::min(merged.min, next.min);
+          merged.max = std::max(merged.max, next.max);
+          merged.last = next.last;
         } else {
-          in_order_[kept++] = {key, in_order_[i].second};
+          in_order_[kept++] = {key, next};
         }
       }
       in_order_.resize(kept);

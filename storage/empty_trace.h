@@ -9,12 +9,18 @@
 
 namespace vramtrace::storage {
 
-// The trace's page size, set on the empty file before anything else. Four times SQLite's
-// default: a storm's trace is mostly the overflow pages of packed allocations, written once to
-// the write-ahead log and once more by its checkpoints, one system call or two a page, and with
-// 4 KiB pages those calls were a tenth of the collector's CPU (docs/performance.md, "The storm").
-// A trace of a few allocations takes about 0.75 MB at this size, against 0.2 MB at 4 KiB.
+// The trace's page size. Four times SQLite's default: a storm's trace is mostly the overflow
+// pages of packed allocations, written once to the write-ahead log and once more by its
+// checkpoints, one system call or two a page, and with 4 KiB pages those calls were a tenth of
+// the collector's CPU (docs/performance.md, "The storm"). A trace of a few allocations takes
+// about 0.75 MB at this size, against 0.2 MB at 4 KiB.
 inline constexpr int kTracePageBytes = 16384;
+
+// The pragma that sets it: the first of a new file's pragmas, since SQLite takes a page size
+// only before the file has content or leaves rollback journaling.
+inline std::string trace_page_size_pragma() {
+  return "PRAGMA page_size = " + std::to_string(kTracePageBytes) + ";";
+}
 
 // In an empty database, in one transaction (a reader never sees half a schema): application_id
 // and user_version, every table and view, the `allocation_kind` and `api` rows, and meta

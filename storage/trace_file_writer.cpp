@@ -764,8 +764,8 @@ std::unique_ptr<TraceFileWriter> TraceFileWriter::create(const std::filesystem::
   // machine's crash, not the program's or vramtrace's (SQLite's WAL stays whole through those,
   // as heaptrack's unsynced stream does).
   if (sqlite::execute(raw_db,
-                      "PRAGMA page_size = " + std::to_string(kTracePageBytes) +
-                          "; PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; "
+                      trace_page_size_pragma() +
+                          " PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; "
                           "PRAGMA wal_autocheckpoint = 64;",
                       &reason) != SQLITE_OK ||
       write_empty_trace(raw_db, &reason, upkept_sql) != SQLITE_OK) {

@@ -295,10 +295,9 @@ class MergedTrace {
     if (rc != SQLITE_OK) fail("opening", rc);
     // The file is renamed into place only when complete, and fsync'ed before: a journal
     // would only slow the merge down.
-    execute(
-        "PRAGMA page_size = " + std::to_string(kTracePageBytes) +
-            "; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
-        "setting up");
+    execute(trace_page_size_pragma() +
+                " PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -65536;",
+            "setting up");
     std::string message;
     if (write_empty_trace(db_.get(), &message) != SQLITE_OK) fail_with("creating", message);
     execute(kMergeSetupSql, "setting up");
