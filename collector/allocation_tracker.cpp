@@ -19,7 +19,7 @@ void AllocationTracker::on_alloc(ProcessAllocations& p, const ring::RecordHeader
   row.stream = m.stream();
   row.address = m.address();
   row.size = m.size();
-  row.requested_size = m.requested_size();
+  row.requested_size = m.has_requested_size() ? m.requested_size() : m.size();
   row.flags = m.flags();
   if (m.pool() != 0) row.pool = m.pool();
   row.result = m.result();

@@ -149,7 +149,7 @@ void clear_alloc_fields(wire::Alloc& m, std::uint64_t fields) {
       case 12: m.clear_stack(); break;
       case 13: m.clear_stack_truncated(); break;
       case 14: m.clear_handle(); break;
-      case 15: m.clear_offset(); break;
+      case 15: m.clear_same_stack_as(); break;
       case 16: m.clear_allocator_allocated(); break;
       case 17: m.clear_allocator_reserved(); break;
       case 18: m.clear_python_code(); break;
@@ -157,7 +157,7 @@ void clear_alloc_fields(wire::Alloc& m, std::uint64_t fields) {
       case 20: m.clear_python_stack(); break;
       case 21: m.clear_correlation_id(); break;
       case 22: m.clear_stack_name(); break;
-      case 23: m.clear_same_stack_as(); break;
+      case 23: m.clear_offset(); break;
       default: break;
     }
     // clang-format on
@@ -278,13 +278,13 @@ bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t siz
       case 11: m.set_flags(as_uint32(v)); return true;
       case 13: m.set_stack_truncated(v != 0); return true;
       case 14: m.set_handle(v); return true;
-      case 15: m.set_offset(v); return true;
+      case 15: m.set_same_stack_as(as_uint32(v)); return true;
       case 16: m.set_allocator_allocated(v); return true;
       case 17: m.set_allocator_reserved(v); return true;
       case 20: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
       case 21: m.set_correlation_id(as_uint32(v)); return true;
       case 22: m.set_stack_name(as_uint32(v)); return true;
-      case 23: m.set_same_stack_as(as_uint32(v)); return true;
+      case 23: m.set_offset(v); return true;
       default: return false;
     }
         // clang-format on

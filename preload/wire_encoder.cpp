@@ -198,7 +198,9 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
   w.varint(vramtrace_wire_Alloc_api_tag, static_cast<uint64_t>(e.api));
   w.varint(vramtrace_wire_Alloc_address_tag, e.address);
   w.varint(vramtrace_wire_Alloc_size_tag, e.size);
-  w.varint(vramtrace_wire_Alloc_requested_size_tag, e.requested_size);
+  // Absent: the same as size.
+  if (e.requested_size != e.size)
+    w.present_varint(vramtrace_wire_Alloc_requested_size_tag, e.requested_size);
   w.int32(vramtrace_wire_Alloc_result_tag, e.result);
   w.varint(vramtrace_wire_Alloc_pool_tag, e.pool);
   w.varint(vramtrace_wire_Alloc_flags_tag, e.flags);
@@ -217,7 +219,9 @@ size_t encode_free(const FreeEvent& e, const Stack& stack, uint8_t* out, size_t 
   uint8_t body[kMaxEventBytes];
   FieldWriter w(body, sizeof body);
   w.varint(vramtrace_wire_Free_tid_tag, e.tid);
-  w.int32(vramtrace_wire_Free_device_tag, e.device);
+  // A negative device is one not known: sent as -1 it would take eleven bytes of every free.
+  if (e.device >= 0)
+    w.present_varint(vramtrace_wire_Free_device_tag, static_cast<uint32_t>(e.device));
   w.varint(vramtrace_wire_Free_stream_tag, e.stream);
   w.varint(vramtrace_wire_Free_api_tag, static_cast<uint64_t>(e.api));
   w.varint(vramtrace_wire_Free_address_tag, e.address);

@@ -36,7 +36,7 @@ struct AllocEvent {
 
 struct FreeEvent {
   uint32_t tid;
-  int32_t device;
+  int32_t device;  // negative: not known, and not sent
   uint64_t stream;
   int api;
   uint64_t address;

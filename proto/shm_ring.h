@@ -19,8 +19,11 @@
 //   wrote (the writers keep their own copies): the target scribbled on its ring. Either is
 //   final: every later write returns the same at once.
 // - Records are contiguous: one that does not fit before the end of the buffer is preceded
-//   by a padding marker (or by nothing, when fewer than a header's bytes remain) and starts
+//   by a padding marker (or by nothing, when fewer than a stamp's bytes remain) and starts
 //   at offset 0.
+// - A record's sequence number is not on the ring: records are written in sequence order
+//   under the lock, dense from 1, so the reader counts them. The stamp keeps the number's low
+//   32 bits, which the reader checks against its count.
 //
 // Trust: the reader treats the whole mapping as untrusted input. The target process may
 // have scribbled on it, so the reader keeps its own copy of the capacity and of its read
@@ -51,7 +54,7 @@
 namespace vramtrace::ring {
 
 inline constexpr uint64_t kMagic = 0x31474e4952545256ull;  // "VRTRING1", little-endian
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr uint32_t kHeaderBytes = 4096;  // the data area starts one page in
 inline constexpr uint32_t kPaddingMarker = 0xffffffffu;
 inline constexpr uint64_t kMinCapacity = 64 * 1024;
@@ -59,20 +62,30 @@ inline constexpr uint64_t kMaxCapacity = 1ull << 30;
 // How long a writer waits on a reader that does not advance before it gives up.
 inline constexpr int64_t kDefaultStallNs = 10'000'000'000;
 
-// Precedes every record's payload (an encoded vramtrace.wire.Envelope).
-struct RecordHeader {
+// Precedes every record's payload (an encoded vramtrace.wire.Envelope) on the ring. Sixteen
+// bytes: a storm's records are about thirty bytes of payload each, and every byte of them is
+// written once by the program and read once by the collector, through the caches.
+struct RecordStamp {
   uint32_t payload_bytes;  // kPaddingMarker: skip to the start of the buffer
+  uint32_t seq_low;        // the low 32 bits of the record's sequence number
+  int64_t time_ns;         // CLOCK_MONOTONIC (record_clock.h)
+};
+static_assert(sizeof(RecordStamp) == 16);
+
+// What the reader hands on with each record's payload: its stamp, with the whole sequence
+// number.
+struct RecordHeader {
+  uint32_t payload_bytes;
   uint32_t reserved;
   uint64_t seq;     // per-process sequence number, dense from 1
   int64_t time_ns;  // CLOCK_MONOTONIC (record_clock.h)
 };
-static_assert(sizeof(RecordHeader) == 24);
 
 inline constexpr uint64_t align8(uint64_t n) {
   return (n + 7) & ~uint64_t{7};
 }
 inline constexpr uint64_t record_bytes(uint64_t payload) {
-  return align8(sizeof(RecordHeader) + payload);
+  return align8(sizeof(RecordStamp) + payload);
 }
 
 // The first page of the mapping. Fields in their own cache lines where one side writes them
@@ -153,7 +166,7 @@ class RingProducer {
   WriteResult gave_up() const { return gave_up_.load(std::memory_order_relaxed); }
 
   // Largest payload one record can carry. Half the buffer, so that a wrap never starves.
-  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordHeader); }
+  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordStamp); }
 
   // Asks the cache for the lines the next record will write, for writing: the reader has
   // had them (it read the ring's last lap and polls the write position), and without this
@@ -203,21 +216,22 @@ class RingProducer {
       return give_up(room);
     }
     if (skip != 0) {
-      if (skip >= sizeof(RecordHeader)) {
-        RecordHeader pad{kPaddingMarker, 0, 0, 0};
+      if (skip >= sizeof(RecordStamp)) {
+        RecordStamp pad{kPaddingMarker, 0, 0};
         std::memcpy(data_ + offset, &pad, sizeof pad);
       }
       pos += skip;
       offset = 0;
     }
-    RecordHeader rec{payload_bytes, 0, next_seq_++, clock_.now()};
+    const uint64_t seq = next_seq_++;
+    RecordStamp rec{payload_bytes, static_cast<uint32_t>(seq), clock_.now()};
     std::memcpy(data_ + offset, &rec, sizeof rec);
     std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
     write_pos_ = pos + needed;
     header_->next_seq = next_seq_;
     header_->write_pos.store(write_pos_, std::memory_order_release);
     unlock();
-    *seq_out = rec.seq;
+    *seq_out = seq;
     return WriteResult::kOk;
   }
 
@@ -428,13 +442,15 @@ class RingConsumer {
     data_ = static_cast<const unsigned char*>(mapping) + kHeaderBytes;
     capacity_ = capacity;
     read_pos_ = header->read_pos.load(std::memory_order_acquire);
+    next_seq_ = 1;
     return true;
   }
 
   // Hands each complete record to fn(const RecordHeader&, const unsigned char* payload),
   // at most max_records of them, then frees their space. The payload pointer points into
   // the shared mapping and is valid only during the call. Returns kCorrupt at the first
-  // record that cannot be valid; the records before it were delivered.
+  // record that cannot be valid (its stamp's sequence number is not the count's, or its size
+  // does not fit); the records before it were delivered.
   template <class Fn>
   Status drain(Fn&& fn, size_t max_records, size_t* delivered) {
     *delivered = 0;
@@ -444,12 +460,12 @@ class RingConsumer {
     while (read_pos_ != write && *delivered < max_records) {
       const uint64_t offset = read_pos_ & (capacity_ - 1);
       const uint64_t tail = capacity_ - offset;
-      if (tail < sizeof(RecordHeader)) {  // the writer skipped this sliver without a marker
+      if (tail < sizeof(RecordStamp)) {  // the writer skipped this sliver without a marker
         if (write - read_pos_ < tail) return finish(Status::kCorrupt);
         read_pos_ += tail;
         continue;
       }
-      RecordHeader rec;
+      RecordStamp rec;
       std::memcpy(&rec, data_ + offset, sizeof rec);
       if (rec.payload_bytes == kPaddingMarker) {
         if (write - read_pos_ < tail) return finish(Status::kCorrupt);
@@ -457,12 +473,15 @@ class RingConsumer {
         continue;
       }
       const uint64_t bytes = record_bytes(rec.payload_bytes);
-      if (rec.payload_bytes > capacity_ / 2 || bytes > tail || bytes > write - read_pos_) {
+      if (rec.payload_bytes > capacity_ / 2 || bytes > tail || bytes > write - read_pos_ ||
+          rec.seq_low != static_cast<uint32_t>(next_seq_)) {
         status = Status::kCorrupt;
         break;
       }
-      fn(static_cast<const RecordHeader&>(rec), data_ + offset + sizeof rec);
+      const RecordHeader header{rec.payload_bytes, 0, next_seq_, rec.time_ns};
+      fn(header, data_ + offset + sizeof rec);
       read_pos_ += bytes;
+      ++next_seq_;
       ++*delivered;
     }
     return finish(status);
@@ -493,6 +512,7 @@ class RingConsumer {
   const unsigned char* data_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t read_pos_ = 0;
+  uint64_t next_seq_ = 1;  // the sequence number of the next record read
 };
 
 }  // namespace vramtrace::ring

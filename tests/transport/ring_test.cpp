@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -54,6 +55,17 @@ std::vector<Received> drain_all(RingConsumer& consumer, RingConsumer::Status* st
 }
 
 constexpr auto kAlive = [] { return true; };
+
+// Everything a reader attached now finds in the ring.
+std::vector<Received> drain_new_reader(const Mapping& m, RingConsumer::Status* status) {
+  RingConsumer consumer;
+  const char* why = nullptr;
+  if (!consumer.attach(m.base(), m.bytes(), &why)) {
+    ADD_FAILURE() << why;
+    return {};
+  }
+  return drain_all(consumer, status);
+}
 
 TEST(Ring, RecordsWrapAroundTheEndIntact) {
   Mapping m(kMinCapacity);
@@ -167,13 +179,36 @@ TEST(Ring, ReaderStopsAtACorruptRecordKeepingThoseBefore) {
   auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
   const uint32_t absurd = 1u << 30;
   std::memcpy(data + 2 * record_bytes(4), &absurd, sizeof absurd);
-  RingConsumer consumer;
-  const char* why = nullptr;
-  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why));
-  RingConsumer::Status status;
-  std::vector<Received> got = drain_all(consumer, &status);
+  RingConsumer::Status status = RingConsumer::Status::kOk;
+  std::vector<Received> got = drain_new_reader(m, &status);
   EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
   EXPECT_EQ(got.size(), 2u);
+}
+
+// The sequence number is not on the ring: the reader counts records, and checks its count
+// against the low bits the stamp keeps. A record slipped in between (a target writing its own)
+// or one taken out (the write position moved on by hand) ends the reading there.
+TEST(Ring, ReaderCountsSequenceNumbersAndStopsWhereTheStampDisagrees) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  uint64_t seq = 0;
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+  EXPECT_EQ(seq, 4u);
+  // Each record takes its stamp and its payload, rounded up to 8 bytes: 16 + 4 -> 24.
+  EXPECT_EQ(m.header()->write_pos.load(), 4 * record_bytes(4));
+  EXPECT_EQ(record_bytes(4), 24u);
+  // The third record's stamp says it is the fifth.
+  auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
+  const uint32_t fifth = 5;
+  std::memcpy(data + 2 * record_bytes(4) + offsetof(RecordStamp, seq_low), &fifth, sizeof fifth);
+  RingConsumer::Status status = RingConsumer::Status::kOk;
+  std::vector<Received> got = drain_new_reader(m, &status);
+  EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].seq, 1u);
+  EXPECT_EQ(got[1].seq, 2u);
 }
 
 TEST(Ring, ReaderRejectsAWritePositionBeyondTheBuffer) {

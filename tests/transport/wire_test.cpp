@@ -197,6 +197,53 @@ TEST(Wire, FailedAllocationKeepsItsNegativeAndPositiveCodes) {
   EXPECT_EQ(env.alloc().address(), 0u);
 }
 
+// A free's device goes only where the hook knows it (a block's free, device 0 included); a
+// cudaFree does not ask, and its free then carries no device field at all, rather than -1 in
+// eleven bytes.
+TEST(Wire, AFreeCarriesItsDeviceOnlyWhereKnown) {
+  preload::FreeEvent e{};
+  e.tid = 7;
+  e.address = 0x7f0000000000;
+  e.device = -1;
+  uint8_t unknown[64];
+  const size_t unknown_bytes =
+      preload::encode_free(e, {nullptr, 0, false}, unknown, sizeof unknown);
+  wire::Envelope env = decode(unknown, unknown_bytes);
+  EXPECT_FALSE(env.free().has_device());
+  EXPECT_EQ(env.free().address(), 0x7f0000000000u);
+  e.device = 0;
+  uint8_t known[64];
+  const size_t known_bytes = preload::encode_free(e, {nullptr, 0, false}, known, sizeof known);
+  env = decode(known, known_bytes);
+  ASSERT_TRUE(env.free().has_device());
+  EXPECT_EQ(env.free().device(), 0);
+  EXPECT_EQ(known_bytes, unknown_bytes + 2);  // the field's key and its one-byte value
+}
+
+// The fields most allocations carry keep their records short: a requested size only where it
+// is not the size, and the name of a stack sent before under a one-byte key.
+TEST(Wire, AnAllocationSendsItsRequestedSizeOnlyWhereItDiffers) {
+  preload::AllocEvent e{};
+  e.tid = 7;
+  e.address = 0x7f0000000000;
+  e.size = 1 << 20;
+  e.requested_size = e.size;
+  uint8_t same[64];
+  const size_t same_bytes =
+      preload::encode_alloc(e, {nullptr, 0, false, nullptr, 0, 3}, same, sizeof same);
+  wire::Envelope env = decode(same, same_bytes);
+  EXPECT_FALSE(env.alloc().has_requested_size());
+  EXPECT_EQ(env.alloc().same_stack_as(), 3u);
+  // tid, address, size and the stack's name, each a one-byte key and its value; the Envelope's
+  // key and length around them.
+  EXPECT_EQ(same_bytes, 2u + 2 + 8 + 4 + 2);
+  e.requested_size = 1000;
+  uint8_t other[64];
+  env = decode(other, preload::encode_alloc(e, {nullptr, 0, false}, other, sizeof other));
+  ASSERT_TRUE(env.alloc().has_requested_size());
+  EXPECT_EQ(env.alloc().requested_size(), 1000u);
+}
+
 TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   uint8_t buf[8192];
   const unsigned char id[20] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3};

@@ -65,6 +65,27 @@ TEST_F(AllocationTrackerTest, AFreeEndsTheAllocationAtItsAddress) {
   EXPECT_TRUE(trace_.finish().bad_frees().empty());
 }
 
+// The wire leaves out a requested size equal to the size; one that is there, 0 included, is
+// what the call asked for.
+TEST_F(AllocationTrackerTest, ARequestedSizeLeftOutIsTheSize) {
+  alloc(0x1000, 4096);
+  wire::Alloc pitched;
+  pitched.set_kind(wire::KIND_DEVICE);
+  pitched.set_api(wire::API_CUDA_MALLOC_PITCH);
+  pitched.set_address(0x2000);
+  pitched.set_size(8192);
+  pitched.set_requested_size(6000);
+  tracker_.on_alloc(process_, next(), pitched, {kUpid, kUtid, std::nullopt});
+  pitched.set_address(0x4000);
+  pitched.set_requested_size(0);
+  tracker_.on_alloc(process_, next(), pitched, {kUpid, kUtid, std::nullopt});
+  const auto rows = allocations();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].allocation.requested_size, 4096u);
+  EXPECT_EQ(rows[1].allocation.requested_size, 6000u);
+  EXPECT_EQ(rows[2].allocation.requested_size, 0u);
+}
+
 TEST_F(AllocationTrackerTest, AFreeOfAnUnknownAddressIsABadFree) {
   const uint64_t freed_at = free(0x3000);
   const auto bad = trace_.finish().bad_frees();
