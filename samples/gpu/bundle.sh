@@ -43,7 +43,9 @@ cp "$build"/lib/vramtrace/*.so "$dest/build/lib/vramtrace/"
 
 # The libraries each file loads, and what they load (ldd lists the whole closure). Not the C and
 # C++ runtimes, which the machine has and must use, nor CUDA's, which must be the machine's.
-unwind=$(ldconfig -p | awk '$1 == "libunwind.so.8" && /x86-64/ {print $NF; exit}')
+# awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail and set -e
+# turn into a silent exit of this script (one run in five).
+unwind=$(ldconfig -p | awk '$1 == "libunwind.so.8" && /x86-64/ && !found {print $NF; found = 1}')
 [ -n "$unwind" ] || { echo "bundle: no libunwind.so.8 on this system" >&2; exit 1; }
 needed=$(ldd "$dest"/build/bin/* "$dest"/build/lib/vramtrace/*.so "$unwind" 2>/dev/null |
   awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | sort -u)
