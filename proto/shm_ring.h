@@ -26,9 +26,9 @@
 //   32 bits, which the reader checks against its count.
 //
 // Trust: the reader treats the whole mapping as untrusted input. The target process may
-// have scribbled on it, so the reader keeps its own copy of the capacity and of its read
-// position, reads each field once into a local, and stops reading the ring at the first
-// record that does not make sense.
+// have scribbled on it, so the reader keeps its own copy of the capacity, of its read
+// position and of its count of records, reads each field once into a local, and stops reading
+// the ring at the first record that does not make sense.
 //
 // This header uses libc and <atomic> only: it is compiled into the preload shim, which may
 // not depend on anything else.

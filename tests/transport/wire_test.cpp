@@ -1,6 +1,8 @@
 // The shim's nanopb encoders against libprotobuf's decoder: one schema, two implementations.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <string>
 
 #include "vramtrace.pb.h"  // libprotobuf's (the test links vramtrace_wire_cpp)
@@ -308,6 +310,28 @@ TEST(Wire, TooSmallABufferIsReportedNotOverrun) {
   std::memset(buf, 0xab, sizeof buf);
   EXPECT_EQ(preload::encode_alloc(e, {ips.data(), 64, false}, buf, 64), 0u);
   for (size_t i = 64; i < sizeof buf; ++i) EXPECT_EQ(buf[i], 0xab);
+}
+
+// An event fits a buffer of exactly its size and not one byte less, whether the Envelope's length
+// of its body takes one byte or two (a body of 128 bytes or more), and nothing past it is written.
+TEST(Wire, AnEventFitsABufferOfExactlyItsSize) {
+  std::vector<uintptr_t> ips(20, 0x7fff00001234);
+  preload::AllocEvent e{};
+  e.address = 0x7f0000000000;
+  e.size = 4096;
+  e.requested_size = 4096;
+  for (const int depth : {1, 20}) {  // a body of under 128 bytes, and of more
+    uint8_t big[preload::kMaxEventBytes];
+    const size_t bytes = preload::encode_alloc(e, {ips.data(), depth, false}, big, sizeof big);
+    ASSERT_GT(bytes, 0u);
+    EXPECT_EQ(big[1] >= 0x80, depth == 20) << "the length takes two bytes only past 127";
+    std::vector<uint8_t> exact(bytes + 8, 0xab);
+    EXPECT_EQ(preload::encode_alloc(e, {ips.data(), depth, false}, exact.data(), bytes), bytes);
+    EXPECT_TRUE(std::equal(big, big + bytes, exact.begin()));
+    for (size_t i = bytes; i < exact.size(); ++i) EXPECT_EQ(exact[i], 0xab);
+    EXPECT_EQ(preload::encode_alloc(e, {ips.data(), depth, false}, exact.data(), bytes - 1), 0u);
+    EXPECT_EQ(decode(big, bytes).alloc().stack_size(), depth);
+  }
 }
 
 }  // namespace
