@@ -72,7 +72,7 @@ void BM_CollectorIngest(benchmark::State& state) {
   module.mutable_module()->set_load_bias(base);
   uint64_t seq = 0;
   auto feed = [&](const std::string& bytes) {
-    vramtrace::ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, ++seq,
+    vramtrace::ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), ++seq,
                                     static_cast<int64_t>(seq)};
     ingest.on_record(ring, h, reinterpret_cast<const unsigned char*>(bytes.data()));
   };

@@ -135,29 +135,29 @@ void clear_alloc_fields(wire::Alloc& m, std::uint64_t fields) {
   for (; fields != 0; fields &= fields - 1) {
     // clang-format off
     switch (std::countr_zero(fields)) {
-      case 1: m.clear_tid(); break;
-      case 2: m.clear_device(); break;
-      case 3: m.clear_stream(); break;
-      case 4: m.clear_kind(); break;
-      case 5: m.clear_api(); break;
-      case 6: m.clear_address(); break;
-      case 7: m.clear_size(); break;
-      case 8: m.clear_requested_size(); break;
-      case 9: m.clear_result(); break;
-      case 10: m.clear_pool(); break;
-      case 11: m.clear_flags(); break;
-      case 12: m.clear_stack(); break;
-      case 13: m.clear_stack_truncated(); break;
-      case 14: m.clear_handle(); break;
-      case 15: m.clear_same_stack_as(); break;
-      case 16: m.clear_allocator_allocated(); break;
-      case 17: m.clear_allocator_reserved(); break;
-      case 18: m.clear_python_code(); break;
-      case 19: m.clear_python_line(); break;
-      case 20: m.clear_python_stack(); break;
-      case 21: m.clear_correlation_id(); break;
-      case 22: m.clear_stack_name(); break;
-      case 23: m.clear_offset(); break;
+      case wire::Alloc::kTidFieldNumber: m.clear_tid(); break;
+      case wire::Alloc::kDeviceFieldNumber: m.clear_device(); break;
+      case wire::Alloc::kStreamFieldNumber: m.clear_stream(); break;
+      case wire::Alloc::kKindFieldNumber: m.clear_kind(); break;
+      case wire::Alloc::kApiFieldNumber: m.clear_api(); break;
+      case wire::Alloc::kAddressFieldNumber: m.clear_address(); break;
+      case wire::Alloc::kSizeFieldNumber: m.clear_size(); break;
+      case wire::Alloc::kRequestedSizeFieldNumber: m.clear_requested_size(); break;
+      case wire::Alloc::kResultFieldNumber: m.clear_result(); break;
+      case wire::Alloc::kPoolFieldNumber: m.clear_pool(); break;
+      case wire::Alloc::kFlagsFieldNumber: m.clear_flags(); break;
+      case wire::Alloc::kStackFieldNumber: m.clear_stack(); break;
+      case wire::Alloc::kStackTruncatedFieldNumber: m.clear_stack_truncated(); break;
+      case wire::Alloc::kHandleFieldNumber: m.clear_handle(); break;
+      case wire::Alloc::kSameStackAsFieldNumber: m.clear_same_stack_as(); break;
+      case wire::Alloc::kAllocatorAllocatedFieldNumber: m.clear_allocator_allocated(); break;
+      case wire::Alloc::kAllocatorReservedFieldNumber: m.clear_allocator_reserved(); break;
+      case wire::Alloc::kPythonCodeFieldNumber: m.clear_python_code(); break;
+      case wire::Alloc::kPythonLineFieldNumber: m.clear_python_line(); break;
+      case wire::Alloc::kPythonStackFieldNumber: m.clear_python_stack(); break;
+      case wire::Alloc::kCorrelationIdFieldNumber: m.clear_correlation_id(); break;
+      case wire::Alloc::kStackNameFieldNumber: m.clear_stack_name(); break;
+      case wire::Alloc::kOffsetFieldNumber: m.clear_offset(); break;
       default: break;
     }
     // clang-format on
@@ -168,23 +168,23 @@ void clear_free_fields(wire::Free& m, std::uint64_t fields) {
   for (; fields != 0; fields &= fields - 1) {
     // clang-format off
     switch (std::countr_zero(fields)) {
-      case 1: m.clear_tid(); break;
-      case 2: m.clear_device(); break;
-      case 3: m.clear_stream(); break;
-      case 4: m.clear_api(); break;
-      case 5: m.clear_address(); break;
-      case 6: m.clear_stack(); break;
-      case 7: m.clear_stack_truncated(); break;
-      case 8: m.clear_size(); break;
-      case 9: m.clear_allocator_allocated(); break;
-      case 10: m.clear_allocator_reserved(); break;
-      case 11: m.clear_python_code(); break;
-      case 12: m.clear_python_line(); break;
-      case 13: m.clear_python_stack(); break;
-      case 14: m.clear_correlation_id(); break;
-      case 15: m.clear_stack_name(); break;
-      case 16: m.clear_same_stack_as(); break;
-      case 17: m.clear_nested(); break;
+      case wire::Free::kTidFieldNumber: m.clear_tid(); break;
+      case wire::Free::kDeviceFieldNumber: m.clear_device(); break;
+      case wire::Free::kStreamFieldNumber: m.clear_stream(); break;
+      case wire::Free::kApiFieldNumber: m.clear_api(); break;
+      case wire::Free::kAddressFieldNumber: m.clear_address(); break;
+      case wire::Free::kStackFieldNumber: m.clear_stack(); break;
+      case wire::Free::kStackTruncatedFieldNumber: m.clear_stack_truncated(); break;
+      case wire::Free::kSizeFieldNumber: m.clear_size(); break;
+      case wire::Free::kAllocatorAllocatedFieldNumber: m.clear_allocator_allocated(); break;
+      case wire::Free::kAllocatorReservedFieldNumber: m.clear_allocator_reserved(); break;
+      case wire::Free::kPythonCodeFieldNumber: m.clear_python_code(); break;
+      case wire::Free::kPythonLineFieldNumber: m.clear_python_line(); break;
+      case wire::Free::kPythonStackFieldNumber: m.clear_python_stack(); break;
+      case wire::Free::kCorrelationIdFieldNumber: m.clear_correlation_id(); break;
+      case wire::Free::kStackNameFieldNumber: m.clear_stack_name(); break;
+      case wire::Free::kSameStackAsFieldNumber: m.clear_same_stack_as(); break;
+      case wire::Free::kNestedFieldNumber: m.clear_nested(); break;
       default: break;
     }
     // clang-format on
@@ -261,30 +261,33 @@ bool read_fields(WireReader reader, Message& m, RepeatedNumbers numbers, std::ui
 bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t size) {
   wire::Alloc& m = alloc_;
   return read_fields(
-      WireReader(data, size), m, {12, 18, 19}, &alloc_set_,
+      WireReader(data, size), m,
+      {wire::Alloc::kStackFieldNumber, wire::Alloc::kPythonCodeFieldNumber,
+       wire::Alloc::kPythonLineFieldNumber},
+      &alloc_set_,
       [&m](std::uint32_t number, std::uint64_t v) {
         // clang-format off
     switch (number) {
-      case 1: m.set_tid(as_uint32(v)); return true;
-      case 2: m.set_device(as_int32(v)); return true;
-      case 3: m.set_stream(v); return true;
-      case 4: m.set_kind(static_cast<wire::Kind>(as_int32(v))); return true;
-      case 5: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
-      case 6: m.set_address(v); return true;
-      case 7: m.set_size(v); return true;
-      case 8: m.set_requested_size(v); return true;
-      case 9: m.set_result(as_int32(v)); return true;
-      case 10: m.set_pool(v); return true;
-      case 11: m.set_flags(as_uint32(v)); return true;
-      case 13: m.set_stack_truncated(v != 0); return true;
-      case 14: m.set_handle(v); return true;
-      case 15: m.set_same_stack_as(as_uint32(v)); return true;
-      case 16: m.set_allocator_allocated(v); return true;
-      case 17: m.set_allocator_reserved(v); return true;
-      case 20: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
-      case 21: m.set_correlation_id(as_uint32(v)); return true;
-      case 22: m.set_stack_name(as_uint32(v)); return true;
-      case 23: m.set_offset(v); return true;
+      case wire::Alloc::kTidFieldNumber: m.set_tid(as_uint32(v)); return true;
+      case wire::Alloc::kDeviceFieldNumber: m.set_device(as_int32(v)); return true;
+      case wire::Alloc::kStreamFieldNumber: m.set_stream(v); return true;
+      case wire::Alloc::kKindFieldNumber: m.set_kind(static_cast<wire::Kind>(as_int32(v))); return true;
+      case wire::Alloc::kApiFieldNumber: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
+      case wire::Alloc::kAddressFieldNumber: m.set_address(v); return true;
+      case wire::Alloc::kSizeFieldNumber: m.set_size(v); return true;
+      case wire::Alloc::kRequestedSizeFieldNumber: m.set_requested_size(v); return true;
+      case wire::Alloc::kResultFieldNumber: m.set_result(as_int32(v)); return true;
+      case wire::Alloc::kPoolFieldNumber: m.set_pool(v); return true;
+      case wire::Alloc::kFlagsFieldNumber: m.set_flags(as_uint32(v)); return true;
+      case wire::Alloc::kStackTruncatedFieldNumber: m.set_stack_truncated(v != 0); return true;
+      case wire::Alloc::kHandleFieldNumber: m.set_handle(v); return true;
+      case wire::Alloc::kSameStackAsFieldNumber: m.set_same_stack_as(as_uint32(v)); return true;
+      case wire::Alloc::kAllocatorAllocatedFieldNumber: m.set_allocator_allocated(v); return true;
+      case wire::Alloc::kAllocatorReservedFieldNumber: m.set_allocator_reserved(v); return true;
+      case wire::Alloc::kPythonStackFieldNumber: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
+      case wire::Alloc::kCorrelationIdFieldNumber: m.set_correlation_id(as_uint32(v)); return true;
+      case wire::Alloc::kStackNameFieldNumber: m.set_stack_name(as_uint32(v)); return true;
+      case wire::Alloc::kOffsetFieldNumber: m.set_offset(v); return true;
       default: return false;
     }
         // clang-format on
@@ -295,24 +298,27 @@ bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t siz
 bool HotRecordDecoder::decode_free(const unsigned char* data, std::uint32_t size) {
   wire::Free& m = free_;
   return read_fields(
-      WireReader(data, size), m, {6, 11, 12}, &free_set_,
+      WireReader(data, size), m,
+      {wire::Free::kStackFieldNumber, wire::Free::kPythonCodeFieldNumber,
+       wire::Free::kPythonLineFieldNumber},
+      &free_set_,
       [&m](std::uint32_t number, std::uint64_t v) {
         // clang-format off
     switch (number) {
-      case 1: m.set_tid(as_uint32(v)); return true;
-      case 2: m.set_device(as_int32(v)); return true;
-      case 3: m.set_stream(v); return true;
-      case 4: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
-      case 5: m.set_address(v); return true;
-      case 7: m.set_stack_truncated(v != 0); return true;
-      case 8: m.set_size(v); return true;
-      case 9: m.set_allocator_allocated(v); return true;
-      case 10: m.set_allocator_reserved(v); return true;
-      case 13: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
-      case 14: m.set_correlation_id(as_uint32(v)); return true;
-      case 15: m.set_stack_name(as_uint32(v)); return true;
-      case 16: m.set_same_stack_as(as_uint32(v)); return true;
-      case 17: m.set_nested(v != 0); return true;
+      case wire::Free::kTidFieldNumber: m.set_tid(as_uint32(v)); return true;
+      case wire::Free::kDeviceFieldNumber: m.set_device(as_int32(v)); return true;
+      case wire::Free::kStreamFieldNumber: m.set_stream(v); return true;
+      case wire::Free::kApiFieldNumber: m.set_api(static_cast<wire::Api>(as_int32(v))); return true;
+      case wire::Free::kAddressFieldNumber: m.set_address(v); return true;
+      case wire::Free::kStackTruncatedFieldNumber: m.set_stack_truncated(v != 0); return true;
+      case wire::Free::kSizeFieldNumber: m.set_size(v); return true;
+      case wire::Free::kAllocatorAllocatedFieldNumber: m.set_allocator_allocated(v); return true;
+      case wire::Free::kAllocatorReservedFieldNumber: m.set_allocator_reserved(v); return true;
+      case wire::Free::kPythonStackFieldNumber: m.set_python_stack(static_cast<wire::PythonStackStatus>(as_int32(v))); return true;
+      case wire::Free::kCorrelationIdFieldNumber: m.set_correlation_id(as_uint32(v)); return true;
+      case wire::Free::kStackNameFieldNumber: m.set_stack_name(as_uint32(v)); return true;
+      case wire::Free::kSameStackAsFieldNumber: m.set_same_stack_as(as_uint32(v)); return true;
+      case wire::Free::kNestedFieldNumber: m.set_nested(v != 0); return true;
       default: return false;
     }
         // clang-format on

@@ -76,7 +76,6 @@ static_assert(sizeof(RecordStamp) == 16);
 // number.
 struct RecordHeader {
   uint32_t payload_bytes;
-  uint32_t reserved;
   uint64_t seq;     // per-process sequence number, dense from 1
   int64_t time_ns;  // CLOCK_MONOTONIC (record_clock.h)
 };
@@ -99,7 +98,6 @@ struct SharedHeader {
   uint32_t unused;
 
   alignas(64) std::atomic<uint64_t> write_pos;  // bytes published, monotonic
-  uint64_t next_seq;                            // guarded by `lock`; for diagnostics only
 
   alignas(64) std::atomic<uint64_t> read_pos;  // bytes consumed, monotonic
   std::atomic<uint32_t> read_wakeups;          // futex word, bumped when read_pos advances
@@ -146,7 +144,6 @@ class RingProducer {
     header_->header_bytes = kHeaderBytes;
     header_->capacity = capacity;
     header_->pid = pid;
-    header_->next_seq = 1;
     next_seq_ = 1;
     write_pos_ = 0;
     cached_read_pos_ = 0;
@@ -228,7 +225,6 @@ class RingProducer {
     std::memcpy(data_ + offset, &rec, sizeof rec);
     std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
     write_pos_ = pos + needed;
-    header_->next_seq = next_seq_;
     header_->write_pos.store(write_pos_, std::memory_order_release);
     unlock();
     *seq_out = seq;
@@ -478,7 +474,7 @@ class RingConsumer {
         status = Status::kCorrupt;
         break;
       }
-      const RecordHeader header{rec.payload_bytes, 0, next_seq_, rec.time_ns};
+      const RecordHeader header{rec.payload_bytes, next_seq_, rec.time_ns};
       fn(header, data_ + offset + sizeof rec);
       read_pos_ += bytes;
       ++next_seq_;

@@ -16,7 +16,7 @@ class AllocationTrackerTest : public ::testing::Test {
  protected:
   void SetUp() override { trace_.add_process_and_thread(kUpid, kUtid, 7); }
 
-  ring::RecordHeader next() { return ring::RecordHeader{0, 0, ++seq_, static_cast<int64_t>(seq_)}; }
+  ring::RecordHeader next() { return ring::RecordHeader{0, ++seq_, static_cast<int64_t>(seq_)}; }
   void alloc(uint64_t address, uint64_t size, uint32_t correlation_id = 0) {
     wire::Alloc m;
     m.set_kind(wire::KIND_DEVICE);

@@ -73,7 +73,7 @@ class TwoBackends {
     const std::string bytes = e.SerializeAsString();
     uint64_t& seq = seqs_[ring];
     ++seq;
-    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq, static_cast<int64_t>(seq)};
+    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), seq, static_cast<int64_t>(seq)};
     ingest_->on_record(ring, h, reinterpret_cast<const unsigned char*>(bytes.data()));
   }
 

@@ -48,7 +48,7 @@ class IngestHarness {
   // One ring record of any bytes, as a ring may hold them.
   void feed_bytes(const std::string& bytes) {
     ++seq_;
-    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), 0, seq_, static_cast<int64_t>(seq_)};
+    ring::RecordHeader h{static_cast<uint32_t>(bytes.size()), seq_, static_cast<int64_t>(seq_)};
     ingest_->on_record(ring_, h, reinterpret_cast<const unsigned char*>(bytes.data()));
   }
 

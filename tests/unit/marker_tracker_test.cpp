@@ -20,8 +20,7 @@ class MarkerTrackerTest : public ::testing::Test {
     m.set_name(name);
     m.set_range_id(range_id);
     ++seq_;
-    tracker_.on_marker(ranges_, 1, 1, ring::RecordHeader{0, 0, seq_, static_cast<int64_t>(seq_)},
-                       m);
+    tracker_.on_marker(ranges_, 1, 1, ring::RecordHeader{0, seq_, static_cast<int64_t>(seq_)}, m);
   }
 
   testing::TrackerTrace trace_;
