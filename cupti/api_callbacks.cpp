@@ -45,13 +45,17 @@ void apply(const CallbackOutcome& outcome, uint32_t correlation_id) {
   switch (outcome.action) {
     case Action::kNone:
       return;
-    case Action::kRecordAlloc:
-      preload::record_alloc_outcome(outcome.alloc, &context_device);
+    case Action::kRecordAlloc: {
+      preload::AllocEvent e = outcome.alloc;
+      preload::record_alloc_outcome(e, &context_device);
       return;
-    case Action::kRecordFree:
-      t_free_seq = preload::record_free(outcome.free);
+    }
+    case Action::kRecordFree: {
+      preload::FreeEvent e = outcome.free;
+      t_free_seq = preload::record_free(e);
       t_free_correlation = correlation_id;
       return;
+    }
     case Action::kFreeFailed:
       if (t_free_seq != 0 && t_free_correlation == correlation_id)
         preload::record_free_failed(t_free_seq, outcome.free_result);

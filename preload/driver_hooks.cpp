@@ -53,8 +53,11 @@ AllocEvent event(vt_CUresult result, uint64_t address, uint64_t size, int kind, 
   return e;
 }
 
-void record(const AllocEvent& e) {
+void record(AllocEvent& e) {
   vramtrace::preload::record_alloc_outcome(e, &context_device);
+}
+void record(AllocEvent&& e) {
+  record(e);
 }
 
 uint64_t as_int(const void* p) {

@@ -35,7 +35,7 @@ inline constexpr int32_t kAskDevice = INT32_MIN;
 // allocation. The current device is asked only after a success or an out-of-memory error:
 // after other failures, asking could set the thread's sticky error, which the program may
 // read next (both APIs use 2 for out of memory).
-inline void record_alloc_outcome(AllocEvent e, int32_t (*current_device)()) {
+inline void record_alloc_outcome(AllocEvent& e, int32_t (*current_device)()) {
   if (e.result == 0 && e.address == 0) return;
   if (e.device == kAskDevice) e.device = (e.result == 0 || e.result == 2) ? current_device() : -1;
   record_alloc(e);
@@ -69,7 +69,7 @@ auto in_real_call(uint64_t freeing, Real&& real) {
 void defer_free(const FreeEvent& e);
 
 template <class Result, class Call>
-Result nested_free(FreeEvent e, Call& call) {
+Result nested_free(const FreeEvent& e, Call& call) {
   if (e.address == 0 || !is_recording()) return call();
   // The outer hook's own free, passed on by the library (cudaFree → cuMemFree_v2).
   if (t_outer_hook_call.in_real_call && e.address == t_outer_hook_call.freeing) return call();
@@ -102,7 +102,7 @@ Result traced_alloc(Real real, const char* name, Result missing, Record&& record
 
 // `call()` runs the real free. `e.address` 0 frees nothing and is not recorded.
 template <class Result, class Call>
-Result traced_free(FreeEvent e, Call&& call) {
+Result traced_free(FreeEvent& e, Call&& call) {
   ReentryGuard guard;
   if (!guard.outermost()) return nested_free<Result>(e, call);
   if (!is_recording() || e.address == 0) return call();

@@ -544,7 +544,7 @@ void say_thread_name_once(uint32_t tid) {
 
 // The record path: the stack, then the modules it may point into, then the event itself.
 template <class Event>
-uint64_t record_event(Event e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
+uint64_t record_event(Event& e, size_t (*encode)(const Event&, const Stack&, uint8_t*, size_t)) {
   CapturedStack captured;
   captured.capture();
   e.tid = current_tid();
@@ -560,11 +560,11 @@ void prepare_to_record() {
   g_ring.prepare_to_write();
 }
 
-void record_alloc(AllocEvent e) {
+void record_alloc(AllocEvent& e) {
   record_event(e, &encode_alloc);
 }
 
-uint64_t record_free(FreeEvent e) {
+uint64_t record_free(FreeEvent& e) {
   if (g_free_stacks) return record_event(e, &encode_free);
   e.tid = current_tid();
   say_thread_name_once(e.tid);
