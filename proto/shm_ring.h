@@ -23,7 +23,11 @@
 //   at offset 0.
 // - A record's sequence number is not on the ring: records are written in sequence order
 //   under the lock, dense from 1, so the reader counts them. The stamp keeps the number's low
-//   32 bits, which the reader checks against its count.
+//   16 bits, which the reader checks against its count.
+// - Nor, mostly, is its time: records are written in time order too, so a stamp carries the
+//   nanoseconds since the record before it. A LongStamp after the stamp carries the time whole
+//   (and the payload's length, when 16 bits cannot): the process's first record, and any that
+//   comes more than four seconds after the one before it.
 //
 // Trust: the reader treats the whole mapping as untrusted input. The target process may
 // have scribbled on it, so the reader keeps its own copy of the capacity, of its read
@@ -54,23 +58,35 @@
 namespace vramtrace::ring {
 
 inline constexpr uint64_t kMagic = 0x31474e4952545256ull;  // "VRTRING1", little-endian
-inline constexpr uint32_t kVersion = 2;
+inline constexpr uint32_t kVersion = 3;
 inline constexpr uint32_t kHeaderBytes = 4096;  // the data area starts one page in
-inline constexpr uint32_t kPaddingMarker = 0xffffffffu;
+inline constexpr uint16_t kPaddingMarker = 0xffff;
+inline constexpr uint16_t kLongStampFollows = 0xfffe;
 inline constexpr uint64_t kMinCapacity = 64 * 1024;
 inline constexpr uint64_t kMaxCapacity = 1ull << 30;
 // How long a writer waits on a reader that does not advance before it gives up.
 inline constexpr int64_t kDefaultStallNs = 10'000'000'000;
 
-// Precedes every record's payload (an encoded vramtrace.wire.Envelope) on the ring. Sixteen
-// bytes: a storm's records are about thirty bytes of payload each, and every byte of them is
+// Precedes every record's payload (an encoded vramtrace.wire.Envelope) on the ring. Eight
+// bytes: a storm's records are about 16 and 20 bytes of payload, and every byte of them is
 // written once by the program and read once by the collector, through the caches.
 struct RecordStamp {
-  uint32_t payload_bytes;  // kPaddingMarker: skip to the start of the buffer
-  uint32_t seq_low;        // the low 32 bits of the record's sequence number
-  int64_t time_ns;         // CLOCK_MONOTONIC (record_clock.h)
+  // The payload's length; kLongStampFollows: a LongStamp follows, which has it; kPaddingMarker:
+  // skip to the start of the buffer.
+  uint16_t payload_bytes;
+  uint16_t seq_low;        // the low 16 bits of the record's sequence number
+  uint32_t time_delta_ns;  // since the record before it; 0 after a LongStamp
 };
-static_assert(sizeof(RecordStamp) == 16);
+static_assert(sizeof(RecordStamp) == 8);
+
+// Follows a stamp for a record whose time the stamp cannot carry (the first, or one more than
+// a 32-bit count of nanoseconds after the record before it) or whose payload is 65,534 bytes or
+// more.
+struct LongStamp {
+  uint64_t payload_bytes;
+  int64_t time_ns;  // CLOCK_MONOTONIC (record_clock.h)
+};
+static_assert(sizeof(LongStamp) == 16);
 
 // What the reader hands on with each record's payload: its stamp, with the whole sequence
 // number.
@@ -83,8 +99,8 @@ struct RecordHeader {
 inline constexpr uint64_t align8(uint64_t n) {
   return (n + 7) & ~uint64_t{7};
 }
-inline constexpr uint64_t record_bytes(uint64_t payload) {
-  return align8(sizeof(RecordStamp) + payload);
+inline constexpr uint64_t record_bytes(uint64_t payload, bool long_stamp = false) {
+  return align8(sizeof(RecordStamp) + (long_stamp ? sizeof(LongStamp) : 0) + payload);
 }
 
 // The first page of the mapping. Fields in their own cache lines where one side writes them
@@ -145,6 +161,7 @@ class RingProducer {
     header_->capacity = capacity;
     header_->pid = pid;
     next_seq_ = 1;
+    last_time_ns_ = kNoTime;
     write_pos_ = 0;
     cached_read_pos_ = 0;
     gave_up_.store(WriteResult::kOk, std::memory_order_relaxed);
@@ -163,7 +180,7 @@ class RingProducer {
   WriteResult gave_up() const { return gave_up_.load(std::memory_order_relaxed); }
 
   // Largest payload one record can carry. Half the buffer, so that a wrap never starves.
-  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordStamp); }
+  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordStamp) - sizeof(LongStamp); }
 
   // Asks the cache for the lines the next record will write, for writing: the reader has
   // had them (it read the ring's last lap and polls the write position), and without this
@@ -192,7 +209,6 @@ class RingProducer {
                     StillAlive&& still_alive) {
     if (payload_bytes > max_payload()) return WriteResult::kTooLarge;
     if (WriteResult ended = gave_up(); ended != WriteResult::kOk) return ended;
-    const uint64_t needed = record_bytes(payload_bytes);
     if (WriteResult locked = lock(); locked != WriteResult::kOk) return give_up(locked);
     // Another writer gave up while this one waited for the lock.
     if (WriteResult ended = gave_up(); ended != WriteResult::kOk) {
@@ -203,6 +219,12 @@ class RingProducer {
       unlock();
       return give_up(WriteResult::kHeaderOverwritten);
     }
+    // The time is the event's, taken before any wait for the reader.
+    const int64_t now = clock_.now();
+    const uint64_t delta = static_cast<uint64_t>(now) - static_cast<uint64_t>(last_time_ns_);
+    const bool long_stamp = last_time_ns_ == kNoTime || now < last_time_ns_ || delta > UINT32_MAX ||
+                            payload_bytes >= kLongStampFollows;
+    const uint64_t needed = record_bytes(payload_bytes, long_stamp);
     uint64_t pos = write_pos_;
     uint64_t offset = pos & (capacity_ - 1);
     uint64_t tail = capacity_ - offset;
@@ -214,16 +236,28 @@ class RingProducer {
     }
     if (skip != 0) {
       if (skip >= sizeof(RecordStamp)) {
-        RecordStamp pad{kPaddingMarker, 0, 0};
+        const RecordStamp pad{kPaddingMarker, 0, 0};
         std::memcpy(data_ + offset, &pad, sizeof pad);
       }
       pos += skip;
       offset = 0;
     }
     const uint64_t seq = next_seq_++;
-    RecordStamp rec{payload_bytes, static_cast<uint32_t>(seq), clock_.now()};
-    std::memcpy(data_ + offset, &rec, sizeof rec);
-    std::memcpy(data_ + offset + sizeof rec, payload, payload_bytes);
+    last_time_ns_ = now;
+    unsigned char* at = data_ + offset;
+    if (long_stamp) {
+      const RecordStamp rec{kLongStampFollows, static_cast<uint16_t>(seq), 0};
+      const LongStamp whole{payload_bytes, now};
+      std::memcpy(at, &rec, sizeof rec);
+      std::memcpy(at + sizeof rec, &whole, sizeof whole);
+      at += sizeof rec + sizeof whole;
+    } else {
+      const RecordStamp rec{static_cast<uint16_t>(payload_bytes), static_cast<uint16_t>(seq),
+                            static_cast<uint32_t>(delta)};
+      std::memcpy(at, &rec, sizeof rec);
+      at += sizeof rec;
+    }
+    std::memcpy(at, payload, payload_bytes);
     write_pos_ = pos + needed;
     header_->write_pos.store(write_pos_, std::memory_order_release);
     unlock();
@@ -412,7 +446,9 @@ class RingProducer {
   uint64_t cached_read_pos_ = 0;  // the reader's position when last read; guarded by `lock`
   uint64_t write_pos_ = 0;        // what the header's write_pos must hold; guarded by `lock`
   uint64_t next_seq_ = 1;         // guarded by `lock`
-  RecordClock clock_;             // guarded by `lock`
+  static constexpr int64_t kNoTime = INT64_MIN;
+  int64_t last_time_ns_ = kNoTime;  // the last record's time; guarded by `lock`
+  RecordClock clock_;               // guarded by `lock`
   int64_t stall_limit_ns_ = kDefaultStallNs;
   std::atomic<WriteResult> gave_up_{WriteResult::kOk};
   std::atomic<uint64_t> populated_{0};  // data bytes faulted in from the start, by populate_ahead
@@ -439,6 +475,8 @@ class RingConsumer {
     capacity_ = capacity;
     read_pos_ = header->read_pos.load(std::memory_order_acquire);
     next_seq_ = 1;
+    last_time_ns_ = 0;
+    have_time_ = false;
     return true;
   }
 
@@ -468,14 +506,37 @@ class RingConsumer {
         read_pos_ += tail;
         continue;
       }
-      const uint64_t bytes = record_bytes(rec.payload_bytes);
-      if (rec.payload_bytes > capacity_ / 2 || bytes > tail || bytes > write - read_pos_ ||
-          rec.seq_low != static_cast<uint32_t>(next_seq_)) {
+      uint64_t payload_bytes = rec.payload_bytes;
+      int64_t time_ns = 0;
+      const bool long_stamp = rec.payload_bytes == kLongStampFollows;
+      if (long_stamp) {
+        LongStamp whole{};
+        if (tail < sizeof rec + sizeof whole || write - read_pos_ < sizeof rec + sizeof whole) {
+          status = Status::kCorrupt;
+          break;
+        }
+        std::memcpy(&whole, data_ + offset + sizeof rec, sizeof whole);
+        payload_bytes = whole.payload_bytes;
+        time_ns = whole.time_ns;
+      } else {
+        // A delta needs a time before it; wrapping arithmetic, as the deltas are untrusted.
+        if (!have_time_) {
+          status = Status::kCorrupt;
+          break;
+        }
+        time_ns = static_cast<int64_t>(static_cast<uint64_t>(last_time_ns_) + rec.time_delta_ns);
+      }
+      const uint64_t bytes =
+          payload_bytes > capacity_ / 2 ? 0 : record_bytes(payload_bytes, long_stamp);
+      if (bytes == 0 || bytes > tail || bytes > write - read_pos_ ||
+          rec.seq_low != static_cast<uint16_t>(next_seq_)) {
         status = Status::kCorrupt;
         break;
       }
-      const RecordHeader header{rec.payload_bytes, next_seq_, rec.time_ns};
-      fn(header, data_ + offset + sizeof rec);
+      last_time_ns_ = time_ns;
+      have_time_ = true;
+      const RecordHeader header{static_cast<uint32_t>(payload_bytes), next_seq_, time_ns};
+      fn(header, data_ + offset + sizeof rec + (long_stamp ? sizeof(LongStamp) : 0));
       read_pos_ += bytes;
       ++next_seq_;
       ++*delivered;
@@ -508,7 +569,9 @@ class RingConsumer {
   const unsigned char* data_ = nullptr;
   uint64_t capacity_ = 0;
   uint64_t read_pos_ = 0;
-  uint64_t next_seq_ = 1;  // the sequence number of the next record read
+  uint64_t next_seq_ = 1;     // the sequence number of the next record read
+  int64_t last_time_ns_ = 0;  // the last record's time, which the next one's delta follows
+  bool have_time_ = false;    // a record has been read: the first must carry its time whole
 };
 
 }  // namespace vramtrace::ring

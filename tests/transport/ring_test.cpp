@@ -155,7 +155,9 @@ TEST(Ring, FullRingWaitsThenGivesUpWhenTheReaderIsGone) {
     ++written;
   EXPECT_EQ(r, RingProducer::WriteResult::kGaveUp);
   EXPECT_EQ(asked, 3);  // it waited, asking each interval, and gave up when told
-  EXPECT_EQ(written, static_cast<int>(kMinCapacity / record_bytes(1000)));
+  // The first record carries its time whole (a LongStamp), the others a difference.
+  EXPECT_EQ(written, static_cast<int>(1 + (kMinCapacity - record_bytes(1000, /*long_stamp=*/true)) /
+                                              record_bytes(1000)));
 }
 
 TEST(Ring, OversizedRecordIsRefused) {
@@ -177,8 +179,9 @@ TEST(Ring, ReaderStopsAtACorruptRecordKeepingThoseBefore) {
     ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
   // Scribble on the third record's length, as a buggy target might.
   auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
-  const uint32_t absurd = 1u << 30;
-  std::memcpy(data + 2 * record_bytes(4), &absurd, sizeof absurd);
+  const uint16_t absurd = 0xfff0;  // more than the ring holds after it
+  std::memcpy(data + record_bytes(4, /*long_stamp=*/true) + record_bytes(4), &absurd,
+              sizeof absurd);
   RingConsumer::Status status = RingConsumer::Status::kOk;
   std::vector<Received> got = drain_new_reader(m, &status);
   EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
@@ -196,19 +199,156 @@ TEST(Ring, ReaderCountsSequenceNumbersAndStopsWhereTheStampDisagrees) {
   for (int i = 0; i < 4; ++i)
     ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
   EXPECT_EQ(seq, 4u);
-  // Each record takes its stamp and its payload, rounded up to 8 bytes: 16 + 4 -> 24.
-  EXPECT_EQ(m.header()->write_pos.load(), 4 * record_bytes(4));
-  EXPECT_EQ(record_bytes(4), 24u);
+  // Each record takes its stamp and its payload, rounded up to 8 bytes: 8 + 4 -> 16; the first
+  // also its time whole: 8 + 16 + 4 -> 32.
+  EXPECT_EQ(record_bytes(4), 16u);
+  EXPECT_EQ(record_bytes(4, /*long_stamp=*/true), 32u);
+  EXPECT_EQ(m.header()->write_pos.load(), 32u + 3 * 16u);
   // The third record's stamp says it is the fifth.
   auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
-  const uint32_t fifth = 5;
-  std::memcpy(data + 2 * record_bytes(4) + offsetof(RecordStamp, seq_low), &fifth, sizeof fifth);
+  const uint16_t fifth = 5;
+  std::memcpy(data + 32 + 16 + offsetof(RecordStamp, seq_low), &fifth, sizeof fifth);
   RingConsumer::Status status = RingConsumer::Status::kOk;
   std::vector<Received> got = drain_new_reader(m, &status);
   EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].seq, 1u);
   EXPECT_EQ(got[1].seq, 2u);
+}
+
+// The clock's readings around each write, and the time each record arrived with.
+struct StampedWrites {
+  std::vector<int64_t> before, after, stamped;
+
+  // Writes one record and reads what the ring holds at once.
+  void write_and_read(RingProducer& producer, RingConsumer& consumer) {
+    uint64_t seq = 0;
+    before.push_back(monotonic_ns());
+    ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
+    after.push_back(monotonic_ns());
+    size_t delivered = 0;
+    consumer.drain(
+        [&](const RecordHeader& h, const unsigned char*) { stamped.push_back(h.time_ns); }, 1000,
+        &delivered);
+  }
+
+  // How many records arrived with a time outside the readings around their write, by more than
+  // a microsecond (the counter's extrapolation). Fails the test where the times go back.
+  int outside_their_brackets() const {
+    EXPECT_EQ(stamped.size(), before.size());
+    int outside = 0;
+    for (size_t i = 0; i < stamped.size() && i < before.size(); ++i) {
+      if (i > 0) {
+        EXPECT_GE(stamped[i], stamped[i - 1]) << "record " << i;
+      }
+      if (stamped[i] < before[i] - 1'000 || stamped[i] > after[i] + 1'000) ++outside;
+    }
+    return outside;
+  }
+};
+
+// A stamp carries the time as the nanoseconds since the record before it; the reader adds them
+// up. Every record arrives with the time its write took, between the clock's readings around
+// the write, whichever clock stamps it.
+TEST(Ring, TimesTravelAsDifferencesAndArriveWhole) {
+  for (const bool tsc_clock : {false, true}) {
+    if (tsc_clock && !tsc_is_the_kernels_clock()) continue;
+    Mapping m(kMinCapacity);
+    RingProducer producer;
+    ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1, tsc_clock));
+    RingConsumer consumer;
+    const char* why = nullptr;
+    ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
+    StampedWrites writes;
+    for (int i = 0; i < 3000; ++i) {  // several laps of the ring
+      writes.write_and_read(producer, consumer);
+      if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    // Summed differences that went wrong would drift ever further from the brackets.
+    EXPECT_LE(writes.outside_their_brackets(), 30) << "tsc " << tsc_clock;
+    // Only the first record took the long stamp: 32 bytes, then 16 each.
+    EXPECT_EQ(m.header()->write_pos.load(), 32u + 2999u * 16u);
+  }
+}
+
+// A payload too long for the stamp's 16 bits goes with a LongStamp, which carries its length.
+TEST(Ring, APayloadBeyondSixteenBitsCarriesItsLengthWhole) {
+  constexpr uint64_t kCapacity = 1 << 20;
+  Mapping m(kCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kCapacity, 1));
+  const std::string longest_short(kLongStampFollows - 1, 's');
+  const std::string exactly(kLongStampFollows, 'e');
+  const std::string large(200'000, 'l');
+  uint64_t seq = 0;
+  for (const std::string* payload : {&longest_short, &exactly, &large, &longest_short})
+    ASSERT_EQ(producer.write(payload->data(), static_cast<uint32_t>(payload->size()), &seq, kAlive),
+              RingProducer::WriteResult::kOk);
+  RingConsumer::Status status = RingConsumer::Status::kCorrupt;
+  std::vector<Received> got = drain_new_reader(m, &status);
+  EXPECT_EQ(status, RingConsumer::Status::kOk);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].payload, longest_short);
+  EXPECT_EQ(got[1].payload, exactly);
+  EXPECT_EQ(got[2].payload, large);
+  EXPECT_EQ(got[3].payload, longest_short);
+  EXPECT_EQ(m.header()->write_pos.load(),
+            record_bytes(longest_short.size(), true) + record_bytes(exactly.size(), true) +
+                record_bytes(large.size(), true) + record_bytes(longest_short.size()));
+}
+
+// Stamps written by hand, as a target could write them: a LongStamp sets the time, a difference
+// moves it on, and a difference with no time before it (the reader's first record) is corrupt.
+TEST(Ring, ReaderTakesTimesFromLongStampsAndDifferences) {
+  Mapping m(kMinCapacity);
+  RingProducer producer;
+  ASSERT_TRUE(producer.init(m.base(), kMinCapacity, 1));
+  auto* data = static_cast<unsigned char*>(m.base()) + kHeaderBytes;
+  uint64_t at = 0;
+  const auto put = [&](const void* bytes, size_t n) {
+    std::memcpy(data + at, bytes, n);
+    at += n;
+  };
+  const auto long_record = [&](uint16_t seq, int64_t time_ns) {
+    const RecordStamp stamp{kLongStampFollows, seq, 0};
+    const LongStamp whole{4, time_ns};
+    put(&stamp, sizeof stamp);
+    put(&whole, sizeof whole);
+    put("abcd\0\0\0\0", 8);
+  };
+  const auto short_record = [&](uint16_t seq, uint32_t delta_ns) {
+    const RecordStamp stamp{4, seq, delta_ns};
+    put(&stamp, sizeof stamp);
+    put("abcd\0\0\0\0", 8);
+  };
+  long_record(1, 5'000'000'000);
+  short_record(2, 7);
+  short_record(3, UINT32_MAX);
+  long_record(4, 100);  // a clock that went back is the writer's to say; the reader takes it
+  short_record(5, 1);
+  m.header()->write_pos.store(at);
+  RingConsumer consumer;
+  const char* why = nullptr;
+  ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
+  std::vector<int64_t> times;
+  size_t delivered = 0;
+  EXPECT_EQ(consumer.drain(
+                [&](const RecordHeader& h, const unsigned char*) { times.push_back(h.time_ns); },
+                100, &delivered),
+            RingConsumer::Status::kOk);
+  EXPECT_EQ(times, (std::vector<int64_t>{5'000'000'000, 5'000'000'007,
+                                         5'000'000'007 + int64_t{UINT32_MAX}, 100, 101}));
+
+  Mapping first_short(kMinCapacity);
+  RingProducer other;
+  ASSERT_TRUE(other.init(first_short.base(), kMinCapacity, 1));
+  data = static_cast<unsigned char*>(first_short.base()) + kHeaderBytes;
+  at = 0;
+  short_record(1, 10);
+  first_short.header()->write_pos.store(at);
+  RingConsumer::Status status = RingConsumer::Status::kOk;
+  EXPECT_TRUE(drain_new_reader(first_short, &status).empty());
+  EXPECT_EQ(status, RingConsumer::Status::kCorrupt);
 }
 
 TEST(Ring, ReaderRejectsAWritePositionBeyondTheBuffer) {
@@ -250,28 +390,12 @@ TEST(Ring, RecordsStampedByTheCounterCarryTheKernelsTime) {
   RingConsumer consumer;
   const char* why = nullptr;
   ASSERT_TRUE(consumer.attach(m.base(), m.bytes(), &why)) << why;
-  std::vector<int64_t> before, after, stamped;
+  StampedWrites writes;
   const int64_t end = monotonic_ns() + 20'000'000;
-  while (monotonic_ns() < end) {
-    uint64_t seq = 0;
-    before.push_back(monotonic_ns());
-    ASSERT_EQ(producer.write("abcd", 4, &seq, kAlive), RingProducer::WriteResult::kOk);
-    after.push_back(monotonic_ns());
-    size_t delivered = 0;
-    consumer.drain(
-        [&](const RecordHeader& h, const unsigned char*) { stamped.push_back(h.time_ns); }, 1000,
-        &delivered);
-  }
-  ASSERT_EQ(stamped.size(), before.size());
-  int outside = 0;
-  for (size_t i = 0; i < stamped.size(); ++i) {
-    if (i > 0) {
-      ASSERT_GE(stamped[i], stamped[i - 1]) << "record " << i;
-    }
-    if (stamped[i] < before[i] - 1'000 || stamped[i] > after[i] + 1'000) ++outside;
-  }
+  while (monotonic_ns() < end) writes.write_and_read(producer, consumer);
   // A preemption between the reads can widen single brackets' error, never many.
-  EXPECT_LE(outside, static_cast<int>(stamped.size() / 100)) << "of " << stamped.size();
+  EXPECT_LE(writes.outside_their_brackets(), static_cast<int>(writes.stamped.size() / 100))
+      << "of " << writes.stamped.size();
 }
 
 // Runs `write` on a thread of its own and waits at most `limit` for it: a writer that never
