@@ -270,6 +270,19 @@ struct TraceFileWriter::Impl {
     std::uint64_t last_seq = 0;
   };
   std::unordered_map<std::int64_t, ProcessTimes> process_times;  // by upid
+  // The process of the last event: a storm's events are one process's, compared, not hashed.
+  // The map keeps its elements where they are as it grows, and never erases one.
+  std::int64_t last_times_upid = 0;
+  ProcessTimes* last_times = nullptr;
+
+  ProcessTimes* times_of(std::int64_t upid) {
+    if (last_times != nullptr && last_times_upid == upid) return last_times;
+    const auto found = process_times.find(upid);
+    if (found == process_times.end()) return nullptr;
+    last_times_upid = upid;
+    last_times = &found->second;
+    return last_times;
+  }
 
   void stop_upkeep() {
     upkeep = false;
@@ -284,15 +297,14 @@ struct TraceFileWriter::Impl {
                     std::uint64_t seq, std::int64_t ns, int device, int kind, std::uint64_t size,
                     std::optional<std::int64_t> callsite_id) {
     if (!rollups) return;
-    const auto process = process_times.find(upid);
-    if (process == process_times.end() || ns < process->second.start_ns ||
-        (process->second.last_ns &&
-         (ns < *process->second.last_ns || seq <= process->second.last_seq))) {
+    ProcessTimes* const process = times_of(upid);
+    if (process == nullptr || ns < process->start_ns ||
+        (process->last_ns && (ns < *process->last_ns || seq <= process->last_seq))) {
       rollups.reset();  // the build places and counts such times
       return;
     }
-    process->second.last_ns = ns;
-    process->second.last_seq = seq;
+    process->last_ns = ns;
+    process->last_seq = seq;
     rollups->add({type, allocation_id, upid, seq, ns, device, kind, size, callsite_id});
   }
 
