@@ -99,8 +99,12 @@ struct RecordHeader {
 inline constexpr uint64_t align8(uint64_t n) {
   return (n + 7) & ~uint64_t{7};
 }
+// Where a record's payload starts: after its stamp, and its LongStamp where it has one.
+inline constexpr uint64_t stamp_bytes(bool long_stamp) {
+  return sizeof(RecordStamp) + (long_stamp ? sizeof(LongStamp) : 0);
+}
 inline constexpr uint64_t record_bytes(uint64_t payload, bool long_stamp = false) {
-  return align8(sizeof(RecordStamp) + (long_stamp ? sizeof(LongStamp) : 0) + payload);
+  return align8(stamp_bytes(long_stamp) + payload);
 }
 
 // The first page of the mapping. Fields in their own cache lines where one side writes them
@@ -180,7 +184,7 @@ class RingProducer {
   WriteResult gave_up() const { return gave_up_.load(std::memory_order_relaxed); }
 
   // Largest payload one record can carry. Half the buffer, so that a wrap never starves.
-  uint64_t max_payload() const { return capacity_ / 2 - sizeof(RecordStamp) - sizeof(LongStamp); }
+  uint64_t max_payload() const { return capacity_ / 2 - stamp_bytes(/*long_stamp=*/true); }
 
   // Asks the cache for the lines the next record will write, for writing: the reader has
   // had them (it read the ring's last lap and polls the write position), and without this
@@ -244,20 +248,18 @@ class RingProducer {
     }
     const uint64_t seq = next_seq_++;
     last_time_ns_ = now;
-    unsigned char* at = data_ + offset;
+    unsigned char* const at = data_ + offset;
     if (long_stamp) {
       const RecordStamp rec{kLongStampFollows, static_cast<uint16_t>(seq), 0};
       const LongStamp whole{payload_bytes, now};
       std::memcpy(at, &rec, sizeof rec);
       std::memcpy(at + sizeof rec, &whole, sizeof whole);
-      at += sizeof rec + sizeof whole;
     } else {
       const RecordStamp rec{static_cast<uint16_t>(payload_bytes), static_cast<uint16_t>(seq),
                             static_cast<uint32_t>(delta)};
       std::memcpy(at, &rec, sizeof rec);
-      at += sizeof rec;
     }
-    std::memcpy(at, payload, payload_bytes);
+    std::memcpy(at + stamp_bytes(long_stamp), payload, payload_bytes);
     write_pos_ = pos + needed;
     header_->write_pos.store(write_pos_, std::memory_order_release);
     unlock();
@@ -511,7 +513,7 @@ class RingConsumer {
       const bool long_stamp = rec.payload_bytes == kLongStampFollows;
       if (long_stamp) {
         LongStamp whole{};
-        if (tail < sizeof rec + sizeof whole || write - read_pos_ < sizeof rec + sizeof whole) {
+        if (tail < stamp_bytes(true) || write - read_pos_ < stamp_bytes(true)) {
           status = Status::kCorrupt;
           break;
         }
@@ -536,7 +538,7 @@ class RingConsumer {
       last_time_ns_ = time_ns;
       have_time_ = true;
       const RecordHeader header{static_cast<uint32_t>(payload_bytes), next_seq_, time_ns};
-      fn(header, data_ + offset + sizeof rec + (long_stamp ? sizeof(LongStamp) : 0));
+      fn(header, data_ + offset + stamp_bytes(long_stamp));
       read_pos_ += bytes;
       ++next_seq_;
       ++*delivered;
