@@ -13,6 +13,7 @@
 #include "analysis/moment.h"
 #include "analysis/time_index.h"
 #include "analysis/trace_peaks.h"
+#include "analysis/trace_warnings.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -69,6 +70,17 @@ GateCheck at_most(std::string name, std::string subject, std::string unit, doubl
   check.unit = std::move(unit);
   check.actual = actual;
   check.limit = limit;
+  check.passed = actual <= limit;
+  return check;
+}
+
+// A check of whole bytes or allocations, compared and kept exactly (a double is not past 2^53).
+GateCheck at_most(std::string name, std::string subject, std::string unit, std::uint64_t actual,
+                  std::uint64_t limit) {
+  GateCheck check = at_most(std::move(name), std::move(subject), std::move(unit),
+                            static_cast<double>(actual), static_cast<double>(limit));
+  check.exact_actual = actual;
+  check.exact_limit = limit;
   check.passed = actual <= limit;
   return check;
 }
@@ -138,10 +150,10 @@ std::vector<GateCheck> role_checks(const storage::TraceReader& trace, const Gate
     for (std::size_t r = 0; r < kBlockRoles; ++r) {
       const std::optional<std::uint64_t>& limit = options.limits.max_role[r];
       if (!limit) continue;
-      checks.push_back(at_most(
-          fmt::format("role.{}", block_role_name(static_cast<BlockRole>(r))),
-          fmt::format("pid {} at its blocks' peak, seq {}", process.pid, process.seq), "bytes",
-          static_cast<double>(process.live.bytes[r]), static_cast<double>(*limit)));
+      checks.push_back(
+          at_most(fmt::format("role.{}", block_role_name(static_cast<BlockRole>(r))),
+                  fmt::format("pid {} at its blocks' peak, seq {}", process.pid, process.seq),
+                  "bytes", std::uint64_t{process.live.bytes[r]}, std::uint64_t{*limit}));
     }
   }
   return checks;
@@ -203,18 +215,20 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
                                                     options.suppressions, &result.suppressions);
   result.level = leaks.level;
   result.warnings = leaks.warnings;
+  result.gaps = recording_gaps(trace, options.processes);
+  result.gaps_accepted = options.accept_gaps;
 
   if (limits.max_leaked_bytes) {
     GateCheck check =
-        at_most("leaked_bytes", "all processes", "bytes", static_cast<double>(leaks.total_bytes),
-                static_cast<double>(*limits.max_leaked_bytes));
+        at_most("leaked_bytes", "all processes", "bytes", std::uint64_t{leaks.total_bytes},
+                std::uint64_t{*limits.max_leaked_bytes});
     check.leaks = leaks.groups;
     result.checks.push_back(std::move(check));
   }
   if (limits.max_leaked_count) {
-    GateCheck check = at_most("leaked_count", "all processes", "allocations",
-                              static_cast<double>(leaks.total_count),
-                              static_cast<double>(*limits.max_leaked_count));
+    GateCheck check =
+        at_most("leaked_count", "all processes", "allocations", std::uint64_t{leaks.total_count},
+                std::uint64_t{*limits.max_leaked_count});
     check.leaks = leaks.groups;
     result.checks.push_back(std::move(check));
   }
@@ -222,7 +236,7 @@ GateResult evaluate_gate(const storage::TraceReader& trace, const GateOptions& o
     for (const DevicePeak& peak : find_device_peaks(trace, index.get(), options.processes)) {
       result.checks.push_back(
           at_most("peak", fmt::format("pid {}, device {}", peak.pid, peak.device), "bytes",
-                  static_cast<double>(peak.bytes), static_cast<double>(*limits.max_peak)));
+                  std::uint64_t{peak.bytes}, std::uint64_t{*limits.max_peak}));
     }
   }
   if (limits.any_role()) {

@@ -18,6 +18,8 @@
 //   given and process. Refused (BadMoment) when no selected process has allocator events: a
 //   role limit on a job that is not PyTorch's must not pass; a selected process that recorded
 //   GPU memory without allocator events is named in the warnings.
+// A trace whose recording has gaps (trace_warnings.h, recording_gaps()) is not vouched for unless
+// the gaps are accepted: a leak in what was not recorded cannot fail a check.
 // Leaks are also attributed to tests: a range marker named "test:ID" (the pytest plugin and the
 // GoogleTest listener make one per test) owns the leaks allocated inside it by its process.
 #pragma once
@@ -62,6 +64,9 @@ struct GateOptions {
   // The marker whose occurrences are the iterations of the growth check: ranges or marks of
   // this name, or numbered "<name> <n>" as vramtrace.iteration() makes them.
   std::string growth_marker = "iteration";
+  // Judge what was recorded even where the recording has gaps (recording_gaps()): by default a
+  // trace with gaps is not vouched for, whatever its checks say.
+  bool accept_gaps = false;
 };
 
 struct GateCheck {
@@ -74,6 +79,9 @@ struct GateCheck {
   std::string unit;   // "bytes", "allocations", "percent" or "bytes per iteration"
   double actual = 0;  // for peak_increase with a baseline of 0 bytes: infinity
   double limit = 0;
+  // Checks of whole bytes or allocations: the values exactly (actual and limit are doubles,
+  // which are not past 2^53).
+  std::optional<std::uint64_t> exact_actual, exact_limit;
   bool passed = true;
   std::vector<LeakGroup> leaks;  // leak checks: the leaks that count, largest first
   // growth checks: each of `leaks`' bytes per iteration (its bytes and count are those live
@@ -101,8 +109,15 @@ struct GateResult {
   std::vector<SuppressionUse> suppressions;  // one per rule, in the file's order
   std::vector<TestLeaks> tests;              // by start of the test
   std::vector<std::string> warnings;         // the trace's (incomplete, data loss...)
+  // What the recording did not see (recording_gaps()), of the processes judged: a leak there
+  // could not have been found.
+  std::vector<std::string> gaps;
+  bool gaps_accepted = false;  // GateOptions::accept_gaps
 
+  // Every check holds.
   bool passed() const;
+  // The checks can be trusted: the recording has no gaps, or they were accepted.
+  bool vouched() const { return gaps.empty() || gaps_accepted; }
 };
 
 // Throws std::invalid_argument when a baseline limit is given without a baseline, and

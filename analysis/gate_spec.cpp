@@ -58,6 +58,11 @@ bool set_role_limit(std::string_view role, std::string_view size, GateLimits* li
       *error = "'" + std::string(size) + "' is not a size (such as 0, 512MiB, 2GB)";
       return false;
     }
+    // Two limits for one role are a mistake in the spec, not a choice of the last.
+    if (limits->max_role[r]) {
+      *error = "the role '" + std::string(role) + "' is given a limit twice";
+      return false;
+    }
     limits->max_role[r] = bytes;
     return true;
   }

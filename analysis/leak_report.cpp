@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "analysis/allocator_level.h"
+#include "analysis/byte_sum.h"
 #include "analysis/trace_warnings.h"
 #include "storage/schema.h"
 
@@ -37,7 +38,10 @@ void LiveGrouper::add(const storage::AllocationRow& a, std::uint64_t count) {
   if (!block_level_) {
     if (is_block) return;  // inside segments, which count at this level
   } else {
-    if (is_block && a.segment_id) live_block_bytes_in_[*a.segment_id] += a.size;
+    if (is_block && a.segment_id) {
+      std::uint64_t& in_segment = live_block_bytes_in_[*a.segment_id];
+      in_segment = add_bytes(in_segment, a.size, &bytes_overflowed_);
+    }
     if (!allocator_segments_.empty() && allocator_segments_.contains(a.id)) {
       // Cache or not is known once every live block in it has been added.
       live_segments_.emplace_back(a.id, a.size);
@@ -45,7 +49,7 @@ void LiveGrouper::add(const storage::AllocationRow& a, std::uint64_t count) {
     }
   }
   LeakGroup& group = groups_[{a.alloc_callsite_id, a.kind}];
-  group.bytes += a.size;
+  group.bytes = add_bytes(group.bytes, a.size, &bytes_overflowed_);
   group.count += count;
 }
 
@@ -54,7 +58,8 @@ LiveGroups LiveGrouper::take() {
   for (const auto& [id, size] : live_segments_) {
     const auto in_use = live_block_bytes_in_.find(id);
     const std::uint64_t used = in_use == live_block_bytes_in_.end() ? 0 : in_use->second;
-    out.cached.bytes += size > used ? size - used : 0;
+    out.cached.bytes =
+        add_bytes(out.cached.bytes, size > used ? size - used : 0, &bytes_overflowed_);
     out.cached.count += 1;
   }
   out.groups.reserve(groups_.size());
@@ -63,9 +68,11 @@ LiveGroups LiveGrouper::take() {
     group.kind = key.second;
     out.groups.push_back(std::move(group));
   }
+  out.bytes_overflowed = bytes_overflowed_;
   groups_.clear();
   live_segments_.clear();
   live_block_bytes_in_.clear();
+  bytes_overflowed_ = false;
   return out;
 }
 
@@ -107,10 +114,12 @@ std::string level_name(const LeakReportOptions& options, bool allocator_events) 
 void add_totals(LeakReport* report, LiveGroups live) {
   report->cached = live.cached;
   report->groups = std::move(live.groups);
+  bool overflowed = live.bytes_overflowed;
   for (const LeakGroup& group : report->groups) {
-    report->total_bytes += group.bytes;
+    report->total_bytes = add_bytes(report->total_bytes, group.bytes, &overflowed);
     report->total_count += group.count;
   }
+  if (overflowed) report->warnings.emplace_back(kByteTotalsOverflowed);
 }
 
 // The selected processes whose end of the trace is their program's end (the reports' "end").

@@ -113,6 +113,7 @@ LeakReport build_leak_report_at_end(const storage::TraceReader& trace,
 struct LiveGroups {
   std::vector<LeakGroup> groups;  // unsorted; no stacks resolved
   CacheTotals cached;
+  bool bytes_overflowed = false;  // a sum passed 2^64 - 1 and was held there (byte_sum.h)
 };
 class LiveGrouper {
  public:
@@ -128,6 +129,7 @@ class LiveGrouper {
   std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups_;
   std::unordered_map<std::int64_t, std::uint64_t> live_block_bytes_in_;  // by segment id
   std::vector<std::pair<std::int64_t, std::uint64_t>> live_segments_;    // (id, size)
+  bool bytes_overflowed_ = false;
 };
 
 // Sorts groups largest first and fills in kind names, levels and stacks.

@@ -7,6 +7,7 @@
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
 #include "analysis/process_chains.h"
+#include "analysis/trace_warnings.h"
 
 namespace vramtrace::analysis {
 
@@ -23,6 +24,7 @@ RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex
   const auto out_of_memory = trace.failures_by_process_and_kind(kOutOfMemoryResult);
   RunDigest digest;
   digest.processes = chains.size();
+  digest.gaps = recording_gaps(trace);
   for (const ProcessChain* chain : gpu_processes(chains).gpu) {
     ProcessDigest& p = digest.gpu.emplace_back();
     p.process = chain->process();

@@ -34,6 +34,9 @@ struct ProcessDigest {
 struct RunDigest {
   std::size_t processes = 0;       // as people count them: one per pid's exec chain
   std::vector<ProcessDigest> gpu;  // those that recorded GPU events, in order of start
+  // What the recording did not see (trace_warnings.h, recording_gaps()): where not empty, a
+  // process's "nothing leaked" speaks only for what was recorded.
+  std::vector<std::string> gaps;
 };
 
 RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex& index);

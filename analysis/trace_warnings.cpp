@@ -29,7 +29,43 @@ std::vector<storage::TimeProblem> time_problems(const storage::TraceReader& trac
   return {};
 }
 
+constexpr std::string_view kIncompleteTrace =
+    "the trace is incomplete: the collector has not finished (still running, or stopped early); "
+    "memory freed after the last recorded event shows as live";
+
+std::string not_recorded_to_its_end(const storage::ProcessRecord& process) {
+  return process_name(process) + " was not recorded to its end; its last events may be missing";
+}
+
+std::string stat_warning(const storage::StatRecord& stat) {
+  return std::string(storage::severity_name(stat.severity)) + ": " + stat.name + " = " +
+         std::to_string(stat.value) + " (" + stat.description + ")";
+}
+
+// Data-loss stats that lose a stack's frames or names, never an event: the allocations and
+// frees are all there, and so every leak, peak and growth; only where they came from is not.
+bool loses_only_stacks(std::string_view stat) {
+  return stat == "process_without_unwinder" || stat == "python_code_unknown" ||
+         stat == "stack_name_unknown";
+}
+
 }  // namespace
+
+std::vector<std::string> recording_gaps(const storage::TraceReader& trace,
+                                        const ProcessSelection& processes) {
+  std::vector<std::string> gaps;
+  if (!trace.complete()) gaps.emplace_back(kIncompleteTrace);
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    if (is_selected(processes, process.start.upid) && !process.end.complete)
+      gaps.push_back(not_recorded_to_its_end(process));
+  }
+  for (const storage::StatRecord& stat : trace.stats()) {
+    if (stat.severity == storage::Severity::kDataLoss && stat.value != 0 &&
+        !loses_only_stacks(stat.name))
+      gaps.push_back(stat_warning(stat));
+  }
+  return gaps;
+}
 
 std::string time_problem_warning(const storage::ProcessRecord& process,
                                  const storage::TimeProblem& problem) {
@@ -55,11 +91,7 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
                                         const ProcessSelection& processes,
                                         const storage::TimeIndex* index) {
   std::vector<std::string> warnings;
-  if (!trace.complete()) {
-    warnings.push_back(
-        "the trace is incomplete: the collector has not finished (still running, or stopped "
-        "early); memory freed after the last recorded event shows as live");
-  }
+  if (!trace.complete()) warnings.emplace_back(kIncompleteTrace);
   for (const std::string& field : trace.damaged_fields())
     warnings.push_back("the trace is damaged: " + field);
   std::map<std::int64_t, std::vector<storage::TimeProblem>> problems;  // by upid
@@ -67,10 +99,7 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
     problems[problem.upid].push_back(std::move(problem));
   for (const storage::ProcessRecord& process : trace.processes()) {
     if (!is_selected(processes, process.start.upid)) continue;
-    if (!process.end.complete) {
-      warnings.push_back(process_name(process) +
-                         " was not recorded to its end; its last events may be missing");
-    }
+    if (!process.end.complete) warnings.push_back(not_recorded_to_its_end(process));
     if (const auto found = problems.find(process.start.upid); found != problems.end()) {
       for (const storage::TimeProblem& problem : found->second)
         warnings.push_back(time_problem_warning(process, problem));
@@ -90,8 +119,7 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
   }
   for (const storage::StatRecord& stat : trace.stats()) {
     if (stat.severity == storage::Severity::kInfo || stat.value == 0) continue;
-    warnings.push_back(std::string(storage::severity_name(stat.severity)) + ": " + stat.name +
-                       " = " + std::to_string(stat.value) + " (" + stat.description + ")");
+    warnings.push_back(stat_warning(stat));
   }
   return warnings;
 }

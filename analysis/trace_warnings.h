@@ -22,6 +22,15 @@ std::vector<std::string> trace_warnings(const storage::TraceReader& trace,
                                         const ProcessSelection& processes = std::nullopt,
                                         const storage::TimeIndex* index = nullptr);
 
+// What the recording did not see, one sentence each: a subset of trace_warnings. The trace not
+// finished by its collector, each selected process not recorded to its end (it stopped
+// recording, its ring was corrupt, or it still ran when the recording ended), and each stat of
+// severity data_loss that loses events rather than only their stacks. Empty when every event of
+// the selected processes is in the trace: a leak, a peak or a growth it reports is then all there
+// was. The gate refuses to vouch for a trace with gaps.
+std::vector<std::string> recording_gaps(const storage::TraceReader& trace,
+                                        const ProcessSelection& processes = std::nullopt);
+
 // The sentence of trace_warnings for one time_problem row.
 std::string time_problem_warning(const storage::ProcessRecord& process,
                                  const storage::TimeProblem& problem);

@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "analysis/export/chrome_export.h"
 #include "analysis/export/memory_viz_export.h"
 #include "analysis/export/perfetto_export.h"
 #include "analysis/moment.h"
 #include "cli/exit_status.h"
+#include "cli/output_file.h"
 #include "cli/progress_line.h"
 #include "cli/report_scope.h"
 #include "cli/trace_command.h"
@@ -28,23 +30,13 @@ struct Options {
   ReportOptions scope;
 };
 
-// Writes one file with `write`; an existing file is refused without --force, and a file that
-// could not be written whole is removed, so that no half file looks like an export.
-void write_file(const std::string& path, bool force,
+// Writes one file with `write` (output_file.h): never over the trace, never half written. An
+// existing file is refused without --force.
+void write_file(const std::string& trace, const std::string& path, bool force,
                 const std::function<void(std::ostream&)>& write) {
-  std::error_code error;
-  if (!force && std::filesystem::exists(path, error)) {
-    throw ReportRefusal(
-        fmt::format("{} exists; give another name, or --force to replace it", path));
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw ReportRefusal(fmt::format("cannot create {}", path));
-  write(out);
-  out.close();
-  if (!out) {
-    std::filesystem::remove(path, error);
-    throw ReportRefusal(fmt::format("cannot write {} (is the disk full?)", path));
-  }
+  if (const std::string refusal = output_refusal(path, {trace}, force); !refusal.empty())
+    throw ReportRefusal(refusal);
+  write_output_file(path, write);
 }
 
 std::string contents(const analysis::ExportTimeline& timeline) {
@@ -69,13 +61,13 @@ std::string write_timelines(const storage::TraceReader& trace, const Options& op
   const analysis::ExportTimeline timeline = analysis::build_export_timeline(trace, export_options);
   std::string said;
   if (options.perfetto) {
-    write_file(*options.perfetto, options.force,
+    write_file(options.trace, *options.perfetto, options.force,
                [&](std::ostream& out) { analysis::write_perfetto_trace(timeline, out); });
     said += fmt::format("vramtrace export: wrote {} (Perfetto trace: {})\n", *options.perfetto,
                         contents(timeline));
   }
   if (options.chrome) {
-    write_file(*options.chrome, options.force,
+    write_file(options.trace, *options.chrome, options.force,
                [&](std::ostream& out) { analysis::write_chrome_trace(timeline, out); });
     said += fmt::format("vramtrace export: wrote {} (Chrome trace events: {})\n", *options.chrome,
                         contents(timeline));
@@ -84,8 +76,9 @@ std::string write_timelines(const storage::TraceReader& trace, const Options& op
 }
 
 // The process is chosen before the file is opened, so that a refusal leaves no file behind.
-std::string write_memory_viz(const storage::TraceReader& trace, const std::string& path, bool force,
+std::string write_memory_viz(const storage::TraceReader& trace, const Options& options,
                              const ReportScope& scope) {
+  const std::string& path = *options.memory_viz;
   analysis::MemoryVizOptions memory_viz_options;
   memory_viz_options.processes = scope.processes;
   memory_viz_options.device = scope.allocations.device;
@@ -95,7 +88,7 @@ std::string write_memory_viz(const storage::TraceReader& trace, const std::strin
   } catch (const analysis::BadMoment& several) {
     throw ReportRefusal(several.what());
   }
-  write_file(path, force,
+  write_file(options.trace, path, options.force,
              [&](std::ostream& out) { analysis::write_memory_viz(trace, snapshot, out); });
   return fmt::format("vramtrace export: wrote {} (PyTorch memory snapshot: {})\n", path,
                      contents(snapshot));
@@ -141,13 +134,23 @@ void register_export_command(CLI::App& app, int* exit_status) {
       if (options->memory_viz && (options->scope.kind || options->scope.level))
         throw ReportRefusal(
             "--memory-viz takes no --kind or --level: the snapshot is the allocator's view");
+      // Every output is checked before any is written: a refusal leaves nothing behind.
+      std::vector<std::string> outputs;
+      for (const auto* output : {&options->perfetto, &options->chrome, &options->memory_viz})
+        if (*output) outputs.push_back(**output);
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        const std::string refusal = output_refusal(outputs[i], {options->trace}, options->force);
+        if (!refusal.empty()) throw ReportRefusal(refusal);
+        for (std::size_t j = i + 1; j < outputs.size(); ++j)
+          if (const std::string same = same_output_twice(outputs[i], outputs[j]); !same.empty())
+            throw ReportRefusal(same);
+      }
       std::string said;
       {
         const ProgressLine progress(fmt::format("vramtrace export: reading {}", options->trace));
         const ReportScope scope = resolve_scope(trace, options->trace, options->scope);
         if (options->perfetto || options->chrome) said += write_timelines(trace, *options, scope);
-        if (options->memory_viz)
-          said += write_memory_viz(trace, *options->memory_viz, options->force, scope);
+        if (options->memory_viz) said += write_memory_viz(trace, *options, scope);
       }
       fmt::print("{}", said);
     });

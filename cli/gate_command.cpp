@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -11,9 +13,11 @@
 #include "analysis/gate_spec.h"
 #include "cli/exit_status.h"
 #include "cli/gate_reports.h"
+#include "cli/output_file.h"
 #include "cli/output_format.h"
 #include "cli/report_scope.h"
 #include "cli/trace_command.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
 namespace {
@@ -28,11 +32,13 @@ struct GateCommandOptions {
   GateOutputs outputs;
 };
 
-void write_file(const std::string& path, const std::string& content) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << content;
-  file.flush();
-  if (!file) throw ReportRefusal("cannot write " + path);
+// A report file: replaced when it exists (a CI job writes it each run), never over the trace
+// or the baseline, never half written (output_file.h).
+void write_report_file(const std::vector<std::string>& inputs, const std::string& path,
+                       const std::string& content) {
+  if (const std::string refusal = output_refusal(path, inputs, /*replace=*/true); !refusal.empty())
+    throw ReportRefusal(refusal);
+  write_output_file(path, [&](std::ostream& out) { out << content; });
 }
 
 // A size option: "512MiB", "2GB", "0".
@@ -82,28 +88,49 @@ int judge_trace(std::string_view command, const std::string& trace_path,
                command);
     return kExitUsageOrTraceError;
   }
+  std::vector<std::string> inputs{trace_path};
+  if (!baseline_path.empty()) inputs.push_back(baseline_path);
+  {
+    const std::vector<std::string> files{outputs.junit, outputs.json, outputs.markdown};
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      if (files[i].empty()) continue;
+      std::string refusal = output_refusal(files[i], inputs, /*replace=*/true);
+      for (std::size_t j = i + 1; j < files.size() && refusal.empty(); ++j)
+        if (!files[j].empty()) refusal = same_output_twice(files[i], files[j]);
+      if (!refusal.empty()) {
+        fmt::print(stderr, "vramtrace {}: {}\n", command, refusal);
+        return kExitUsageOrTraceError;
+      }
+    }
+  }
   bool passed = false;
+  bool vouched = false;
   const int status = run_on_trace(command, trace_path, [&](const storage::TraceReader& trace) {
     const analysis::GateResult result = analysis::evaluate_gate(trace, options, baseline.get());
     passed = result.passed();
+    vouched = result.vouched();
     if (!outputs.junit.empty())
-      write_file(outputs.junit, gate_junit(trace_path, result, outputs.stacks));
+      write_report_file(inputs, outputs.junit, gate_junit(trace_path, result, outputs.stacks));
     if (!outputs.json.empty())
-      write_file(outputs.json,
-                 gate_json(trace_path, result)
-                         .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
-                     "\n");
+      write_report_file(
+          inputs, outputs.json,
+          gate_json(trace_path, result)
+                  .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+              "\n");
     if (!outputs.markdown.empty())
-      write_file(outputs.markdown, gate_markdown(trace_path, result, outputs.stacks));
+      write_report_file(inputs, outputs.markdown,
+                        gate_markdown(trace_path, result, outputs.stacks));
     if (json)
       fmt::print(report_to, "{}\n",
                  gate_json(trace_path, result)
                      .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
     else
-      fmt::print(report_to, "{}", gate_text(trace_path, result, outputs.stacks));
+      fmt::print(report_to, "{}",
+                 text::printable_text(gate_text(trace_path, result, outputs.stacks)));
   });
   if (status != kExitOk) return status;
-  return passed ? kExitOk : kExitGateFailed;
+  if (!passed) return kExitGateFailed;
+  return vouched ? kExitOk : kExitGateNotVouched;
 }
 
 void register_gate_command(CLI::App& app, int* exit_status) {
@@ -126,7 +153,17 @@ void register_gate_command(CLI::App& app, int* exit_status) {
                   "An earlier trace of the same workload, for the --max-*-increase limits");
   sub->add_option("--max-peak-increase", limits.max_peak_increase_percent,
                   "Most growth of the peak on each device against --baseline, in percent")
-      ->type_name("PCT");
+      ->type_name("PCT")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // A NaN limit would pass every check, and a negative one fail every check.
+            char* end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(value) || value < 0)
+              return "'" + text + "' is not a percentage of 0 or more";
+            return {};
+          },
+          "PCT"));
   add_size_option(sub, "--max-leak-increase", &limits.max_leak_increase,
                   "Most growth of the leaked bytes against --baseline");
   add_size_option(sub, "--max-growth", &limits.max_growth,
@@ -177,6 +214,11 @@ void register_gate_command(CLI::App& app, int* exit_status) {
   sub->add_option("--markdown", options->outputs.markdown,
                   "Also write a Markdown summary here (for CI job summaries)")
       ->type_name("OUT.md");
+  sub->add_flag("--accept-data-loss", options->gate.accept_gaps,
+                "Judge what was recorded even where the recording has gaps (a process that "
+                "stopped recording or was not recorded to its end, events lost): without it such "
+                "a trace exits 3 however its checks come out, since a leak in what was not "
+                "recorded cannot fail them");
   add_format_option(sub, &options->format);
   sub->add_flag_function(
       "--native", [options](std::int64_t) { options->outputs.stacks = text::StackView::kNative; },
@@ -186,7 +228,9 @@ void register_gate_command(CLI::App& app, int* exit_status) {
   sub->footer(
       "Exit status: 0 when every limit given holds (or none is given); 1 when a limit is "
       "broken; 2 for a usage error, a filter that matches no process, a suppressions file that "
-      "does not parse, or a trace that cannot be read.");
+      "does not parse, or a trace that cannot be read; 3 when every limit holds on what was "
+      "recorded but the recording has gaps (a process stopped recording or was not recorded "
+      "to its end, or events were lost; each is named), unless --accept-data-loss.");
   sub->callback([options, exit_status] {
     analysis::GateOptions gate = options->gate;
     const int resolved = run_on_trace("gate", options->trace, [&](const storage::TraceReader& t) {

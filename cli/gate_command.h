@@ -12,6 +12,10 @@
 namespace vramtrace::cli {
 
 inline constexpr int kExitGateFailed = 1;
+// Every limit holds on what was recorded, but the recording has gaps (a process stopped
+// recording, was not recorded to its end, or events were lost): the gate cannot vouch for what
+// it did not see. --accept-data-loss judges what was recorded.
+inline constexpr int kExitGateNotVouched = 3;
 
 // Where the gate's reports go besides the text on stdout; empty: not written.
 struct GateOutputs {

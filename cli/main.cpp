@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <exception>
 #include <string>
 #include <vector>
@@ -49,9 +50,14 @@ int main(int argc, char** argv) {
       "0 when the report was written (also when it finds leaks, OOMs or regressions), 2 for a "
       "usage error, a moment the trace does not have, or a trace that cannot be read; 'export' "
       "and 'merge' exit 0 when the files were written, else 2; 'gate' exits 0 when every limit "
-      "holds, 1 when one is broken, 2 for a usage or trace error; 'run' exits with the recorded "
+      "holds, 1 when one is broken, 2 for a usage or trace error, 3 when the recording has gaps "
+      "(unless --accept-data-loss); 'run' exits with the recorded "
       "program's status, or 2 when it could not record (with --gate: the program's failure "
       "first, then 1 for a broken limit).");
+
+  // A file-size limit (ulimit -f) reached while writing an output must be an error that the
+  // command reports, with no partial file left (output_file.h), not a signal that kills it.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   int exit_status = vramtrace::cli::kExitOk;
   vramtrace::cli::register_run_command(app, &exit_status);

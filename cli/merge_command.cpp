@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/exit_status.h"
+#include "cli/output_file.h"
 #include "storage/trace_merge.h"
 #include "text/text_style.h"
 
@@ -58,6 +59,13 @@ struct MergeCommandOptions {
 };
 
 int run_merge(const MergeCommandOptions& options) {
+  // The merged trace is renamed over the output only once whole, but never over an input: the
+  // input would be gone, whatever the merge holds.
+  if (const std::string refusal = output_refusal(options.output, options.inputs, /*replace=*/true);
+      !refusal.empty()) {
+    fmt::print(stderr, "vramtrace merge: {}\n", refusal);
+    return kExitUsageOrTraceError;
+  }
   const std::vector<std::filesystem::path> inputs(options.inputs.begin(), options.inputs.end());
   storage::MergeResult result;
   {

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +33,8 @@
 #include "run_digest_text.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
+#include "text/text_style.h"
+#include "trace_output_lock.h"
 
 namespace vramtrace::cli {
 namespace {
@@ -43,6 +47,7 @@ struct RunOptions {
   std::string output;
   std::string written;  // the trace's path, once chosen
   std::optional<analysis::GateLimits> gate;
+  bool accept_data_loss = false;  // --gate judges a recording with gaps
   bool force = false;
   bool index = true;                     // build the time index once the trace is finished
   bool free_stacks = false;              // a stack for every free (VRAMTRACE_FREE_STACKS)
@@ -77,7 +82,9 @@ void index_and_digest(const std::string& path, std::int64_t allocations) {
       index = analysis::open_time_index(*trace);
     }
     std::fprintf(stderr, "%s",
-                 run_digest_text(path, allocations, analysis::digest_run(*trace, *index)).c_str());
+                 text::printable_text(
+                     run_digest_text(path, allocations, analysis::digest_run(*trace, *index)))
+                     .c_str());
   } catch (const std::exception& error) {
     std::fprintf(stderr, "vramtrace: recorded %lld allocation(s) in %s\n",
                  static_cast<long long>(allocations), path.c_str());
@@ -86,9 +93,17 @@ void index_and_digest(const std::string& path, std::int64_t allocations) {
   }
 }
 
-void forward_signal(int sig) {
+// A signal sent to `run` is the command's: passed on, while `run` records to the command's end.
+// Not one the terminal sent (^C, ^\, a hang-up, a resize): the kernel sends those to the whole
+// foreground process group, and the command has it already.
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_code == SI_KERNEL) return;
   if (g_child_pid > 0) kill(g_child_pid, sig);
 }
+
+// Each signal a user can send to end or interrupt a program, or to ask it something.
+constexpr int kForwardedSignals[] = {SIGINT,  SIGQUIT, SIGTERM,  SIGHUP,  SIGUSR1,
+                                     SIGUSR2, SIGALRM, SIGWINCH, SIGCONT, SIGVTALRM};
 
 // vramtrace.<program>.<pid>.db in the current directory, with a counter added if taken:
 // the default name never replaces an existing trace.
@@ -299,17 +314,22 @@ int run(RunOptions& options) {
     options.written.clear();
     return kUsageError;
   }
-  if (chosen && options.force && fs::exists(output)) remove_trace_files(output);
   std::string error;
-  // A file-size limit (ulimit -f) reached while writing the trace must be an error that
-  // vramtrace reports, like a full disk, not a signal that kills it: ignored, the write fails
-  // with EFBIG and SQLite says the disk is full. The command gets the default back.
-  signal(SIGXFSZ, SIG_IGN);
+  if (chosen && options.force && !TraceOutputLock::remove_unless_held(output, &error)) {
+    std::fprintf(stderr, "vramtrace run: %s\n", error.c_str());
+    options.written.clear();
+    return kUsageError;
+  }
+  // main() ignores SIGXFSZ: a file-size limit (ulimit -f) reached while writing the trace fails
+  // the write with EFBIG, and SQLite says the disk is full. The command gets the default back.
   // The reports' indexes and the time index's rollups kept up as rows arrive, so that the end
   // of the run has little left to do, and short lives packed many to a row (an allocation
   // storm's rows were most of its cost); --no-index records the rows alone. SQLite writes on
   // the writer's own thread while the collector decodes the next records.
   using storage::TraceWriter;
+  // Declared before the writer, so that it is given back after SQLite has closed the file:
+  // closing another descriptor of the file would drop SQLite's own locks on it.
+  TraceOutputLock output_lock;
   std::unique_ptr<TraceWriter> writer =
       options.index ? TraceWriter::create(
                           output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
@@ -320,6 +340,11 @@ int run(RunOptions& options) {
   if (!writer) {
     std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
                  chosen && fs::exists(output) ? " (use --force to replace it)" : "");
+    return kUsageError;
+  }
+  if (!output_lock.hold(output, &error)) {
+    std::fprintf(stderr, "vramtrace run: %s\n", error.c_str());
+    options.written.clear();
     return kUsageError;
   }
   writer->set_command(options.command);
@@ -337,16 +362,21 @@ int run(RunOptions& options) {
   std::vector<char*> argv = as_argv(options.command);
 
   // The terminal sends ^C and ^\ to the whole process group: the command decides what they
-  // do, and vramtrace stays to save what was recorded. Termination requests to vramtrace
-  // itself are passed on to the command.
+  // do, and vramtrace stays to save what was recorded. Signals sent to vramtrace itself are
+  // passed on to the command (forward_signal). A closed stderr or stdout must not end the
+  // recording: SIGPIPE is ignored, and the write fails.
+  struct sigaction forward {};
+  forward.sa_sigaction = &forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&forward.sa_mask);
+  struct sigaction old_actions[std::size(kForwardedSignals)]{};
+  for (std::size_t i = 0; i < std::size(kForwardedSignals); ++i)
+    sigaction(kForwardedSignals[i], &forward, &old_actions[i]);
   struct sigaction ignore {
-  }, forward{}, old_int{}, old_quit{};
+  }, old_pipe{};
   ignore.sa_handler = SIG_IGN;
-  forward.sa_handler = &forward_signal;
-  sigaction(SIGINT, &ignore, &old_int);
-  sigaction(SIGQUIT, &ignore, &old_quit);
-  sigaction(SIGTERM, &forward, nullptr);
-  sigaction(SIGHUP, &forward, nullptr);
+  sigaction(SIGPIPE, &ignore, &old_pipe);
+  const pid_t parent = getpid();
 
   // A failed exec writes its errno here; a successful one closes the pipe. So vramtrace
   // tells a command that never started from one that exited 126 or 127 by itself.
@@ -363,11 +393,13 @@ int run(RunOptions& options) {
     return kUsageError;
   }
   if (child == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGQUIT, &old_quit, nullptr);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    for (std::size_t i = 0; i < std::size(kForwardedSignals); ++i)
+      sigaction(kForwardedSignals[i], &old_actions[i], nullptr);
+    sigaction(SIGPIPE, &old_pipe, nullptr);
     signal(SIGXFSZ, SIG_DFL);
+    // Killed with `run` (SIGKILL, which cannot be forwarded), never left running untraced.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(128 + SIGKILL);
     execvpe(argv[0], argv.data(), envp.data());
     const int err = errno;
     if (write(exec_pipe[1], &err, sizeof err) != static_cast<ssize_t>(sizeof err))
@@ -392,6 +424,18 @@ int run(RunOptions& options) {
   const int status = recorded.wait_status;
   const int not_started = exec_error(exec_pipe[0]);
   close(exec_pipe[0]);
+  if (!output_lock.still_there()) {
+    // Someone removed or replaced the file (the lock is advisory): say so rather than report
+    // what is no longer there, and leave alone whatever is there now.
+    recording.reset();
+    writer.reset();
+    options.written.clear();
+    std::fprintf(stderr,
+                 "vramtrace run: the trace %s was removed or replaced while it was recorded; "
+                 "what was recorded is lost\n",
+                 output.c_str());
+    return status_of(status) != 0 ? status_of(status) : kUsageError;
+  }
   if (not_started != 0 && recorded.processes == 0) {
     // Nothing ran, so nothing was recorded: as heaptrack and memray do, leave no trace
     // behind. The file is the one this run created (TraceWriter::create claims a new name).
@@ -459,6 +503,9 @@ void register_run_command(CLI::App& app, int* exit_status) {
          "(growth: per 'iteration'; role.ROLE: at each process's blocks' peak; sizes take B, "
          "KiB, MiB, GiB, KB, MB, GB)")
       ->type_name("SPEC");
+  run->add_flag("--accept-data-loss", options->accept_data_loss,
+                "With --gate: judge what was recorded even where the recording has gaps (as "
+                "'vramtrace gate --accept-data-loss')");
   run->add_option("command", options->command, "The command to run, after --")
       ->required()
       ->take_all();
@@ -480,13 +527,16 @@ void register_run_command(CLI::App& app, int* exit_status) {
       "the way, no shim), or if the trace could not be written and the command exited 0. "
       "With --gate, the command's own failure still wins; when it exits 0, "
       "the status is the gate's: 0 when every limit holds, 1 when one is broken, 2 when the "
-      "trace cannot be judged.");
+      "trace cannot be judged, 3 when the limits hold but the recording has gaps (a process "
+      "stopped recording or was not recorded to its end) and --accept-data-loss was not "
+      "given.");
   run->callback([options, exit_status] {
     const int status = vramtrace::cli::run(*options);
     *exit_status = status;
     if (!options->gate || options->written.empty() || !fs::exists(options->written)) return;
     analysis::GateOptions gate;
     gate.limits = *options->gate;
+    gate.accept_gaps = options->accept_data_loss;
     // On stderr, where vramtrace's own lines go: stdout is the command's.
     const int verdict = judge_trace("run --gate", options->written, gate, "", {}, false, stderr);
     if (status == 0) *exit_status = verdict;

@@ -45,8 +45,10 @@ std::string process_line(const analysis::ProcessDigest& p) {
       peak += fmt::format(" ({} in blocks)", format_bytes(p.peak_block_bytes));
     parts.push_back(std::move(peak));
   }
+  const bool whole = p.process.end.complete;
+  if (!whole) parts.emplace_back("NOT recorded to its end");
   if (p.leaked_count == 0) {
-    parts.emplace_back("nothing leaked");
+    parts.emplace_back(whole ? "nothing leaked" : "no leak in what was recorded");
   } else {
     const std::string unit = p.allocator_events ? "block" : "allocation";
     std::string leak = fmt::format("leaked {} in {} at its end", format_bytes(p.leaked_bytes),
@@ -79,9 +81,13 @@ std::string run_digest_text(const std::string& trace_path, std::int64_t allocati
   std::string text = fmt::format(
       "vramtrace: recorded {} in {}",
       count_of(static_cast<std::uint64_t>(allocations), "allocation", "allocations"), trace_path);
+  std::string gaps;
+  for (const std::string& gap : digest.gaps) gaps += "vramtrace: warning: " + gap + "\n";
   if (digest.gpu.empty()) {
-    return text + fmt::format("; no process used the GPU ({} ran)\n",
-                              count_of(digest.processes, "process", "processes"));
+    return text +
+           fmt::format("; no process used the GPU ({} ran)\n",
+                       count_of(digest.processes, "process", "processes")) +
+           gaps;
   }
   if (digest.processes > 1) {
     text += fmt::format("; {} of {} used the GPU", digest.gpu.size(),
@@ -98,6 +104,9 @@ std::string run_digest_text(const std::string& trace_path, std::int64_t allocati
   if (digest.gpu.size() > kProcessesShown)
     text += fmt::format("vramtrace:   ... and {} more (vramtrace summary)\n",
                         digest.gpu.size() - kProcessesShown);
+  // Last before the commands, where a job's log is read from its end: a leak in what was not
+  // recorded would be missing from every line above.
+  text += gaps;
   const std::string file = shell_word(trace_path);
   std::vector<std::string> more;
   if (leaked) more.push_back("vramtrace leaks " + file);

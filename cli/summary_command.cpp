@@ -93,8 +93,9 @@ std::string virtual_memory_line(const analysis::KindTotals& totals, std::string_
                      format_bytes(totals.live_bytes));
 }
 
+// On one line: an argument's newlines (a `python -c` script's) written as \x0a.
 std::string command_line(const storage::ProcessRecord& process) {
-  return process.start.argv.empty() ? process.start.exe : join(process.start.argv);
+  return text::printable(process.start.argv.empty() ? process.start.exe : join(process.start.argv));
 }
 
 bool recorded_gpu(const analysis::Summary& summary, std::int64_t upid) {

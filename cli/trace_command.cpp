@@ -10,6 +10,7 @@
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
 #include "cli/progress_line.h"
+#include "text/text_style.h"
 
 namespace vramtrace::cli {
 namespace {
@@ -79,7 +80,7 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
                   document.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
                   "\n";
             } else {
-              output = command.text(options->trace, trace, scope);
+              output = text::printable_text(command.text(options->trace, trace, scope));
             }
           }
           fmt::print("{}", output);

@@ -246,7 +246,10 @@ void CollectorServer::retire(size_t index, bool hung_up) {
     size_t delivered = 0;
     while (!c.corrupt && drain(c, kRecordsPerTurn, &delivered) && delivered != 0) {
     }
-    const bool complete = !c.corrupt && hung_up;
+    // A process that stopped recording ran on without it: whatever it did after is missing.
+    const bool stopped = !c.corrupt && c.consumer.stopped() != 0;
+    if (stopped) ingest_.recording_stopped(c.ring_id);
+    const bool complete = !c.corrupt && hung_up && !stopped;
     ingest_.close_ring(c.ring_id, complete, ring::monotonic_ns(),
                        hung_up ? zombie_wait_status(c.pid) : std::nullopt);
   }

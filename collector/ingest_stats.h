@@ -33,6 +33,9 @@ namespace vramtrace::collector {
     "connections to the collector refused: another user, or a bad handshake")                     \
   X(kRingCorrupt, "ring_corrupt", kDataLoss, kIfCounted,                                          \
     "rings that held a record that cannot be valid; the records after it are lost")               \
+  X(kRecordingStopped, "recording_stopped", kDataLoss, kIfCounted,                                \
+    "processes that stopped recording while they ran on (the collector stalled or went away): "   \
+    "their events after that are missing")                                                        \
   X(kProcessStartMissing, "process_start_missing", kDataLoss, kIfCounted,                         \
     "rings whose first record was not the process's start")                                       \
   X(kProcessStartRepeated, "process_start_repeated", kError, kIfCounted,                          \

@@ -211,6 +211,10 @@ void TraceIngest::ring_corrupt(int64_t) {
   stats_.add(Stat::kRingCorrupt);
 }
 
+void TraceIngest::recording_stopped(int64_t) {
+  stats_.add(Stat::kRecordingStopped);
+}
+
 void TraceIngest::set_wait_status(uint32_t pid, int wait_status) {
   processes_.set_wait_status(pid, wait_status);
 }

@@ -48,6 +48,9 @@ class TraceIngest {
                   std::optional<int> wait_status = std::nullopt);
   // A ring that could not be read on: counts the loss.
   void ring_corrupt(int64_t ring_id);
+  // The ring's process stopped recording while it ran on (the ring's header says so): counts
+  // the loss.
+  void recording_stopped(int64_t ring_id);
   // How the process `pid` ended, as waitpid reports it: from the collector's own waitpid on
   // the traced command, or from a traced parent that reaped it (ChildExit). It applies to
   // the latest process with that pid (exec keeps the pid); one not seen yet keeps it until

@@ -79,11 +79,14 @@ uint32_t current_tid() {
 
 namespace {
 
-// Ends recording for good (in this process); says why once.
-void stop_recording(const char* why) {
+// Ends recording for good (in this process); says why once, on stderr and in the ring's header,
+// where the collector finds it even when the ring cannot take another record.
+void stop_recording(ring::StopReason reason, const char* why) {
   int expected = static_cast<int>(ShimState::kRecording);
-  if (g_shim_state.compare_exchange_strong(expected, static_cast<int>(ShimState::kStopped)))
+  if (g_shim_state.compare_exchange_strong(expected, static_cast<int>(ShimState::kStopped))) {
+    g_ring.mark_stopped(reason);
     shim_log(why, "; recording stopped, the program continues untraced");
+  }
 }
 
 }  // namespace
@@ -130,7 +133,7 @@ const char* stalled_text() {
 // Puts one record on the ring, nothing more.
 uint64_t write_now(const uint8_t* payload, size_t bytes) {
   if (bytes == 0) {
-    stop_recording("internal error: an event did not encode");
+    stop_recording(ring::StopReason::kInternalError, "internal error: an event did not encode");
     return 0;
   }
   uint64_t seq = 0;
@@ -144,18 +147,19 @@ uint64_t write_now(const uint8_t* payload, size_t bytes) {
     case ring::RingProducer::WriteResult::kOk:
       return seq;
     case ring::RingProducer::WriteResult::kTooLarge:
-      stop_recording("internal error: an event is larger than the ring");
+      stop_recording(ring::StopReason::kInternalError,
+                     "internal error: an event is larger than the ring");
       return 0;
     case ring::RingProducer::WriteResult::kGaveUp:
-      stop_recording("the collector went away");
+      stop_recording(ring::StopReason::kReaderGone, "the collector went away");
       return 0;
     case ring::RingProducer::WriteResult::kStalled:
-      stop_recording(stalled_text());
+      stop_recording(ring::StopReason::kStalled, stalled_text());
       return 0;
     case ring::RingProducer::WriteResult::kHeaderOverwritten:
-      stop_recording(
-          "the ring's header was overwritten (the program wrote over vramtrace's "
-          "shared memory)");
+      stop_recording(ring::StopReason::kHeaderOverwritten,
+                     "the ring's header was overwritten (the program wrote over vramtrace's "
+                     "shared memory)");
       return 0;
   }
   return 0;

@@ -107,6 +107,15 @@ inline constexpr uint64_t record_bytes(uint64_t payload, bool long_stamp = false
   return align8(stamp_bytes(long_stamp) + payload);
 }
 
+// Why a process stopped recording before it ended (SharedHeader::stopped); 0: it did not.
+enum class StopReason : uint32_t {
+  kNone = 0,
+  kStalled = 1,            // the reader did not advance for the stall limit
+  kReaderGone = 2,         // the collector went away
+  kHeaderOverwritten = 3,  // the program wrote over the ring's header
+  kInternalError = 4,      // an event that did not encode or did not fit
+};
+
 // The first page of the mapping. Fields in their own cache lines where one side writes them
 // often and the other side reads them.
 struct SharedHeader {
@@ -115,7 +124,9 @@ struct SharedHeader {
   uint32_t header_bytes;
   uint64_t capacity;  // bytes of the data area, a power of two
   uint32_t pid;       // the writer's pid, for diagnostics only
-  uint32_t unused;
+  // Non-zero (a StopReason) once the process stopped recording while it ran on: every event
+  // after that is missing, which the reader must not take for a process recorded to its end.
+  std::atomic<uint32_t> stopped;
 
   alignas(64) std::atomic<uint64_t> write_pos;  // bytes published, monotonic
 
@@ -278,6 +289,15 @@ class RingProducer {
 
   // Marks a clean exit, so the reader can tell it from a kill.
   void mark_closed() { header_->closed.store(1, std::memory_order_release); }
+
+  // Says to the reader that this process records nothing more while it runs on; the first
+  // reason stays. Written to the shared header, which a reader that was stalled reads when it
+  // comes back, since no record can say it on a ring that nobody drains.
+  void mark_stopped(StopReason why) {
+    uint32_t none = 0;
+    header_->stopped.compare_exchange_strong(none, static_cast<uint32_t>(why),
+                                             std::memory_order_release);
+  }
 
  private:
   // Lines prepare_to_write() asks for: a record with a 16-frame native stack is about 200
@@ -547,6 +567,9 @@ class RingConsumer {
   }
 
   bool closed() const { return header_->closed.load(std::memory_order_acquire) != 0; }
+  // Why the writer stopped recording before its process ended (kNone: it did not). Untrusted
+  // like the rest of the header: any value but 0 is taken as a stop.
+  uint32_t stopped() const { return header_->stopped.load(std::memory_order_acquire); }
   uint64_t pending_bytes() const {
     uint64_t write = header_->write_pos.load(std::memory_order_acquire);
     return write >= read_pos_ ? write - read_pos_ : 0;

@@ -1,5 +1,7 @@
 #include "storage/schema.h"
 
+#include <sqlite3.h>
+
 #include <array>
 #include <string>
 
@@ -397,6 +399,30 @@ std::string_view schema_tables_sql() {
   static const std::string sql = make_tables_sql();
   return sql;
 }
+const std::map<std::string, std::string, std::less<>>& schema_views() {
+  static const std::map<std::string, std::string, std::less<>> views = [] {
+    std::map<std::string, std::string, std::less<>> made;
+    sqlite3* raw = nullptr;
+    if (sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_exec(raw, std::string(schema_tables_sql()).c_str(), nullptr, nullptr, nullptr) ==
+            SQLITE_OK) {
+      sqlite3_stmt* list = nullptr;
+      if (sqlite3_prepare_v2(raw, "SELECT name, sql FROM sqlite_master WHERE type = 'view'", -1,
+                             &list, nullptr) == SQLITE_OK) {
+        while (sqlite3_step(list) == SQLITE_ROW) {
+          made.emplace(reinterpret_cast<const char*>(sqlite3_column_text(list, 0)),
+                       reinterpret_cast<const char*>(sqlite3_column_text(list, 1)));
+        }
+      }
+      sqlite3_finalize(list);
+    }
+    sqlite3_close(raw);
+    return made;
+  }();
+  return views;
+}
+
 std::string_view schema_indexes_sql() {
   return kIndexesSql;
 }

@@ -973,9 +973,13 @@ std::int64_t TimeIndex::last_allocation_id() const {
 }
 
 std::vector<LiveBytesBucket> TimeIndex::buckets() const {
+  // Only the slices the index's span has: a row out of range (a file that was written by hand)
+  // would otherwise make every reader fill the buckets up to it, billions of them.
   Statement statement = impl_->prepare(
       "SELECT upid, device, kind, bucket, min_bytes, max_bytes, last_bytes FROM "
-      "$X.live_bytes_bucket ORDER BY upid, device, kind, bucket");
+      "$X.live_bytes_bucket WHERE bucket >= 0 AND bucket < ?1 ORDER BY upid, device, kind, "
+      "bucket");
+  statement.bind_int64(1, bucket_count());
   std::vector<LiveBytesBucket> rows;
   impl_->each_row(statement, [&](const Statement& row) {
     rows.push_back({row.int64(0), row.int32(1), row.int32(2),

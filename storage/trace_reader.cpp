@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -18,6 +19,7 @@
 #include "storage/event_merge.h"
 #include "storage/live_span.h"
 #include "storage/packed_allocations.h"
+#include "storage/printable.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_header.h"
@@ -153,6 +155,13 @@ std::optional<std::string> roll_back_interrupted_write(const std::filesystem::pa
          "it back; run the report once with write access there (or copy the trace and " +
          std::filesystem::path(journal).filename().string() +
          " together to a writable folder), and keep the two files together until then";
+}
+
+// A name column (a frame's function, file or module) as every output shows it (printable.h).
+std::optional<std::string> printable_name(const Statement& row, int column) {
+  std::optional<std::string> text = row.optional_text(column);
+  if (text) *text = printable(*text);
+  return text;
 }
 
 }  // namespace
@@ -312,6 +321,24 @@ struct TraceReader::Impl {
                                                    std::string(kRecordHint)};
       }
     }
+    // Before any query touches a view: the trace's views must be ours, and it may hold no
+    // trigger. A view of another's runs its query when a report reads it (a recursive one spins
+    // for ever); a trace is a file passed between people and CI jobs.
+    Statement objects =
+        prepare("SELECT type, name, sql FROM sqlite_master WHERE type IN ('view', 'trigger')");
+    std::optional<std::string> foreign;
+    each_row(objects, [&](const Statement& row) {
+      const auto ours = schema_views().find(row.text(1));
+      if (foreign) return;
+      if (row.text(0) != "view" || ours == schema_views().end() || ours->second != row.text(2))
+        foreign = row.text(0) + " '" + row.text(1) + "'";
+    });
+    if (foreign) {
+      return OpenFailure{Reason::kNotATrace,
+                         name + ": holds a " + *foreign + " that vramtrace did not write; it is " +
+                             "not read, since a view or trigger runs any query its author chose " +
+                             "(docs/security.md)"};
+    }
     Statement meta_rows = prepare("SELECT key, value FROM meta");
     each_row(meta_rows, [&](const Statement& row) { meta[row.text(0)] = row.text(1); });
     const auto flag = meta.find("complete");
@@ -467,9 +494,9 @@ std::vector<ProcessRecord> TraceReader::processes() const {
     start.pid = static_cast<std::uint32_t>(row.int64(1));
     start.ppid = static_cast<std::uint32_t>(row.int64(2));
     start.uid = static_cast<std::uint32_t>(row.int64(3));
-    start.host = row.text(4);
-    start.exe = row.text(5);
-    start.argv = impl_->decode_string_array(row.text(6));
+    start.host = printable(row.text(4));
+    start.exe = printable(row.text(5));
+    start.argv = impl_->decode_string_array(row.text(6));  // as run: `python -c` takes newlines
     start.start_ns = row.int64(7);
     start.start_realtime_ns = row.int64(8);
     start.unwinder = row.text(9);
@@ -503,7 +530,7 @@ std::vector<ThreadRecord> TraceReader::threads() const {
   impl_->each_row(statement, [&](const Statement& row) {
     impl_->check_row(row, "thread", {0, 1, 2}, {}, {2});
     threads.push_back({row.int64(0), row.int64(1), static_cast<std::uint32_t>(row.int64(2)),
-                       row.optional_text(3)});
+                       printable_name(row, 3)});
   });
   return threads;
 }
@@ -758,7 +785,7 @@ std::vector<MarkerRecord> TraceReader::markers() const {
     start.type = row.text(3);
     start.source = row.text(4);
     start.domain = row.optional_text(5);
-    start.name = row.text(6);
+    start.name = printable(row.text(6));
     start.start_seq = row.uint64(7);
     start.start_ns = row.int64(8);
     start.depth = row.int32(9);
@@ -923,12 +950,12 @@ std::vector<StackFrame> TraceReader::stack(std::optional<std::int64_t> callsite_
     StackFrame& frame = frames.emplace_back();
     frame.callsite_id = row.int64(0);
     frame.frame_id = row.int64(1);
-    frame.function = row.optional_text(2);
-    frame.file = row.optional_text(3);
+    frame.function = printable_name(row, 2);
+    frame.file = printable_name(row, 3);
     if (!row.is_null(4)) frame.line = row.int32(4);
     frame.inlined = row.int64(5) != 0;
     frame.rel_pc = row.uint64(6);
-    frame.module = row.optional_text(7).value_or("");
+    frame.module = printable_name(row, 7).value_or("");
     frame.language = frame_language_from_name(row.optional_text(8).value_or(""));
   });
   if (cut != StackCut::kNone) {

@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "storage/printable.h"
+
 namespace vramtrace::analysis {
 namespace {
 
@@ -39,43 +41,13 @@ std::array<char, 4> little_endian32(std::uint32_t value) {
           static_cast<char>((value >> 16) & 0xff), static_cast<char>((value >> 24) & 0xff)};
 }
 
-// The length of a valid UTF-8 sequence starting at text[i], or 0.
-std::size_t utf8_sequence(std::string_view text, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  if (lead < 0x80) return 1;
-  std::size_t length = 0;
-  std::uint32_t code = 0;
-  if (lead >= 0xc2 && lead <= 0xdf) {
-    length = 2;
-    code = lead & 0x1f;
-  } else if (lead >= 0xe0 && lead <= 0xef) {
-    length = 3;
-    code = lead & 0x0f;
-  } else if (lead >= 0xf0 && lead <= 0xf4) {
-    length = 4;
-    code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (std::size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3f);
-  }
-  // Overlong forms, surrogates and past U+10FFFF are not UTF-8.
-  static constexpr std::uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kMinimum[length] || (code >= 0xd800 && code <= 0xdfff) || code > 0x10ffff) return 0;
-  return length;
-}
-
 }  // namespace
 
 std::string valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8_sequence(text, i);
+    const std::size_t length = storage::utf8_sequence(text, i);
     if (length == 0) {
       out += "\xef\xbf\xbd";  // U+FFFD
       ++i;

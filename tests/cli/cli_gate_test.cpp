@@ -29,12 +29,27 @@ class CliGateTest : public ::testing::Test {
   std::filesystem::path trace_ = dir_ / "synthetic.db";
 };
 
-TEST_F(CliGateTest, PassingLimitsExit0) {
-  const CommandResult result =
-      gate({"--max-leaked-bytes", "20.5MiB", "--max-leaked-count", "8", "--max-peak", "22MiB"});
+// The synthetic trace's second process was not recorded to its end, and its ring overflowed:
+// limits that hold on what was recorded exit 3, naming each gap, unless the gaps are accepted.
+TEST_F(CliGateTest, PassingLimitsExit0OnlyWhereTheRecordingHasNoGapsOrTheyAreAccepted) {
+  const std::vector<std::string> limits = {
+      "--max-leaked-bytes", "20.5MiB", "--max-leaked-count", "8", "--max-peak", "22MiB"};
+  const CommandResult gaps = gate(limits);
+  EXPECT_EQ(gaps.exit_status, 3) << gaps.out << gaps.err;
+  EXPECT_NE(gaps.out.find("vramtrace gate: NOT VOUCHED for "), std::string::npos) << gaps.out;
+  EXPECT_NE(gaps.out.find("  gap: process 4300 on node1 (/usr/bin/leaky) was not recorded to its "
+                          "end"),
+            std::string::npos)
+      << gaps.out;
+  EXPECT_NE(gaps.out.find("  gap: data_loss: ring_overflow = 3"), std::string::npos) << gaps.out;
+
+  std::vector<std::string> accepted = limits;
+  accepted.emplace_back("--accept-data-loss");
+  const CommandResult result = gate(accepted);
   EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
-  // The synthetic trace's second process was killed: the report warns first.
+  // The report warns first.
   EXPECT_EQ(result.out.rfind("warning: process 4300", 0), 0u) << result.out;
+  EXPECT_EQ(result.out.find("NOT VOUCHED"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("\nvramtrace gate: passed 5 checks on "), std::string::npos)
       << result.out;
 }
@@ -54,8 +69,8 @@ TEST_F(CliGateTest, ABrokenLimitExits1AndShowsTheLeaksWithTheirStacks) {
 TEST_F(CliGateTest, SuppressionsFileHidesLeaksAndTheReportSaysHowMany) {
   const auto rules = dir_ / "gpu.supp";
   std::ofstream(rules) << "# staging buffers live for the process\nfunction:make_pinned\n";
-  const CommandResult result =
-      gate({"--max-leaked-bytes", "9.5MiB", "--suppressions", rules.string()});
+  const CommandResult result = gate(
+      {"--max-leaked-bytes", "9.5MiB", "--suppressions", rules.string(), "--accept-data-loss"});
   EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
   EXPECT_NE(result.out.find("function:make_pinned (line 2: staging buffers live for the process): "
                             "hid 2 leaks, 11.0 MiB in 2 allocations"),
@@ -84,11 +99,49 @@ TEST_F(CliGateTest, UsageAndTraceErrorsExit2WithOneLine) {
   }
 }
 
+// A limit that would pass everything (NaN) or fail everything (a negative increase), and a role
+// given two limits, are mistakes to say, not values to judge with.
+TEST_F(CliGateTest, LimitsThatAreNotLimitsAreRefused) {
+  const auto baseline = dir_ / "baseline.db";
+  ASSERT_EQ(write_synthetic_trace(baseline), "");
+  for (const char* percent : {"nan", "inf", "-5", "5x"}) {
+    SCOPED_TRACE(percent);
+    const CommandResult result =
+        gate({"--baseline", baseline.string(), "--max-peak-increase", percent});
+    EXPECT_EQ(result.exit_status, 2) << result.out << result.err;
+    EXPECT_EQ(line_count(result.err), 1u) << result.err;
+    EXPECT_NE(result.err.find("is not a percentage of 0 or more"), std::string::npos) << result.err;
+  }
+  const CommandResult twice =
+      gate({"--max-role", "activation=1MiB", "--max-role", "activation=2MiB"});
+  EXPECT_EQ(twice.exit_status, 2) << twice.out << twice.err;
+  EXPECT_NE(twice.err.find("the role 'activation' is given a limit twice"), std::string::npos)
+      << twice.err;
+}
+
+// Byte counts are integers in the JSON, exact where a double is not (past 2^53).
+TEST_F(CliGateTest, JsonByteCountsAreExactIntegers) {
+  const CommandResult result =
+      gate({"--max-leaked-bytes", "18446744073709551615", "--max-leaked-count", "9007199254740993",
+            "--format", "json", "--accept-data-loss"});
+  ASSERT_EQ(result.exit_status, 0) << result.out << result.err;
+  const json report = json::parse(result.out);
+  ASSERT_EQ(report["checks"].size(), 2u);
+  EXPECT_TRUE(report["checks"][0]["limit"].is_number_unsigned());
+  EXPECT_EQ(report["checks"][0]["limit"].get<std::uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(report["checks"][0]["actual"].get<std::uint64_t>(), 21495808u);
+  EXPECT_EQ(report["checks"][1]["limit"].get<std::uint64_t>(), 9007199254740993ull);
+  EXPECT_EQ(report["passed"], true);
+  EXPECT_EQ(report["vouched"], true);
+  EXPECT_EQ(report["gaps_accepted"], true);
+  EXPECT_FALSE(report["gaps"].empty());
+}
+
 TEST_F(CliGateTest, BaselineLimitsCompareWithTheOlderTrace) {
   const auto baseline = dir_ / "baseline.db";
   ASSERT_EQ(write_synthetic_trace(baseline), "");
   EXPECT_EQ(gate({"--baseline", baseline.string(), "--max-leak-increase", "0",
-                  "--max-peak-increase", "0"})
+                  "--max-peak-increase", "0", "--accept-data-loss"})
                 .exit_status,
             0);
 }
@@ -200,8 +253,8 @@ class CliGateRolesTest : public CliGateTest {
 };
 
 TEST_F(CliGateRolesTest, MaxRolePassesAtTheRolesBytesAtThePeak) {
-  const CommandResult result =
-      roles_gate({"--max-role", "activation=8MiB", "--max-role", "parameter=1MiB"});
+  const CommandResult result = roles_gate(
+      {"--max-role", "activation=8MiB", "--max-role", "parameter=1MiB", "--accept-data-loss"});
   EXPECT_EQ(result.exit_status, 0) << result.out << result.err;
   EXPECT_TRUE(has(result.out,
                   "PASS role.activation (pid 4000 at its blocks' peak, seq 4): 8.0 MiB "

@@ -3,6 +3,8 @@
 // or gate's 1 for a failed check) and says what it could not take as it was.
 #include <gtest/gtest.h>
 
+#include <sqlite3.h>
+
 #include <nlohmann/json.hpp>
 
 #include "run_vramtrace.h"
@@ -124,6 +126,149 @@ TEST_F(CliCallsiteCycleTest, GateFinishesAndShowsTheCut) {
   EXPECT_EQ(result.exit_status, 1) << result.out << result.err;  // the check fails, no more
   EXPECT_NE(result.out.find(mark_), std::string::npos) << result.out;
   EXPECT_LT(line_count(result.out), 40u) << result.out;
+}
+
+// A trace is a file passed between people and CI jobs: one whose author added a view or a
+// trigger of their own, or wrote an index row no vramtrace writes, must not hang or bloat a
+// report. Each command runs under an alarm, so that a hang fails the test rather than waits.
+class CliHostileTraceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(write_synthetic_trace(trace_), ""); }
+
+  void execute(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(trace_.c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+  CommandResult vramtrace(std::vector<std::string> args) {
+    args.insert(args.begin() + 1, trace_.string());
+    return run_vramtrace_limited(args, scratch_.path(), {.alarm_seconds = 60});
+  }
+  // Every report refuses the trace at once: exit 2 and one line that names what it holds.
+  void expect_every_report_refuses(const std::string& what) {
+    const std::vector<std::vector<std::string>> reports = {
+        {"summary"},  {"leaks"}, {"gate", "--max-leaked-bytes", "0"},
+        {"timeline"}, {"peak"},  {"frag"},
+        {"roles"},    {"oom"},   {"export", "--memory-viz", (dir_ / "out.pickle").string()}};
+    for (const std::vector<std::string>& args : reports) {
+      SCOPED_TRACE(args[0]);
+      const CommandResult result = vramtrace(args);
+      EXPECT_EQ(result.exit_status, 2) << result.out << result.err;
+      EXPECT_EQ(line_count(result.err), 1u) << result.err;
+      EXPECT_NE(result.err.find(what + " that vramtrace did not write"), std::string::npos)
+          << result.err;
+    }
+  }
+
+  TempDir dir_;
+  TempDir scratch_;
+  std::filesystem::path trace_ = dir_ / "hostile.db";
+};
+
+TEST_F(CliHostileTraceTest, AViewThatNeverEndsIsRefusedBeforeAnyQuery) {
+  execute(
+      "DROP VIEW allocation; CREATE VIEW allocation AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
+      "SELECT i + 1 FROM n) SELECT i AS id FROM n;");
+  expect_every_report_refuses("view 'allocation'");
+}
+
+TEST_F(CliHostileTraceTest, AViewOrTriggerOfItsOwnIsRefused) {
+  execute("CREATE VIEW extra AS SELECT 1;");
+  expect_every_report_refuses("view 'extra'");
+}
+
+TEST_F(CliHostileTraceTest, ATriggerIsRefused) {
+  execute("CREATE TRIGGER meddle AFTER INSERT ON meta BEGIN DELETE FROM meta; END;");
+  expect_every_report_refuses("trigger 'meddle'");
+}
+
+// A time-index row far outside the index's span (before, `timeline --format json` filled
+// buckets up to it: 3.5 GB).
+TEST_F(CliHostileTraceTest, AnIndexRowOutsideTheSpanIsLeftOut) {
+  const CommandResult built = vramtrace({"timeline"});  // builds the index, kept in the file
+  ASSERT_EQ(built.exit_status, 0) << built.err;
+  execute(
+      "INSERT INTO live_bytes_bucket SELECT upid, device, kind, -1000000, 1, 2, 3 FROM "
+      "live_bytes_bucket LIMIT 1;");
+  const CommandResult result = vramtrace({"timeline", "--format", "json"});
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_LT(result.out.size(), 1'000'000u);
+  const json doc = json::parse(result.out);
+  EXPECT_FALSE(doc["series"].empty()) << result.out;
+}
+
+// Names a program (or whoever wrote the file) chose, with an escape sequence, a newline that
+// would forge a line, and Markdown that would close a code block and start a heading and a link.
+// Each output shows them without handing the terminal, the log or the CI summary anything raw:
+// the reader gives the control characters as \xNN (storage/printable.h), Markdown escapes the
+// rest.
+class CliHostileNamesTest : public CliHostileTraceTest {
+ protected:
+  static constexpr const char* kHostile = "evil\x1b[2J\n# FORGED ``` [link](http://x) | cell";
+  void SetUp() override {
+    CliHostileTraceTest::SetUp();
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(trace_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* update = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE frame SET function = ?1", -1, &update, nullptr),
+              SQLITE_OK);
+    sqlite3_bind_text(update, 1, kHostile, -1, SQLITE_STATIC);
+    EXPECT_EQ(sqlite3_step(update), SQLITE_DONE);
+    sqlite3_finalize(update);
+    sqlite3_close(db);
+  }
+  static void expect_nothing_raw(const std::string& text) {
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(text.find("\n# FORGED"), std::string::npos) << text;
+    EXPECT_NE(text.find("evil\\x1b[2J\\x0a# FORGED"), std::string::npos) << text;
+  }
+};
+
+TEST_F(CliHostileNamesTest, TextReportsShowControlCharactersEscaped) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"leaks"}, {"leaks", "--native"}, {"peak"}, {"summary"}}) {
+    SCOPED_TRACE(args[0]);
+    const CommandResult result = vramtrace(args);
+    ASSERT_EQ(result.exit_status, 0) << result.err;
+    EXPECT_EQ(result.out.find('\x1b'), std::string::npos) << result.out;
+    EXPECT_EQ(result.out.find("\n# FORGED"), std::string::npos) << result.out;
+  }
+  expect_nothing_raw(vramtrace({"leaks", "--native"}).out);
+  const CommandResult gate = vramtrace({"gate", "--max-leaked-bytes", "0", "--native"});
+  EXPECT_EQ(gate.exit_status, 1) << gate.err;
+  expect_nothing_raw(gate.out);
+}
+
+TEST_F(CliHostileNamesTest, MarkdownKeepsTheNameInsideItsCodeBlock) {
+  const std::filesystem::path md = dir_ / "gate.md";
+  const CommandResult gate =
+      vramtrace({"gate", "--max-leaked-bytes", "0", "--native", "--markdown", md.string()});
+  EXPECT_EQ(gate.exit_status, 1) << gate.err;
+  const std::string text = slurp(md);
+  expect_nothing_raw(text);
+  // The block's fence is longer than the name's ```: the name cannot close it.
+  EXPECT_NE(text.find("\n````\n"), std::string::npos) << text;
+}
+
+TEST_F(CliHostileNamesTest, JsonAndJUnitCarryTheNameEscapedForTheirFormat) {
+  const CommandResult leaks = vramtrace({"leaks", "--format", "json"});
+  ASSERT_EQ(leaks.exit_status, 0) << leaks.err;
+  EXPECT_EQ(leaks.out.find('\x1b'), std::string::npos);
+  const json doc = json::parse(leaks.out);
+  bool found = false;
+  for (const json& leak : doc["leaks"])
+    for (const json& frame : leak["stack"])
+      found = found || frame["function"] == "evil\\x1b[2J\\x0a# FORGED ``` [link](http://x) | cell";
+  EXPECT_TRUE(found) << "JSON carries the name as every other output shows it";
+  const std::filesystem::path xml = dir_ / "gate.xml";
+  vramtrace({"gate", "--max-leaked-bytes", "0", "--junit", xml.string()});
+  const std::string junit = slurp(xml);
+  EXPECT_FALSE(junit.empty());
+  EXPECT_EQ(junit.find('\x1b'), std::string::npos) << junit;
 }
 
 }  // namespace

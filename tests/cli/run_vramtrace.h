@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +68,45 @@ inline CommandResult run_vramtrace(const std::vector<std::string>& args,
     if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   }
   posix_spawn_file_actions_destroy(&actions);
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+// Limits set on `vramtrace` alone, for tests of what it does when it meets them.
+struct ProcessLimits {
+  unsigned alarm_seconds = 0;  // SIGALRM ends it after this long (a hang fails, not waits); 0: none
+  rlim_t file_size_bytes = RLIM_INFINITY;  // ulimit -f
+};
+
+// As run_vramtrace(), in the current environment, under `limits`. A vramtrace ended by a signal
+// has exit_status -1.
+inline CommandResult run_vramtrace_limited(const std::vector<std::string>& args,
+                                           const std::filesystem::path& scratch,
+                                           const ProcessLimits& limits) {
+  const auto out_path = scratch / "stdout.txt";
+  const auto err_path = scratch / "stderr.txt";
+  std::vector<std::string> strings{VRAMTRACE_BINARY};
+  strings.insert(strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  CommandResult result;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    const rlimit file_size{limits.file_size_bytes, limits.file_size_bytes};
+    setrlimit(RLIMIT_FSIZE, &file_size);
+    if (limits.alarm_seconds != 0) alarm(limits.alarm_seconds);
+    execv(VRAMTRACE_BINARY, argv.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (pid > 0) waitpid(pid, &status, 0);
+  if (pid > 0 && WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
   result.out = slurp(out_path);
   result.err = slurp(err_path);
   return result;

@@ -43,14 +43,28 @@ std::string file_bytes(const fs::path& path) {
 }
 
 // vramtrace is SIGKILLed once the program's first 100 allocations are committed; the program,
-// orphaned, then makes 20,000 more with a 64 KiB ring that no one drains.
+// orphaned, then makes 20,000 more with a 64 KiB ring that no one drains. The program is a
+// grandchild of `run` (started by a shell in the background): `run`'s own child dies with it
+// (RunControlTest.ACommandDoesNotOutliveARunKilledOutright), a process that child started
+// runs on, and its shim must not hang on the collector that is gone.
 TEST_F(CollectorFaultTest, KilledCollectorLeavesAnIncompleteTraceAndTheProgramItsStatus) {
   // Orphans come to this process, so that it can reap the program and see its status.
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   const std::string output = (dir_ / "trace.db").string();
   ProcessOptions o;
-  o.argv = {VRAMTRACE_BIN, "run", "--ring-size",         "64K", "-o",
-            output,        "--",  OUTLIVE_COLLECTOR_BIN, "100", "20000"};
+  o.argv = {VRAMTRACE_BIN,
+            "run",
+            "--ring-size",
+            "64K",
+            "-o",
+            output,
+            "--",
+            "sh",
+            "-c",
+            "\"$0\" \"$@\" & wait $!",
+            OUTLIVE_COLLECTOR_BIN,
+            "100",
+            "20000"};
   bool killed = false;
   o.on_stdout = [&](const std::string& chunk, pid_t vramtrace) {
     if (killed || chunk.find("waiting") == std::string::npos) return;
@@ -65,7 +79,8 @@ TEST_F(CollectorFaultTest, KilledCollectorLeavesAnIncompleteTraceAndTheProgramIt
   EXPECT_EQ(run.signal(), SIGKILL);
 
   TraceQuery q(output);
-  const int64_t pid = q.integer("SELECT pid FROM process");
+  const std::string program = "(SELECT upid FROM process WHERE exe LIKE '%outlive_collector')";
+  const int64_t pid = q.integer("SELECT pid FROM process WHERE upid = " + program);
   int status = 0;
   ASSERT_EQ(waitpid(static_cast<pid_t>(pid), &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7) << "wait status " << status;
@@ -76,7 +91,7 @@ TEST_F(CollectorFaultTest, KilledCollectorLeavesAnIncompleteTraceAndTheProgramIt
   const auto announced = parse_announcements(run.out);
   ASSERT_EQ(announced.size(), 100u + 50 + 20000 + 10000);
   const std::vector<AnnouncedEvent> before_kill(announced.begin(), announced.begin() + 150);
-  expect_trace_holds(q, q.integer("SELECT upid FROM process"), before_kill, Holds::kExactly);
+  expect_trace_holds(q, q.integer("SELECT " + program), before_kill, Holds::kExactly);
   EXPECT_EQ(q.rows("SELECT value FROM meta WHERE key = 'complete'"),
             (std::vector<std::vector<std::string>>{{"0"}}));
 

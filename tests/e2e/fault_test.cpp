@@ -40,27 +40,11 @@ class FaultTest : public ScratchDirTest {
     o.argv.insert(o.argv.end(), run_options.begin(), run_options.end());
     o.argv.insert(o.argv.end(), {"-o", trace(), "--"});
     o.argv.insert(o.argv.end(), command.begin(), command.end());
-    std::atomic<pid_t> vramtrace_pid{0};
-    o.on_stdout = [&](const std::string&, pid_t pid) { vramtrace_pid = pid; };
-    std::mutex m;
-    std::condition_variable done_cv;
-    bool done = false;
-    bool timed_out = false;
-    std::thread watchdog([&] {
-      std::unique_lock lock(m);
-      if (!done_cv.wait_for(lock, deadline, [&] { return done; })) {
-        timed_out = true;
-        if (vramtrace_pid > 0) kill(vramtrace_pid, SIGTERM);
-      }
-    });
+    o.deadline = deadline;
+    o.deadline_signal = SIGTERM;
     ProcessResult result = run_process(o);
-    {
-      std::lock_guard lock(m);
-      done = true;
-    }
-    done_cv.notify_one();
-    watchdog.join();
-    EXPECT_FALSE(timed_out) << "the recording did not end within " << deadline.count() << " s";
+    EXPECT_FALSE(result.timed_out)
+        << "the recording did not end within " << deadline.count() << " s";
     return result;
   }
 
@@ -159,8 +143,10 @@ TEST_F(FaultTest, FreesInASignalHandlerThatInterruptsAHookAreAllRecorded) {
 
 // The collector stops (SIGSTOP) while the program fills its ring: the program does not wait
 // for it longer than the stall limit (VRAMTRACE_STALL_SECONDS), says so in one line, and runs
-// to its end untraced.
-TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimit) {
+// to its end untraced. The trace knows it: the process is not recorded to its end, a data-loss
+// stat counts it, `run` says so last, and the leak the program makes after the stall, which the
+// trace cannot hold, does not let the gate pass.
+TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimitAndTheTraceSaysSo) {
   ProcessOptions o;
   // The shell says its pid (vramtrace's, after the exec) before the program starts.
   o.argv = {"sh",
@@ -175,7 +161,8 @@ TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimit) {
             "--",
             RING_FAULTS_BIN,
             "2000000",
-            "--say-first"};
+            "--say-first",
+            "--leak-at-end"};
   o.extra_env = {"VRAMTRACE_STALL_SECONDS=1"};
   std::atomic<pid_t> vramtrace_pid{0};
   std::atomic<bool> program_started{false}, program_ended{false};
@@ -214,6 +201,29 @@ TEST_F(FaultTest, StoppedCollectorHoldsTheProgramNoLongerThanTheStallLimit) {
                             "(stopped?); recording stopped, the program continues untraced"),
             std::string::npos)
       << result.err;
+
+  {
+    TraceQuery q(trace());
+    EXPECT_EQ(q.integer("SELECT complete FROM process"), 0);
+    EXPECT_EQ(q.integer("SELECT value FROM stats WHERE name = 'recording_stopped'"), 1);
+    EXPECT_EQ(q.rows("SELECT severity FROM stats WHERE name = 'recording_stopped'").at(0).at(0),
+              "data_loss");
+    // The 64 MiB made after the stall is not in the trace: only the gaps say it may be missing.
+    EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE size = 67108864"), 0);
+  }
+  EXPECT_NE(result.err.find("NOT recorded to its end; no leak in what was recorded"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("vramtrace: warning: process "), std::string::npos) << result.err;
+  const ProcessResult gate =
+      run_process({{VRAMTRACE_BIN, "gate", trace(), "--max-leaked-bytes", "0"}});
+  EXPECT_EQ(gate.exit_code(), 3) << gate.out << gate.err;
+  EXPECT_NE(gate.out.find("NOT VOUCHED"), std::string::npos) << gate.out;
+  EXPECT_NE(gate.out.find("gap: process "), std::string::npos) << gate.out;
+  EXPECT_NE(gate.out.find("gap: data_loss: recording_stopped = 1"), std::string::npos) << gate.out;
+  const ProcessResult accepted = run_process(
+      {{VRAMTRACE_BIN, "gate", trace(), "--max-leaked-bytes", "0", "--accept-data-loss"}});
+  EXPECT_EQ(accepted.exit_code(), 0) << accepted.out << accepted.err;
 }
 
 TEST_F(FaultTest, HundredForksEachKeepTheirOwnAllocation) {

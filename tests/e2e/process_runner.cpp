@@ -2,10 +2,12 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -61,8 +63,21 @@ ProcessResult run_process(const ProcessOptions& options) {
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[65536];
+  const auto deadline = std::chrono::steady_clock::now() + options.deadline;
   while (open_fds > 0) {
-    if (poll(fds, 2, -1) < 0) {
+    int timeout_ms = -1;
+    if (options.deadline.count() > 0 && !result.timed_out) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        result.timed_out = true;
+        kill(pid, options.deadline_signal);
+      } else {
+        timeout_ms = static_cast<int>(left.count());
+      }
+    }
+    const int ready = poll(fds, 2, timeout_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }

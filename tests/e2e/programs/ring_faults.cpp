@@ -3,8 +3,9 @@
 // lap of records takes none page by page), then "ring R of S": how many bytes of the shim's
 // ring are resident, of its size (a ring costs memory only as far as its writes have come).
 // With --say-first, first prints "first event" once its first allocation is made, so that a test
-// can act on a program that is in its loop.
-// Usage: ring_faults ITERATIONS [--say-first].
+// can act on a program that is in its loop. With --leak-at-end, allocates 64 MiB after its loop
+// and never frees it: a leak the trace holds only if recording lasted that long.
+// Usage: ring_faults ITERATIONS [--say-first] [--leak-at-end].
 #include <cuda_runtime_api.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -52,9 +53,17 @@ bool alloc_and_free() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool say_first = argc == 3 && std::strcmp(argv[2], "--say-first") == 0;
-  if (argc != 2 && !say_first) {
-    std::fprintf(stderr, "usage: ring_faults ITERATIONS [--say-first]\n");
+  bool say_first = false, leak_at_end = false, usage = argc < 2;
+  for (int i = 2; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--say-first") == 0)
+      say_first = true;
+    else if (std::strcmp(argv[i], "--leak-at-end") == 0)
+      leak_at_end = true;
+    else
+      usage = true;
+  }
+  if (usage) {
+    std::fprintf(stderr, "usage: ring_faults ITERATIONS [--say-first] [--leak-at-end]\n");
     return 2;
   }
   const long iterations = std::atol(argv[1]);
@@ -66,7 +75,12 @@ int main(int argc, char** argv) {
   const long before = minor_faults();
   for (long i = 0; i < iterations; ++i)
     if (!alloc_and_free()) return 1;
-  std::printf("faults %ld\n", minor_faults() - before);
+  const long faults = minor_faults() - before;
+  if (leak_at_end) {
+    void* kept = nullptr;
+    if (cudaMalloc(&kept, 64ul << 20) != cudaSuccess) return 1;
+  }
+  std::printf("faults %ld\n", faults);
   print_ring_residency();
   return 0;
 }
