@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <map>
+#include <string>
 
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
@@ -29,6 +31,8 @@ std::optional<std::int64_t> parse_duration(std::string_view text) {
     double value = 0;
     const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
     if (error != std::errc() || end != number.data() + number.size()) return std::nullopt;
+    // Past 2^63 ns (292 years) no trace has a moment, and the conversion would not be defined.
+    if (value * scale >= 0x1p63) return std::nullopt;
     return static_cast<std::int64_t>(value * scale + 0.5);
   }
   return std::nullopt;
@@ -56,6 +60,10 @@ MomentSpec parse_moment(std::string_view text) {
     moment.kind = MomentSpec::Kind::kSinceStart;
     moment.ns = *ns;
   } else if (const auto ns = parse_unsigned(text)) {
+    // A time a trace cannot hold would wrap to a negative one, before every event.
+    if (*ns > static_cast<std::uint64_t>(INT64_MAX))
+      throw BadMoment("'" + moment.text + "' is past the latest time a trace holds (" +
+                      std::to_string(INT64_MAX) + " ns)");
     moment.kind = MomentSpec::Kind::kTime;
     moment.ns = static_cast<std::int64_t>(*ns);
   } else {

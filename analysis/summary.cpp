@@ -55,13 +55,12 @@ std::vector<std::optional<RoleTotals>> roles_at_block_peaks(
   } catch (const BadMoment&) {
     return roles;
   }
+  std::map<std::pair<std::int64_t, std::uint64_t>, std::size_t> peak_at;  // (upid, seq) -> index
+  for (std::size_t i = block_peaks.size(); i-- > 0;)
+    peak_at[{block_peaks[i].upid, block_peaks[i].at_seq}] = i;
   for (const ProcessRoles& process : report) {
-    for (std::size_t i = 0; i < block_peaks.size(); ++i) {
-      if (block_peaks[i].upid == process.upid && block_peaks[i].at_seq == process.seq) {
-        roles[i] = process.live;
-        break;
-      }
-    }
+    const auto peak = peak_at.find({process.upid, process.seq});
+    if (peak != peak_at.end()) roles[peak->second] = process.live;
   }
   *report_out = std::move(report);
   return roles;

@@ -4,6 +4,8 @@
 
 #include <array>
 
+#include "storage/printable.h"
+
 namespace vramtrace::analysis {
 namespace {
 
@@ -84,10 +86,13 @@ std::vector<SuppressionRule> parse_suppressions(std::string_view text,
       known = true;
     }
     if (!known) {
+      // The line's start is enough to find it; a whole line could be any length, any bytes.
+      constexpr std::size_t kShown = 60;
+      const std::string shown = storage::printable(line.substr(0, kShown));
       *error = {line_number,
                 "expected 'function:PATTERN', 'file:PATTERN' or 'module:PATTERN', or a '#' "
                 "comment, got '" +
-                    std::string(line) + "'"};
+                    shown + (line.size() > kShown ? "...'" : "'")};
       return {};
     }
     reason.clear();

@@ -59,13 +59,22 @@ void add_size_option(CLI::App* command, const std::string& name,
       ->type_name("SIZE");
 }
 
+// A suppressions file is a few rules: one past this is not one (`/dev/zero` would never end).
+constexpr std::size_t kMaxSuppressionsBytes = 1 << 20;
+
 std::vector<analysis::SuppressionRule> read_suppressions(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
   if (!file) throw ReportRefusal("cannot read the suppressions file " + path);
-  std::stringstream text;
-  text << file.rdbuf();
+  std::string text(kMaxSuppressionsBytes + 1, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  if (text.size() > kMaxSuppressionsBytes)
+    throw ReportRefusal(
+        fmt::format("the suppressions file {} is larger than {} MiB; it holds a "
+                    "few rules, one a line",
+                    path, kMaxSuppressionsBytes >> 20));
   analysis::SuppressionParseError error;
-  std::vector<analysis::SuppressionRule> rules = analysis::parse_suppressions(text.str(), &error);
+  std::vector<analysis::SuppressionRule> rules = analysis::parse_suppressions(text, &error);
   if (rules.empty() && error.line != 0)
     throw ReportRefusal(fmt::format("{}:{}: {}", path, error.line, error.message));
   return rules;

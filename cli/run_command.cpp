@@ -116,12 +116,51 @@ std::string default_output(const std::string& program) {
   return name;
 }
 
+// Whether a preload is a sanitizer's runtime (libasan.so.8, libclang_rt.asan-x86_64.so, ...),
+// which must stay the first library of its process.
+bool is_sanitizer_runtime(std::string_view path) {
+  const std::string_view name = path.substr(path.find_last_of('/') + 1);
+  for (const std::string_view runtime : {"libasan.", "libhwasan.", "libtsan.", "libclang_rt.asan",
+                                         "libclang_rt.hwasan", "libclang_rt.tsan"})
+    if (name.starts_with(runtime)) return true;
+  return false;
+}
+
+// The user's LD_PRELOAD with the shim put in: after the sanitizer runtimes, before the rest,
+// so that our hooks win over the user's other preloads and a sanitizer still comes first.
+std::string preload_with_shim(const std::string& shim, std::string_view user) {
+  std::string sanitizers, others;
+  while (!user.empty()) {
+    const std::size_t end = user.find_first_of(": ");
+    const std::string_view entry = user.substr(0, end);
+    user = end == std::string_view::npos ? std::string_view() : user.substr(end + 1);
+    if (entry.empty()) continue;
+    std::string& list = is_sanitizer_runtime(entry) ? sanitizers : others;
+    list += (list.empty() ? "" : ":") + std::string(entry);
+  }
+  std::string preload = sanitizers;
+  preload += (preload.empty() ? "" : ":") + shim;
+  if (!others.empty()) preload += ":" + others;
+  return preload;
+}
+
+// ASan checks that its runtime is the first library of the process, and aborts a program built
+// with it ("ASan runtime does not come first in initial library list") when the shim is
+// preloaded before it. The shim defines nothing ASan intercepts, so the order does not matter
+// to it: the check is turned off, in every process of the job (a program built with ASan may be
+// started by a shell or a launcher), unless the user set it.
+std::string asan_options_with_link_order_off(std::string_view user) {
+  if (user.find("verify_asan_link_order") != std::string_view::npos) return std::string(user);
+  return std::string(user) + (user.empty() ? "" : ":") + "verify_asan_link_order=0";
+}
+
 std::vector<std::string> child_environment(const BackendLibraries& libraries,
                                            const std::string& socket, const std::string& ring_bytes,
                                            bool free_stacks) {
   const std::string& shim = libraries.shim;
   std::vector<std::string> env;
   std::string preload = shim;
+  std::optional<std::string> asan_options;
   bool nvtx_taken = false;
   bool cuda_injection_taken = false;
   for (char** e = environ; *e != nullptr; ++e) {
@@ -134,9 +173,11 @@ std::vector<std::string> child_environment(const BackendLibraries& libraries,
       cuda_injection_taken = true;
     }
     if (!shim.empty() && var.starts_with("LD_PRELOAD=")) {
-      // Ours first, so that our hooks win; the user's own preloads follow.
-      std::string_view rest = var.substr(11);
-      if (!rest.empty()) preload += ":" + std::string(rest);
+      preload = preload_with_shim(shim, var.substr(11));
+      continue;
+    }
+    if (var.starts_with("ASAN_OPTIONS=")) {
+      asan_options = std::string(var.substr(13));
       continue;
     }
     if (var.starts_with("VRAMTRACE_SOCKET=") || var.starts_with("VRAMTRACE_RING_BYTES=")) continue;
@@ -153,10 +194,12 @@ std::vector<std::string> child_environment(const BackendLibraries& libraries,
   }
   if (!shim.empty()) {
     env.push_back("LD_PRELOAD=" + preload);
+    env.push_back("ASAN_OPTIONS=" + asan_options_with_link_order_off(asan_options.value_or("")));
     // NVTX 3 is header-only: a program's first NVTX call loads the library this names and
     // hands it the calls. The shim is that library.
     if (!nvtx_taken) env.push_back("NVTX_INJECTION64_PATH=" + shim);
   }
+  if (shim.empty() && asan_options) env.push_back("ASAN_OPTIONS=" + *asan_options);
   // CUDA loads this library when the process initialises the driver, and calls its
   // InitializeInjection (cupti/injection.cpp).
   if (!libraries.cupti.empty() && !cuda_injection_taken)

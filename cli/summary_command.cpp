@@ -98,12 +98,12 @@ std::string command_line(const storage::ProcessRecord& process) {
   return text::printable(process.start.argv.empty() ? process.start.exe : join(process.start.argv));
 }
 
-bool recorded_gpu(const analysis::Summary& summary, std::int64_t upid) {
-  return std::any_of(summary.chains.begin(), summary.chains.end(),
-                     [&](const analysis::ProcessChain& chain) {
-                       return std::find(chain.gpu_images.begin(), chain.gpu_images.end(), upid) !=
-                              chain.gpu_images.end();
-                     });
+// The images that recorded GPU events, of every chain.
+std::unordered_set<std::int64_t> gpu_images(const analysis::Summary& summary) {
+  std::unordered_set<std::int64_t> upids;
+  for (const analysis::ProcessChain& chain : summary.chains)
+    upids.insert(chain.gpu_images.begin(), chain.gpu_images.end());
+  return upids;
 }
 
 // One line per process (an exec chain), named by the image that used the GPU and ended as its
@@ -228,22 +228,27 @@ std::string roles_line(const analysis::RoleTotals& roles, bool several_devices) 
 }  // namespace
 
 Json summary_json(const std::string& trace_path, const analysis::Summary& summary) {
+  // Each image's place in its exec chain (process_chains.h): the image it replaced, and whether
+  // it recorded GPU events itself. Found once, by upid: a job can have 100,000 processes.
+  struct ChainPlace {
+    std::optional<std::int64_t> exec_from;
+    bool gpu_events = false;
+  };
+  std::unordered_map<std::int64_t, ChainPlace> places;
+  for (const analysis::ProcessChain& chain : summary.chains) {
+    for (std::size_t i = 0; i < chain.images.size(); ++i) {
+      ChainPlace& place = places[chain.images[i].start.upid];
+      if (i != 0) place.exec_from = chain.images[i - 1].start.upid;
+      place.gpu_events = chain.gpu && i == chain.named;
+    }
+  }
   Json processes = Json::array();
   for (const auto& process : summary.processes) {
     Json entry = process_json(process);
-    // The exec chain it belongs to (process_chains.h): the image it replaced, and whether it
-    // recorded GPU events itself.
-    std::optional<std::int64_t> exec_from;
-    bool gpu_events = false;
-    for (const analysis::ProcessChain& chain : summary.chains) {
-      for (std::size_t i = 0; i < chain.images.size(); ++i) {
-        if (chain.images[i].start.upid != process.start.upid) continue;
-        if (i != 0) exec_from = chain.images[i - 1].start.upid;
-        gpu_events = chain.gpu && i == chain.named;
-      }
-    }
-    entry["exec_from"] = optional_json(exec_from);
-    entry["gpu_process"] = gpu_events;
+    const auto place = places.find(process.start.upid);
+    entry["exec_from"] =
+        optional_json(place == places.end() ? std::nullopt : place->second.exec_from);
+    entry["gpu_process"] = place != places.end() && place->second.gpu_events;
     processes.push_back(std::move(entry));
   }
   Json kinds = Json::array();
@@ -400,12 +405,15 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     text += "  not looked at (--level segment)\n";
   else if (summary.allocator.empty())
     text += "  no processes\n";
+  std::unordered_map<std::int64_t, const storage::ProcessRecord*> by_upid;
+  for (const storage::ProcessRecord& process : summary.processes)
+    by_upid[process.start.upid] = &process;
+  const std::unordered_set<std::int64_t> used_gpu = gpu_images(summary);
   for (const analysis::AllocatorTotals& a : summary.allocator) {
-    if (!all_processes && scope.empty() && !recorded_gpu(summary, a.upid)) continue;
-    std::string label = fmt::format("pid {}", a.pid);
-    for (const storage::ProcessRecord& process : summary.processes) {
-      if (process.start.upid == a.upid) label = process_label(process);
-    }
+    if (!all_processes && scope.empty() && !used_gpu.contains(a.upid)) continue;
+    const auto named = by_upid.find(a.upid);
+    const std::string label =
+        named == by_upid.end() ? fmt::format("pid {}", a.pid) : process_label(*named->second);
     if (!a.allocator_events) {
       text += fmt::format("  {}: no allocator events (segment level only)\n", label);
       continue;

@@ -41,7 +41,10 @@ int run_on_trace(std::string_view command, const std::string& path,
   } catch (const ReportRefusal& refusal) {
     return report_error(command, refusal.what());
   } catch (const storage::TraceError& error) {
-    return report_error(command, error.what());
+    // Most name the file; a row's value checked deep in a read does not know it.
+    const std::string_view what = error.what();
+    return report_error(
+        command, what.starts_with(path) ? std::string(what) : fmt::format("{}: {}", path, what));
   } catch (const std::exception& error) {
     return report_error(command, fmt::format("{}: {}", path, error.what()));
   }

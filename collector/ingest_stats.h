@@ -42,6 +42,9 @@ namespace vramtrace::collector {
     "rings that announced their process twice")                                                   \
   X(kProcessPidMismatch, "process_pid_mismatch", kError, kIfCounted,                              \
     "rings whose process named another pid than the one that handed the ring over")               \
+  X(kProcessArgvCut, "process_argv_cut", kInfo, kIfCounted,                                       \
+    "processes whose arguments passed the shim's 16 KiB: process.argv holds the whole "           \
+    "arguments before the first that did not fit")                                                \
   X(kProcessWithoutUnwinder, "process_without_unwinder", kDataLoss, kIfCounted,                   \
     "processes whose shim found no stack unwinder: their events have no stacks")                  \
   X(kModuleInvalid, "module_invalid", kInfo, kIfCounted,                                          \

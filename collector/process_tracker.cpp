@@ -35,6 +35,7 @@ void ProcessTracker::start(Process& p, int64_t time_ns, const wire::ProcessStart
   row.host = m.hostname();
   row.exe = m.exe();
   row.argv.assign(m.argv().begin(), m.argv().end());
+  if (m.argv_cut()) stats_.add(Stat::kProcessArgvCut);
   row.start_ns = time_ns;
   row.start_realtime_ns = static_cast<int64_t>(m.start_realtime_ns());
   row.unwinder = m.unwinder();

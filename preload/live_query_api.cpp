@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "live_reply.h"
+#include "record_clock.h"
 #include "recorder.h"
 #include "reentry_guard.h"
 #include "vramtrace/vramtrace.h"
@@ -54,11 +55,14 @@ long vramtrace_live_since(unsigned long long checkpoint, vramtrace_live_summary*
   });
   vramtrace::wire::LiveReplyHeader header{};
   const size_t capacity = report != nullptr && report_size > 0 ? report_size - 1 : 0;
+  const int64_t asked_ns = vramtrace::ring::monotonic_ns();
   const bool answered = sent != 0 && vramtrace::preload::read_live_reply(query_id, timeout_ms,
                                                                          &header, report, capacity);
+  const int64_t waited_ms = (vramtrace::ring::monotonic_ns() - asked_ns) / 1'000'000;
   pthread_mutex_unlock(&g_reply_lock);
   if (sent == 0) return -1;
-  if (!answered) return -2;
+  // The wait ends early only on a hang-up: the collector is gone, and no wait would help.
+  if (!answered) return waited_ms < timeout_ms ? -4 : -2;
   if (header.status == vramtrace::wire::kLiveReplyUnknownCheckpoint) return -3;
   if (report != nullptr && report_size > 0)
     report[header.report_bytes < capacity ? header.report_bytes : capacity] = '\0';

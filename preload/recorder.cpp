@@ -312,12 +312,19 @@ void send_process_start() {
   static char exe[4096];
   static char host[256];
   size_t cmdline_bytes = 0;
+  bool cmdline_cut = false;
   int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     ssize_t n;
     while (cmdline_bytes < sizeof cmdline &&
            (n = read(fd, cmdline + cmdline_bytes, sizeof cmdline - cmdline_bytes)) > 0)
       cmdline_bytes += static_cast<size_t>(n);
+    // More than fits: keep the whole arguments before the one cut, and say so.
+    char more;
+    if (cmdline_bytes == sizeof cmdline && read(fd, &more, 1) == 1) {
+      cmdline_cut = true;
+      while (cmdline_bytes > 0 && cmdline[cmdline_bytes - 1] != '\0') --cmdline_bytes;
+    }
     close(fd);
   }
   ssize_t exe_bytes = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -335,6 +342,7 @@ void send_process_start() {
   info.exe = exe;
   info.argv = cmdline;
   info.argv_bytes = cmdline_bytes;
+  info.argv_cut = cmdline_cut;
   info.hostname = host;
   info.unwinder = g_unwinder.name();
   read_job_identity(&info);

@@ -293,6 +293,7 @@ size_t encode_process_start(const ProcessStartInfo& info, uint8_t* out, size_t c
   m.argv.funcs.encode = &encode_nul_separated;
   m.argv.arg = &argv;
   m.hostname = string_field(info.hostname);
+  m.argv_cut = info.argv_cut;
   m.shim_version = 1;
   m.unwinder = string_field(info.unwinder);
   m.has_rank = info.has_rank;

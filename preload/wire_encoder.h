@@ -70,7 +70,8 @@ struct ProcessStartInfo {
   // From the launcher's environment; has_* false when no variable gave it.
   bool has_rank, has_local_rank, has_world_size;
   int32_t rank, local_rank, world_size;
-  int backend;  // vramtrace_wire_Backend: the library writing the ring
+  int backend;    // vramtrace_wire_Backend: the library writing the ring
+  bool argv_cut;  // arguments after `argv` were left out (it holds those that fit, whole)
 };
 
 // A MemoryActivity (a CUPTI activity record, translated by cupti/). `source` is a

@@ -119,7 +119,9 @@ bool unpack_allocations(std::string_view text, std::int64_t first_id, std::uint6
       if (error != std::errc()) return false;
       at = next;
     }
-    if (!take(']')) return false;
+    // A negative size is no allocation's: a chunk written by hand, refused as one that does not
+    // parse.
+    if (!take(']') || fields[3] < 0) return false;
     PackedAllocation& a = out->emplace_back();
     a.id = sum(first_id, fields[0]);
     a.site_id = fields[1];

@@ -1,5 +1,7 @@
 #include "storage/allocation_columns.h"
 
+#include "storage/trace_error.h"
+
 namespace vramtrace::storage {
 
 std::string_view allocation_columns(AllocationColumns columns) {
@@ -16,6 +18,17 @@ std::string_view allocation_columns(AllocationColumns columns) {
   return kAllocationColumns;
 }
 
+std::uint64_t allocation_size(const sqlite::Statement& row, int column, int id_column) {
+  const std::int64_t size = row.int64(column);
+  if (!row.is_integer(column) || size < 0) {
+    throw TraceError("the trace is damaged: allocation.size holds '" + row.text(column) +
+                     "' in the row with id " + row.text(id_column) +
+                     ", not a size; it was changed after vramtrace wrote it, or written by "
+                     "another tool");
+  }
+  return static_cast<std::uint64_t>(size);
+}
+
 namespace {
 
 // kLiveByStackColumns or kLiveByStackAndSegmentColumns from column c.
@@ -26,7 +39,7 @@ AllocationRecord read_live(const sqlite::Statement& row, bool segment, int c) {
   a.upid = row.int64(c + 1);
   a.kind = row.int32(c + 2);
   a.device = row.int32(c + 3);
-  a.size = row.uint64(c + 4);
+  a.size = allocation_size(row, c + 4, c);
   a.alloc_seq = row.uint64(c + 5);
   if (!row.is_null(c + 6)) record.free.emplace().free_seq = row.uint64(c + 6);
   a.alloc_callsite_id = row.optional_int64(c + 7);
@@ -45,11 +58,12 @@ AllocationRecord read_every_column(const sqlite::Statement& row, int c) {
   a.device = row.int32(c + 4);
   a.stream = row.uint64(c + 5);
   a.address = row.uint64(c + 6);
-  a.size = row.uint64(c + 7);
+  a.result = row.int32(c + 11);
+  // A failed call's size is what it asked for, any size_t (cudaMalloc(&p, SIZE_MAX)).
+  a.size = a.result == 0 ? allocation_size(row, c + 7, c) : row.uint64(c + 7);
   a.requested_size = row.uint64(c + 8);
   a.flags = static_cast<std::uint32_t>(row.int64(c + 9));
   if (!row.is_null(c + 10)) a.pool = row.uint64(c + 10);
-  a.result = row.int32(c + 11);
   a.alloc_seq = row.uint64(c + 12);
   a.alloc_ns = row.int64(c + 13);
   a.alloc_utid = row.int64(c + 14);

@@ -47,4 +47,10 @@ AllocationRecord read_allocation(const sqlite::Statement& row);
 AllocationRecord read_allocation(const sqlite::Statement& row, AllocationColumns columns,
                                  int first = 0);
 
+// A successful allocation's size from `column` of a row (its id in `id_column`): an integer of
+// at most 2^63 - 1 bytes, which every real one is (a failed call's request may be any size_t).
+// Another value (text, a real, a negative number: a file written by hand) would be read as a size
+// it never had, and sums of it wrap: the trace is refused as damaged instead (TraceError).
+std::uint64_t allocation_size(const sqlite::Statement& row, int column, int id_column);
+
 }  // namespace vramtrace::storage

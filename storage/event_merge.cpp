@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "storage/allocation_columns.h"
 #include "storage/schema.h"
 
 namespace vramtrace::storage {
@@ -15,7 +16,7 @@ namespace {
 // alloc_callsite_id as its tenth column, when it has one.
 AllocationEvent event_of(const sqlite::Statement& row, AllocationEvent::Type type) {
   AllocationEvent event{type,         row.int64(6), row.int64(0), row.uint64(1),
-                        row.int64(2), row.int32(3), row.int32(4), row.uint64(5)};
+                        row.int64(2), row.int32(3), row.int32(4), allocation_size(row, 5, 6)};
   if (row.column_count() > 9) event.callsite_id = row.optional_int64(9);
   return event;
 }

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 namespace vramtrace::storage {
 namespace {
@@ -399,9 +400,11 @@ std::string_view schema_tables_sql() {
   static const std::string sql = make_tables_sql();
   return sql;
 }
-const std::map<std::string, std::string, std::less<>>& schema_views() {
-  static const std::map<std::string, std::string, std::less<>> views = [] {
-    std::map<std::string, std::string, std::less<>> made;
+const std::map<std::string, std::vector<std::string>, std::less<>>& schema_views() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> views = [] {
+    std::map<std::string, std::vector<std::string>, std::less<>> made;
+    // Schema 2's, before packed allocations: the compact rows alone.
+    made["allocation"].push_back("CREATE VIEW allocation AS" + allocation_rows_sql(""));
     sqlite3* raw = nullptr;
     if (sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr) ==
             SQLITE_OK &&
@@ -411,8 +414,8 @@ const std::map<std::string, std::string, std::less<>>& schema_views() {
       if (sqlite3_prepare_v2(raw, "SELECT name, sql FROM sqlite_master WHERE type = 'view'", -1,
                              &list, nullptr) == SQLITE_OK) {
         while (sqlite3_step(list) == SQLITE_ROW) {
-          made.emplace(reinterpret_cast<const char*>(sqlite3_column_text(list, 0)),
-                       reinterpret_cast<const char*>(sqlite3_column_text(list, 1)));
+          made[reinterpret_cast<const char*>(sqlite3_column_text(list, 0))].emplace_back(
+              reinterpret_cast<const char*>(sqlite3_column_text(list, 1)));
         }
       }
       sqlite3_finalize(list);

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "storage/schema_enums.h"
 
@@ -47,10 +48,11 @@ std::span<const NamedId> api_rows();
 
 // Creates every table and view of the current schema (no indexes, no pragmas, no rows).
 std::string_view schema_tables_sql();
-// The views schema_tables_sql() makes, by name, each with the text SQLite keeps of it in
-// sqlite_master: a trace whose views are not these was not written by vramtrace, and a view (or
-// a trigger) runs whatever query its author wrote when a reader touches it.
-const std::map<std::string, std::string, std::less<>>& schema_views();
+// The views a trace of a schema this build reads (kSchemaVersionWithoutChunks to
+// kSchemaVersion) holds, by name, each with the texts SQLite keeps of it in sqlite_master: a
+// trace whose views are not these was not written by vramtrace, and a view (or a trigger) runs
+// whatever query its author wrote when a reader touches it.
+const std::map<std::string, std::vector<std::string>, std::less<>>& schema_views();
 // Every index: the allocations' (allocation_indexes_sql()), then the small tables'. A writer
 // that keeps them up as rows arrive (TraceWriter's kAsRowsArrive) creates them all with the
 // schema.

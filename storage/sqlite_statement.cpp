@@ -2,6 +2,10 @@
 
 namespace vramtrace::storage::sqlite {
 
+void distrust_schema(sqlite3* db) {
+  sqlite3_db_config(db, SQLITE_DBCONFIG_ENABLE_TRIGGER, 0, nullptr);
+}
+
 int execute(sqlite3* db, std::string_view sql, std::string* error) {
   const std::string terminated(sql);
   char* message = nullptr;

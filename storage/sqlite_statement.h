@@ -25,6 +25,12 @@ using Database = std::unique_ptr<sqlite3, DatabaseCloser>;
 // failure *error (if given) holds SQLite's message.
 int execute(sqlite3* db, std::string_view sql, std::string* error);
 
+// For a connection to a file someone else may have written: its triggers never fire. (Its views
+// are checked by the reader, against the schema's own, before any query touches them; SQLite's
+// trusted_schema cannot be turned off instead, since the schema's own view calls json_extract,
+// which SQLite does not mark innocuous.)
+void distrust_schema(sqlite3* db);
+
 // True for the result codes that mean the file's content is damaged.
 bool is_corruption(int result_code);
 
@@ -75,6 +81,7 @@ class Statement {
   // Columns are numbered from 0.
   int column_count() const { return sqlite3_column_count(stmt_); }
   bool is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  bool is_integer(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_INTEGER; }
   std::int64_t int64(int column) const { return sqlite3_column_int64(stmt_, column); }
   std::uint64_t uint64(int column) const { return static_cast<std::uint64_t>(int64(column)); }
   int int32(int column) const { return sqlite3_column_int(stmt_, column); }

@@ -595,6 +595,7 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
       sqlite3_open_v2(sqlite_file_uri(path, "").c_str(), &raw,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
   sqlite::Database db(raw);
+  if (rc == SQLITE_OK) sqlite::distrust_schema(raw);
   Statement complete;
   if (rc != SQLITE_OK || Statement::prepare(raw, "SELECT value FROM meta WHERE key = 'complete'",
                                             &complete) != SQLITE_OK) {
@@ -650,6 +651,7 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
           "", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
       impl->db.reset(raw);
       if (rc != SQLITE_OK) impl->fail(rc);
+      sqlite::distrust_schema(raw);
       if (const int registered = register_live_span_functions(raw); registered != SQLITE_OK)
         impl->fail(registered);
       sqlite3_busy_timeout(raw, 5000);
@@ -721,6 +723,11 @@ void TimeIndex::for_each_live_at_end(
     row.alloc_callsite_id = group.optional_int64(2);
     row.segment_id = group.optional_int64(3);
     row.id = group.optional_int64(4).value_or(0);
+    // Summed by the index's build from sizes it read as sizes: negative, or not an integer, it
+    // was written by another hand.
+    if (!group.is_integer(6) || group.int64(6) < 0)
+      throw TraceError(impl_->path.string() + ": the trace is damaged: its time index's " +
+                       "live_at_end.bytes holds '" + group.text(6) + "', not a byte count");
     row.size = group.uint64(6);
     visit(row, group.uint64(5));
   });

@@ -293,6 +293,7 @@ class MergedTrace {
         sqlite3_open_v2(uri.c_str(), &raw_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
     db_.reset(raw_db);
     if (rc != SQLITE_OK) fail("opening", rc);
+    sqlite::distrust_schema(raw_db);  // the inputs are attached to this connection
     // The file is renamed into place only when complete, and fsync'ed before: a journal
     // would only slow the merge down.
     execute(trace_page_size_pragma() +

@@ -25,14 +25,10 @@
 #include <utility>
 #include <vector>
 
+#include "storage/trace_error.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
-
-class TraceError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct OpenFailure {
   enum class Reason {

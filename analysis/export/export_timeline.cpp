@@ -31,6 +31,7 @@ class TimelineBuilder {
   ExportTimeline build() {
     for (const storage::ProcessRecord& p : trace_.processes()) {
       if (!is_selected(options_.processes, p.start.upid)) continue;
+      exported_.insert(p.start.upid);
       timeline_.processes.push_back(
           {p.start.upid, p.start.pid, file_name(p.start.exe), p.start.argv, 0});
       include(p.start.start_ns);
@@ -58,6 +59,10 @@ class TimelineBuilder {
     timeline_.end_ns = seen_ ? std::max(timeline_.end_ns, ns) : ns;
     seen_ = true;
   }
+
+  // A selected process of the trace: a row of a process the trace does not have (a damaged or
+  // hand-written file) has no track to go on, and is left out.
+  bool exported(std::int64_t upid) const { return exported_.contains(upid); }
 
   // A thread the trace knows draws on its own track; an unknown one on its process's.
   ExportPlace place(std::int64_t upid, std::int64_t utid) {
@@ -97,7 +102,7 @@ class TimelineBuilder {
     std::optional<std::int64_t> upid;
     trace_.for_each_allocation({}, [&](const storage::AllocationRecord& r) {
       const storage::AllocationRow& a = r.allocation;
-      if (!is_selected(options_.processes, a.upid) || !options_.allocations.matches(a)) return;
+      if (!exported(a.upid) || !options_.allocations.matches(a)) return;
       if (options_.level == MemoryLevel::kSegment && a.kind == storage::allocation_kind::kBlock)
         return;
       if (upid != a.upid) {
@@ -154,7 +159,7 @@ class TimelineBuilder {
   void add_markers() {
     std::vector<storage::MarkerRecord> ranges;
     for (storage::MarkerRecord& m : trace_.markers()) {
-      if (!is_selected(options_.processes, m.start.upid)) continue;
+      if (!exported(m.start.upid)) continue;
       include(m.start.start_ns);
       if (m.end) include(m.end->end_ns);
       std::vector<ExportArg> args{{"source", m.start.source}};
@@ -214,6 +219,7 @@ class TimelineBuilder {
   bool seen_ = false;
   std::unordered_map<std::int64_t, storage::ThreadRecord> threads_;
   std::set<std::int64_t> used_threads_;
+  std::set<std::int64_t> exported_;  // the selected processes the trace has
   std::unordered_map<std::int64_t, std::string> callsites_;
   std::map<std::tuple<std::int64_t, int, std::string>, ExportCounter> counters_;
 };

@@ -58,6 +58,7 @@ def live_since(point: int, timeout_s: float = DEFAULT_TIMEOUT_S) -> LiveReport:
             -1: "this process is not recorded by vramtrace (or the checkpoint is 0)",
             -2: f"the collector did not answer within {timeout_s:g} s",
             -3: "the collector does not know the checkpoint (already asked about, or dropped)",
+            -4: "the collector went away before it answered (killed, or it stopped recording)",
         }.get(status, f"status {status}")
         raise LiveQueryError(why)
     return LiveReport(summary.live_bytes, summary.live_count, summary.peak_bytes,

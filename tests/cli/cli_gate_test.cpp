@@ -99,6 +99,26 @@ TEST_F(CliGateTest, UsageAndTraceErrorsExit2WithOneLine) {
   }
 }
 
+// A suppressions file that never ends is refused (before, /dev/zero took all memory and the
+// message blamed the trace), and a bad line is shown by its start, escaped.
+TEST_F(CliGateTest, ASuppressionsFileIsBoundedAndABadLineShownByItsStart) {
+  const CommandResult endless = run_vramtrace_limited(
+      {"gate", trace_.string(), "--max-leaked-bytes", "0", "--suppressions", "/dev/zero"},
+      scratch_.path(), {.alarm_seconds = 60});
+  EXPECT_EQ(endless.exit_status, 2) << endless.err;
+  EXPECT_NE(endless.err.find("the suppressions file /dev/zero is larger than 1 MiB"),
+            std::string::npos)
+      << endless.err;
+  const auto long_line = dir_ / "long.supp";
+  std::ofstream(long_line) << "leak:\x1b[2J" << std::string(10000, 'x') << "\n";
+  const CommandResult bad = gate({"--suppressions", long_line.string()});
+  EXPECT_EQ(bad.exit_status, 2);
+  EXPECT_EQ(line_count(bad.err), 1u);
+  EXPECT_LT(bad.err.size(), 400u) << bad.err;
+  EXPECT_NE(bad.err.find("got 'leak:\\x1b[2Jxxx"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("...'"), std::string::npos) << bad.err;
+}
+
 // A limit that would pass everything (NaN) or fail everything (a negative increase), and a role
 // given two limits, are mistakes to say, not values to judge with.
 TEST_F(CliGateTest, LimitsThatAreNotLimitsAreRefused) {

@@ -186,6 +186,47 @@ TEST_F(CliHostileTraceTest, ATriggerIsRefused) {
   expect_every_report_refuses("trigger 'meddle'");
 }
 
+// A size no allocation has (negative, text, a real), on allocations live at the end: every
+// report refuses the trace as damaged, naming the column, rather than read a size it never had
+// (before, a crafted size made `leaks` say "0 B leaked in 10 allocations" and the gate pass).
+TEST_F(CliHostileTraceTest, ASizeNoAllocationHasIsDamage) {
+  const std::string live = "(SELECT id FROM allocation WHERE result = 0 AND free_seq IS NULL)";
+  for (const char* size : {"-1", "'abc'", "1.5e300"}) {
+    SCOPED_TRACE(size);
+    std::filesystem::remove(trace_);
+    ASSERT_EQ(write_synthetic_trace(trace_), "");
+    execute(std::string("UPDATE allocation_compact SET size = ") + size + " WHERE id IN " + live);
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"leaks"},
+                                                 {"gate", "--max-leaked-bytes", "0"},
+                                                 {"summary"},
+                                                 {"peak"}}) {
+      SCOPED_TRACE(args[0]);
+      const CommandResult result = vramtrace(args);
+      EXPECT_EQ(result.exit_status, 2) << result.out << result.err;
+      EXPECT_NE(result.err.find("the trace is damaged: allocation.size holds"), std::string::npos)
+          << result.err;
+    }
+  }
+}
+
+// A process row whose numbers are text: refused, naming the column, not read as pid 0.
+TEST_F(CliHostileTraceTest, AProcessNumberThatIsTextIsDamage) {
+  execute("UPDATE process SET pid = 'abc' WHERE upid = (SELECT min(upid) FROM process);");
+  const CommandResult result = vramtrace({"summary"});
+  EXPECT_EQ(result.exit_status, 2) << result.out;
+  EXPECT_NE(result.err.find("process.pid holds 'abc', not an integer"), std::string::npos)
+      << result.err;
+}
+
+// A trace without its process rows (before: export died of "map::at").
+TEST_F(CliHostileTraceTest, ATraceWithoutItsProcessRowsIsExportedEmpty) {
+  execute("DELETE FROM process;");
+  const CommandResult result = vramtrace({"export", "--chrome", (dir_ / "out.json").string(),
+                                          "--perfetto", (dir_ / "out.pftrace").string()});
+  EXPECT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_NE(result.out.find("0 processes"), std::string::npos) << result.out;
+}
+
 // A time-index row far outside the index's span (before, `timeline --format json` filled
 // buckets up to it: 3.5 GB).
 TEST_F(CliHostileTraceTest, AnIndexRowOutsideTheSpanIsLeftOut) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -108,6 +109,35 @@ TEST_F(CollectorFaultTest, KilledCollectorLeavesAnIncompleteTraceAndTheProgramIt
   EXPECT_EQ(file_bytes(output), db_before);
   ASSERT_TRUE(fs::exists(output + "-wal"));
   EXPECT_EQ(file_bytes(output + "-wal"), wal_before);
+}
+
+// A live query (the pytest plugin's and the GoogleTest listener's, at each test's end) asked of a
+// collector that is gone: answered at once that it went away, not after the whole wait with
+// "no answer in time" (before, the plugin said "did not answer within 120 s" at once).
+TEST_F(CollectorFaultTest, ALiveQueryOfAGoneCollectorSaysSoAtOnce) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  ProcessOptions o;
+  o.argv = {VRAMTRACE_BIN,
+            "run",
+            "-o",
+            (dir_ / "trace.db").string(),
+            "--",
+            "sh",
+            "-c",
+            "\"$0\" & wait $!",
+            LIVE_QUERY_ORPHAN_BIN};
+  o.on_stdout = [](const std::string& chunk, pid_t vramtrace) {
+    if (chunk.find("ready") != std::string::npos) kill(vramtrace, SIGKILL);
+  };
+  o.deadline = 60s;
+  const ProcessResult run = run_process(o);
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  const std::regex said(R"(status (-?\d+) after (\d+) ms)");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(run.out, match, said)) << run.out << run.err;
+  EXPECT_EQ(match[1], "-4") << run.out;
+  EXPECT_LT(std::stol(match[2]), 10000) << run.out;
 }
 
 // The trace lives on a 2 MiB tmpfs (an empty trace takes about 0.75 MB), mounted in a private

@@ -148,5 +148,58 @@ TEST_F(RunControlTest, ATraceRemovedWhileRecordedIsNotReported) {
   EXPECT_FALSE(fs::exists(trace()));
 }
 
+// A program built with GCC's AddressSanitizer checks that its runtime comes first in the
+// process, which the preloaded shim is not: before, it aborted ("ASan runtime does not come
+// first in initial library list") and `run` recorded nothing. The user's own ASAN_OPTIONS stay.
+TEST_F(RunControlTest, AProgramBuiltWithAddressSanitizerIsRecorded) {
+  ProcessOptions o;
+  o.argv = {VRAMTRACE_BIN, "run", "-o", trace(), "--", ASAN_BUILT_BIN, "10"};
+  // The simulated GPU's memory is the host's: blocks left live are LeakSanitizer's leaks too.
+  o.extra_env = {"ASAN_OPTIONS=detect_leaks=0"};
+  o.deadline = 60s;
+  const ProcessResult run = run_process(o);
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  EXPECT_NE(run.out.find("done"), std::string::npos) << run.out;
+  TraceQuery q(trace());
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE result = 0"), 10);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL"), 5);
+}
+
+// A sanitizer runtime the user preloads stays first, the shim after it, their other preloads
+// last; the user's ASAN_OPTIONS are kept, with the link-order check turned off.
+TEST_F(RunControlTest, ASanitizerTheUserPreloadsStaysFirst) {
+  ProcessOptions o;
+  o.argv = {VRAMTRACE_BIN, "run", "-o", trace(),
+            "--",          "sh",  "-c", "echo \"$LD_PRELOAD\"; echo \"$ASAN_OPTIONS\""};
+  o.extra_env = {"LD_PRELOAD=/opt/other.so:/opt/sanitizers/libasan.so.8",
+                 "ASAN_OPTIONS=detect_leaks=0:halt_on_error=1"};
+  o.deadline = 60s;
+  const ProcessResult run = run_process(o);
+  const std::string first = run.out.substr(0, run.out.find('\n'));
+  EXPECT_EQ(first.rfind("/opt/sanitizers/libasan.so.8:", 0), 0u) << run.out << run.err;
+  EXPECT_NE(first.find("libvramtrace_preload.so:/opt/other.so"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("\ndetect_leaks=0:halt_on_error=1:verify_asan_link_order=0\n"),
+            std::string::npos)
+      << run.out;
+}
+
+// Arguments past the shim's 16 KiB: the process's argv keeps the whole arguments that fit and
+// leaves out the first that does not, with all after it, and a stat says so (before, the last
+// one was cut mid-argument, without a word).
+TEST_F(RunControlTest, ArgumentsPastTheShimsBufferAreLeftOutWholeAndCounted) {
+  const std::string kept(10000, 'A'), left_out(10000, 'B');
+  ProcessOptions o;
+  o.argv = {VRAMTRACE_BIN, "run", "-o", trace(), "--", "sh", "-c", "true", kept, left_out, "C"};
+  o.deadline = 60s;
+  const ProcessResult run = run_process(o);
+  ASSERT_EQ(run.exit_code(), 0) << run.err;
+  TraceQuery q(trace());
+  const std::string sh = "(SELECT argv FROM process WHERE argv LIKE '%AAAA%')";
+  EXPECT_EQ(q.integer("SELECT json_array_length(" + sh + ")"), 4);
+  EXPECT_EQ(q.integer("SELECT length(json_extract(" + sh + ", '$[3]'))"), 10000);
+  EXPECT_EQ(q.integer("SELECT count(*) FROM process WHERE argv LIKE '%BBBB%'"), 0);
+  EXPECT_EQ(q.integer("SELECT value FROM stats WHERE name = 'process_argv_cut'"), 1);
+}
+
 }  // namespace
 }  // namespace vramtrace::test

@@ -275,6 +275,11 @@ TEST(Wire, ModuleProcessAndControlMessagesRoundTrip) {
   EXPECT_EQ(s.argv(2), "--epochs=3");
   EXPECT_EQ(s.hostname(), "node17");
   EXPECT_EQ(s.unwinder(), "libunwind");
+  EXPECT_FALSE(s.argv_cut());
+  p.argv_cut = true;  // arguments past what the shim reads were left out
+  env = decode(buf, preload::encode_process_start(p, buf, sizeof buf));
+  EXPECT_TRUE(env.process_start().argv_cut());
+  EXPECT_EQ(env.process_start().argv_size(), 3);
 
   env = decode(buf, preload::encode_free_failed(99, 1, preload::Stack{}, buf, sizeof buf));
   EXPECT_EQ(env.free_failed().free_seq(), 99u);

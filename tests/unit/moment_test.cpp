@@ -41,6 +41,11 @@ TEST(Moment, ParsesEachForm) {
   EXPECT_THROW(analysis::parse_moment("seq:-1"), analysis::BadMoment);
   EXPECT_THROW(analysis::parse_moment("+5"), analysis::BadMoment);
   EXPECT_THROW(analysis::parse_moment("+fast"), analysis::BadMoment);
+  // Past the latest time a trace holds: refused, not wrapped to a time before every event.
+  EXPECT_EQ(analysis::parse_moment("9223372036854775807").ns, INT64_MAX);
+  EXPECT_THROW(analysis::parse_moment("9223372036854775808"), analysis::BadMoment);
+  EXPECT_THROW(analysis::parse_moment("18446744073709551615"), analysis::BadMoment);
+  EXPECT_THROW(analysis::parse_moment("+9300000000s"), analysis::BadMoment);
 }
 
 class MomentOnTrace : public testing::AllocatorTraceTest {

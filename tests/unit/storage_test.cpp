@@ -95,7 +95,9 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   full.device = 3;
   full.stream = kHighBits;
   full.address = kHighBits;
-  full.size = kHighBits;
+  // A successful allocation's size is below 2^63 (the reader refuses another as damaged); a
+  // failed call's request may be any size_t (the failed row below).
+  full.size = kHighBits >> 1;
   full.requested_size = 12345;
   full.flags = 0xffff'ffff;
   full.pool = kHighBits;
@@ -109,6 +111,8 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   AllocationRow failed = sample_allocation(3, 4);
   failed.address = 0;
   failed.result = 2;
+  failed.size = kHighBits;
+  failed.requested_size = kHighBits;
   writer->add_allocation(failed);
   writer->add_bad_free({1, 1, 5, 50, 2, api::kCudaFree, 0xdead, 1, 2, "call_failed"});
   writer->add_bad_free(
@@ -199,7 +203,7 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   EXPECT_EQ(a.device, 3);
   EXPECT_EQ(a.stream, kHighBits);
   EXPECT_EQ(a.address, kHighBits);
-  EXPECT_EQ(a.size, kHighBits);
+  EXPECT_EQ(a.size, kHighBits >> 1);
   EXPECT_EQ(a.requested_size, 12345u);
   EXPECT_EQ(a.flags, 0xffff'ffffu);
   EXPECT_EQ(a.pool, kHighBits);
@@ -222,6 +226,8 @@ TEST(TraceWriterTest, EveryValueWrittenIsReadBack) {
   EXPECT_TRUE(allocations[1].live_at_end());
   EXPECT_TRUE(allocations[2].failed());
   EXPECT_FALSE(allocations[2].live_at_end());
+  EXPECT_EQ(allocations[2].allocation.size, kHighBits);  // what the failed call asked for
+  EXPECT_EQ(allocations[2].allocation.requested_size, kHighBits);
 
   AllocationFilter live;
   live.lifetime = AllocationFilter::Lifetime::kLiveAtEnd;

@@ -93,9 +93,9 @@ VRAMTRACE_API unsigned long long vramtrace_checkpoint(void);
  * *summary, and writes a report of the largest live stacks (text, one frame a line) to
  * `report`, NUL-terminated, cut at report_size - 1 bytes (report may be NULL with size 0).
  * Waits at most timeout_ms for the collector. Returns the report's whole length (as snprintf
- * does), or: -1 not recording (or checkpoint 0), -2 no answer in time (or the collector is
- * gone), -3 the collector does not know the checkpoint (already asked about, or dropped:
- * at most 64 are kept open per process). */
+ * does), or: -1 not recording (or checkpoint 0), -2 no answer in time, -3 the collector does
+ * not know the checkpoint (already asked about, or dropped: at most 64 are kept open per
+ * process), -4 the collector went away (killed, or stopped recording) before it answered. */
 VRAMTRACE_API long vramtrace_live_since(unsigned long long checkpoint,
                                         vramtrace_live_summary* summary, char* report,
                                         unsigned long report_size, int timeout_ms);
