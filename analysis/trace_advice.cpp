@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "analysis/allocator_state.h"
@@ -286,6 +287,27 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     if (m.start.type == storage::kMarkerRange && is_selected(processes, m.start.upid))
       ranges[m.start.upid].push_back(std::move(m));
   }
+  // What each process needs, found once for all of them: a job can have 100,000 processes, and a
+  // query or a walk of every peak per process made the summary quadratic in them.
+  std::unordered_map<std::int64_t, std::vector<const DevicePeak*>> block_peaks_of, device_peaks_of;
+  for (const DevicePeak& peak : block_peaks) block_peaks_of[peak.upid].push_back(&peak);
+  for (const DevicePeak& peak : device_peaks) device_peaks_of[peak.upid].push_back(&peak);
+  std::map<int, std::uint64_t> processes_on_device;
+  for (const DevicePeak& peak : device_peaks) ++processes_on_device[peak.device];
+  // Each process's pinned allocations and frees, as (seq, is a free, size), from one scan.
+  std::unordered_map<std::int64_t, std::vector<std::tuple<std::uint64_t, bool, std::uint64_t>>>
+      pinned_events;
+  {
+    storage::AllocationFilter pinned;
+    pinned.kind = kind::kHostPinned;
+    pinned.outcome = storage::AllocationFilter::Outcome::kSucceeded;
+    trace.for_each_allocation(pinned, [&](const storage::AllocationRecord& r) {
+      if (!is_selected(processes, r.allocation.upid)) return;
+      auto& events = pinned_events[r.allocation.upid];
+      events.emplace_back(r.allocation.alloc_seq, false, r.allocation.size);
+      if (r.free) events.emplace_back(r.free->free_seq, true, r.allocation.size);
+    });
+  }
   std::unique_ptr<ProcessHistory> history;
   for (const storage::ProcessRecord& process : trace.processes()) {
     if (!is_selected(processes, process.start.upid)) continue;
@@ -297,8 +319,7 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     // A process whose tensors the trace saw has its rules read the live sets at its peaks, and,
     // when it has ranges, is swept event by event for the range rules; otherwise the sweep reads
     // its pinned allocations alone, for the pinned memory rule.
-    const bool tensors = std::any_of(block_peaks.begin(), block_peaks.end(),
-                                     [&](const DevicePeak& peak) { return peak.upid == p.upid; });
+    const bool tensors = block_peaks_of.contains(p.upid);
     if (tensors) {
       if (!history) history = std::make_unique<ProcessHistory>(trace);
       p.history = history.get();
@@ -310,16 +331,8 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
                        e.size);
       });
     } else {
-      storage::AllocationFilter pinned;
-      pinned.upid = p.upid;
-      pinned.kind = kind::kHostPinned;
-      pinned.outcome = storage::AllocationFilter::Outcome::kSucceeded;
-      // (seq, is a free, size): frees sort before allocations of the same number.
-      std::vector<std::tuple<std::uint64_t, bool, std::uint64_t>> events;
-      trace.for_each_allocation(pinned, [&](const storage::AllocationRecord& r) {
-        events.emplace_back(r.allocation.alloc_seq, false, r.allocation.size);
-        if (r.free) events.emplace_back(r.free->free_seq, true, r.allocation.size);
-      });
+      // Frees sort before allocations of the same number.
+      auto& events = pinned_events[p.upid];
       std::sort(events.begin(), events.end(), [](const auto& a, const auto& b) {
         return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
                                                 : std::get<1>(a) > std::get<1>(b);
@@ -332,18 +345,14 @@ std::vector<Advice> build_trace_advice(const storage::TraceReader& trace,
     p.pinned = sweep.pinned();
     p.pinned_allocations = sweep.pinned_allocations();
     if (tensors) {
-      for (const DevicePeak& peak : block_peaks)
-        if (peak.upid == p.upid) advise_fragmentation(p, peak, &advice);
-      for (const DevicePeak& peak : device_peaks) {
-        if (peak.upid != p.upid) continue;
-        const auto others =
-            std::count_if(device_peaks.begin(), device_peaks.end(), [&](const DevicePeak& other) {
-              return other.upid != p.upid && other.device == peak.device;
-            });
-        advise_empty_cache(p, peak, static_cast<std::uint64_t>(others), &advice);
+      for (const DevicePeak* peak : block_peaks_of[p.upid]) advise_fragmentation(p, *peak, &advice);
+      for (const DevicePeak* peak : device_peaks_of[p.upid]) {
+        // The other processes that used the device (a process has one peak per device).
+        const std::uint64_t others = processes_on_device[peak->device] - 1;
+        advise_empty_cache(p, *peak, others, &advice);
       }
-      for (const DevicePeak& peak : block_peaks)
-        if (peak.upid == p.upid) advise_live_tensors(trace, p, peak, &advice);
+      for (const DevicePeak* peak : block_peaks_of[p.upid])
+        advise_live_tensors(trace, p, *peak, &advice);
       advise_evaluation(p, &advice);
     }
     advise_pinned(p, &advice);

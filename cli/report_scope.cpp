@@ -109,7 +109,12 @@ ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& 
 }
 
 void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope) {
-  if (scope.filter.empty() && scope.allocations.empty()) return;
+  if (std::optional<nlohmann::ordered_json> filters = filters_json(scope))
+    (*document)["filters"] = std::move(*filters);
+}
+
+std::optional<nlohmann::ordered_json> filters_json(const ReportScope& scope) {
+  if (scope.filter.empty() && scope.allocations.empty()) return std::nullopt;
   nlohmann::ordered_json filters = nlohmann::ordered_json::object();
   if (scope.filter.pid) filters["pid"] = *scope.filter.pid;
   if (scope.filter.rank) filters["rank"] = *scope.filter.rank;
@@ -119,7 +124,7 @@ void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope
   if (scope.filter.backend) filters["backend"] = *scope.filter.backend;
   if (!scope.filter.empty())
     filters["upids"] = scope.processes ? *scope.processes : std::set<std::int64_t>{};
-  (*document)["filters"] = std::move(filters);
+  return filters;
 }
 
 }  // namespace vramtrace::cli

@@ -64,5 +64,7 @@ ReportScope resolve_scope(const storage::TraceReader& trace, const std::string& 
 // given ("pid", "rank", "host", "device", "kind") and, with a process filter, the matching
 // processes' "upids".
 void add_filters_json(nlohmann::ordered_json* document, const ReportScope& scope);
+// The same "filters" object, or nullopt where the scope has no filter.
+std::optional<nlohmann::ordered_json> filters_json(const ReportScope& scope);
 
 }  // namespace vramtrace::cli

@@ -78,11 +78,18 @@ std::string process_label(const storage::ProcessRecord& process) {
   return label;
 }
 
-std::string process_label(const analysis::Summary& summary, const analysis::DevicePeak& peak) {
-  for (const storage::ProcessRecord& process : summary.processes) {
-    if (process.start.upid == peak.upid) return process_label(process);
-  }
-  return fmt::format("pid {}", peak.pid);
+// The summary's processes by upid, for the lines that name one (a job can have 100,000).
+using ProcessesByUpid = std::unordered_map<std::int64_t, const storage::ProcessRecord*>;
+ProcessesByUpid processes_by_upid(const analysis::Summary& summary) {
+  ProcessesByUpid by_upid;
+  for (const storage::ProcessRecord& process : summary.processes)
+    by_upid[process.start.upid] = &process;
+  return by_upid;
+}
+
+std::string process_label(const ProcessesByUpid& processes, std::int64_t upid, std::uint32_t pid) {
+  const auto named = processes.find(upid);
+  return named == processes.end() ? fmt::format("pid {}", pid) : process_label(*named->second);
 }
 
 // "1.0 GiB in 2 reservations, 512.0 MiB live at the end"
@@ -227,7 +234,8 @@ std::string roles_line(const analysis::RoleTotals& roles, bool several_devices) 
 
 }  // namespace
 
-Json summary_json(const std::string& trace_path, const analysis::Summary& summary) {
+void write_summary_json(const std::string& trace_path, const analysis::Summary& summary,
+                        JsonObjectWriter& writer) {
   // Each image's place in its exec chain (process_chains.h): the image it replaced, and whether
   // it recorded GPU events itself. Found once, by upid: a job can have 100,000 processes.
   struct ChainPlace {
@@ -242,15 +250,25 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
       place.gpu_events = chain.gpu && i == chain.named;
     }
   }
-  Json processes = Json::array();
-  for (const auto& process : summary.processes) {
-    Json entry = process_json(process);
-    const auto place = places.find(process.start.upid);
-    entry["exec_from"] =
-        optional_json(place == places.end() ? std::nullopt : place->second.exec_from);
-    entry["gpu_process"] = place != places.end() && place->second.gpu_events;
-    processes.push_back(std::move(entry));
-  }
+  writer.members({{"trace", trace_path},
+                  {"incomplete", !summary.trace_complete},
+                  {"warnings", summary.warnings},
+                  {"vramtrace_version", optional_json(summary.vramtrace_version)},
+                  {"command", summary.command},
+                  {"start_ns", summary.start_ns},
+                  {"end_ns", summary.end_ns},
+                  {"duration_ns", summary.duration_ns}});
+  // One entry per process, written as it is made.
+  writer.array_member("processes", [&](const auto& write) {
+    for (const auto& process : summary.processes) {
+      Json entry = process_json(process);
+      const auto place = places.find(process.start.upid);
+      entry["exec_from"] =
+          optional_json(place == places.end() ? std::nullopt : place->second.exec_from);
+      entry["gpu_process"] = place != places.end() && place->second.gpu_events;
+      write(entry);
+    }
+  });
   Json kinds = Json::array();
   for (const auto& kind : summary.kinds) kinds.push_back(kind_json(kind));
   Json peaks = Json::array();
@@ -301,16 +319,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
                      {"value", stat.value},
                      {"description", stat.description}});
   }
-  return {
-      {"trace", trace_path},
-      {"incomplete", !summary.trace_complete},
-      {"warnings", summary.warnings},
-      {"vramtrace_version", optional_json(summary.vramtrace_version)},
-      {"command", summary.command},
-      {"start_ns", summary.start_ns},
-      {"end_ns", summary.end_ns},
-      {"duration_ns", summary.duration_ns},
-      {"processes", std::move(processes)},
+  writer.members({
       {"kinds", std::move(kinds)},
       {"ended_at_python_finalizing", summary.ended_at_python_finalizing},
       {"peaks", std::move(peaks)},
@@ -324,7 +333,7 @@ Json summary_json(const std::string& trace_path, const analysis::Summary& summar
       {"block_peaks", std::move(block_peaks)},
       {"advice", advice_json(summary.advice)},
       {"backends", backend_comparison_json(summary.backends)},
-  };
+  });
 }
 
 std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
@@ -382,10 +391,11 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
       "\npeak live device memory (device, managed, async and mapped virtual memory, per "
       "process):\n";
   if (summary.peaks.empty()) text += "  none\n";
+  const ProcessesByUpid by_upid = processes_by_upid(summary);
   for (const analysis::DevicePeak& peak : summary.peaks) {
-    text +=
-        fmt::format("  {}, device {}: {} at +{}\n", process_label(summary, peak), peak.device,
-                    format_bytes_exact(peak.bytes), format_seconds(peak.at_ns - summary.start_ns));
+    text += fmt::format("  {}, device {}: {} at +{}\n", process_label(by_upid, peak.upid, peak.pid),
+                        peak.device, format_bytes_exact(peak.bytes),
+                        format_seconds(peak.at_ns - summary.start_ns));
   }
   // What nvidia-smi shows can be more: a stream-ordered pool holds whole granules and keeps
   // what is freed, and no call the trace sees says how much (docs/measurements/).
@@ -405,15 +415,13 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     text += "  not looked at (--level segment)\n";
   else if (summary.allocator.empty())
     text += "  no processes\n";
-  std::unordered_map<std::int64_t, const storage::ProcessRecord*> by_upid;
-  for (const storage::ProcessRecord& process : summary.processes)
-    by_upid[process.start.upid] = &process;
   const std::unordered_set<std::int64_t> used_gpu = gpu_images(summary);
+  std::unordered_map<std::int64_t, std::vector<std::size_t>> block_peaks_of;  // indexes, by upid
+  for (std::size_t i = 0; i < summary.block_peaks.size(); ++i)
+    block_peaks_of[summary.block_peaks[i].upid].push_back(i);
   for (const analysis::AllocatorTotals& a : summary.allocator) {
     if (!all_processes && scope.empty() && !used_gpu.contains(a.upid)) continue;
-    const auto named = by_upid.find(a.upid);
-    const std::string label =
-        named == by_upid.end() ? fmt::format("pid {}", a.pid) : process_label(*named->second);
+    const std::string label = process_label(by_upid, a.upid, a.pid);
     if (!a.allocator_events) {
       text += fmt::format("  {}: no allocator events (segment level only)\n", label);
       continue;
@@ -430,12 +438,10 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
     if (a.blocks_without_segment != 0)
       text += fmt::format("    {} with no recorded segment\n",
                           count_of(a.blocks_without_segment, "block", "blocks"));
-    const bool several_devices =
-        std::count_if(summary.block_peaks.begin(), summary.block_peaks.end(),
-                      [&](const analysis::DevicePeak& p) { return p.upid == a.upid; }) > 1;
-    for (std::size_t i = 0; i < summary.block_peaks.size(); ++i) {
+    const std::vector<std::size_t>& peaks = block_peaks_of[a.upid];
+    const bool several_devices = peaks.size() > 1;
+    for (const std::size_t i : peaks) {
       const analysis::DevicePeak& peak = summary.block_peaks[i];
-      if (peak.upid != a.upid) continue;
       text += fmt::format("    peak live blocks, device {}: {} at +{}\n", peak.device,
                           format_bytes_exact(peak.bytes),
                           format_seconds(peak.at_ns - summary.start_ns));
@@ -491,26 +497,29 @@ analysis::Summary summary_of(const storage::TraceReader& trace, const ReportScop
 
 void register_summary_command(CLI::App& app, int* exit_status) {
   auto all_processes = std::make_shared<bool>(false);
-  register_report_command(
-      app, exit_status,
-      {"summary", "Summarize a trace: processes, duration, memory by kind, peaks, problems, advice",
-       [](const std::string& path, const storage::TraceReader& trace, const ReportScope& scope) {
-         return summary_json(path, summary_of(trace, scope));
-       },
-       [all_processes](const std::string& path, const storage::TraceReader& trace,
-                       const ReportScope& scope) {
-         return summary_text(path, summary_of(trace, scope), scope.describe(), *all_processes);
-       },
-       [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
-         return summary_csv(summary_of(trace, scope, /*roles=*/false));
-       },
-       [all_processes](CLI::App* command) {
-         command->add_flag(
-             "--all-processes", *all_processes,
-             "List every process, also those that recorded no GPU memory, and each image a pid "
-             "exec'd (by default they are summed up in one line; a process filter lists what it "
-             "matches)");
-       }});
+  ReportCommand summary{
+      "summary",
+      "Summarize a trace: processes, duration, memory by kind, peaks, problems, advice",
+      nullptr,
+      [all_processes](const std::string& path, const storage::TraceReader& trace,
+                      const ReportScope& scope) {
+        return summary_text(path, summary_of(trace, scope), scope.describe(), *all_processes);
+      },
+      [](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
+        return summary_csv(summary_of(trace, scope, /*roles=*/false));
+      },
+      [all_processes](CLI::App* command) {
+        command->add_flag(
+            "--all-processes", *all_processes,
+            "List every process, also those that recorded no GPU memory, and each image a pid "
+            "exec'd (by default they are summed up in one line; a process filter lists what it "
+            "matches)");
+      }};
+  summary.json_members = [](const std::string& path, const storage::TraceReader& trace,
+                            const ReportScope& scope, JsonObjectWriter& writer) {
+    write_summary_json(path, summary_of(trace, scope), writer);
+  };
+  register_report_command(app, exit_status, std::move(summary));
 }
 
 }  // namespace vramtrace::cli

@@ -7,15 +7,17 @@
 #include <string>
 
 #include "analysis/summary.h"
+#include "cli/json_object_writer.h"
 
 namespace vramtrace::cli {
 
 // Adds the `summary` subcommand to `app`; when it runs, its exit status goes to *exit_status.
 void register_summary_command(CLI::App& app, int* exit_status);
 
-// The JSON document of docs/cli.md, for the trace named `trace_path`.
-nlohmann::ordered_json summary_json(const std::string& trace_path,
-                                    const analysis::Summary& summary);
+// The JSON document of docs/cli.md, for the trace named `trace_path`, a member at a time: its
+// processes one entry at a time.
+void write_summary_json(const std::string& trace_path, const analysis::Summary& summary,
+                        JsonObjectWriter& writer);
 // `scope` describes the processes it covers when a filter chose them; empty: the whole trace.
 // The processes that recorded no GPU memory are one line, unless `all_processes` or a filter
 // chose the processes.

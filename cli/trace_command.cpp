@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <optional>
+#include <string_view>
 
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
@@ -69,12 +71,23 @@ void register_report_command(CLI::App& app, int* exit_status, ReportCommand comm
           std::string output;
           {
             // Erased before the report is printed, so that the two never mix on a terminal.
-            const ProgressLine progress(
+            std::optional<ProgressLine> progress(
+                std::in_place,
                 fmt::format("vramtrace {}: reading {}", command.name, options->trace));
             const ReportScope scope = resolve_scope(trace, options->trace, options->report);
             if (options->report.format == OutputFormat::kCsv) {
               if (!command.csv) throw ReportRefusal("--format csv: this report has no CSV form");
               output = command.csv(options->trace, trace, scope);
+            } else if (options->report.format == OutputFormat::kJson && command.json_members) {
+              // Printed as it is written, once the report is made: it can be as large as the
+              // trace.
+              JsonObjectWriter writer([&](std::string_view text) {
+                progress.reset();
+                std::fwrite(text.data(), 1, text.size(), stdout);
+              });
+              command.json_members(options->trace, trace, scope, writer);
+              if (const auto filters = filters_json(scope)) writer.member("filters", *filters);
+              writer.finish();
             } else if (options->report.format == OutputFormat::kJson) {
               nlohmann::ordered_json document = command.json(options->trace, trace, scope);
               add_filters_json(&document, scope);

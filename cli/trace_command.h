@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/json_object_writer.h"
 #include "cli/report_scope.h"
 #include "storage/trace_reader.h"
 
@@ -49,6 +50,11 @@ struct ReportCommand {
   std::function<void(CLI::App*)> add_options;
   // The text shows stacks: the command takes --native (ReportScope::stacks).
   bool shows_stacks = false;
+  // Instead of `json`, for a document as large as the trace (one entry per process): writes it
+  // a member at a time, with the same text (json_object_writer.h).
+  std::function<void(const std::string& path, const storage::TraceReader&, const ReportScope&,
+                     JsonObjectWriter&)>
+      json_members;
 };
 void register_report_command(CLI::App& app, int* exit_status, ReportCommand command);
 

@@ -284,16 +284,20 @@ struct TraceReader::Impl {
   // A JSON array of strings (process.argv, meta 'command'). Anything else (damaged, or written
   // by another tool; damaged_fields() names it) reads as one string, the text as it is stored,
   // so that the rest of the trace still reads.
+  // Prepared once: a trace can hold 100,000 processes, and preparing was most of reading them.
   std::vector<std::string> decode_string_array(const std::string& json) {
-    // CASE tries its branches in order: json_type() never sees text that is not JSON.
-    Statement statement = prepare(
-        "SELECT value FROM json_each(CASE WHEN NOT json_valid(?1) THEN json_array(?1) "
-        "WHEN json_type(?1) = 'array' THEN ?1 ELSE json_array(?1) END)");
-    statement.bind_text(1, json);
+    if (!string_array) {
+      // CASE tries its branches in order: json_type() never sees text that is not JSON.
+      string_array = std::make_unique<Statement>(
+          prepare("SELECT value FROM json_each(CASE WHEN NOT json_valid(?1) THEN json_array(?1) "
+                  "WHEN json_type(?1) = 'array' THEN ?1 ELSE json_array(?1) END)"));
+    }
+    string_array->bind_text(1, json);
     std::vector<std::string> strings;
-    each_row(statement, [&](const Statement& row) { strings.push_back(row.text(0)); });
+    each_row(*string_array, [&](const Statement& row) { strings.push_back(row.text(0)); });
     return strings;
   }
+  std::unique_ptr<Statement> string_array;  // decode_string_array()'s
 
   // Checks identity and version, then loads the small tables. Returns the failure, if any.
   std::optional<OpenFailure> validate_and_load() {
