@@ -295,6 +295,25 @@ TEST_F(CliHostileNamesTest, MarkdownKeepsTheNameInsideItsCodeBlock) {
   EXPECT_NE(text.find("\n````\n"), std::string::npos) << text;
 }
 
+// A test's id from pytest's parametrize can hold a pipe and backticks: the "Leaks by test" table
+// keeps it in its cell, in a code span its backticks cannot close.
+TEST_F(CliHostileNamesTest, ATestIdStaysInItsMarkdownCell) {
+  execute(
+      "INSERT INTO marker(id, upid, utid, type, source, name, start_seq, start_ns, end_seq, "
+      "end_ns) SELECT 900, upid, (SELECT min(utid) FROM thread WHERE thread.upid = process.upid), "
+      "'range', 'api', 'test:t[a|b]``x', 0, 0, 1000000, 0 FROM process ORDER BY upid LIMIT 1;");
+  const std::filesystem::path md = dir_ / "tests.md";
+  vramtrace({"gate", "--markdown", md.string()});
+  const std::string text = slurp(md);
+  const std::size_t row = text.find("\n| ```t[a\\|b]``x``` | ");
+  ASSERT_NE(row, std::string::npos) << text;
+  const std::string line = text.substr(row + 1, text.find('\n', row + 1) - row - 1);
+  std::size_t cells = 0;  // unescaped pipes
+  for (std::size_t i = 0; i < line.size(); ++i)
+    cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(cells, 3u) << line;
+}
+
 TEST_F(CliHostileNamesTest, JsonAndJUnitCarryTheNameEscapedForTheirFormat) {
   const CommandResult leaks = vramtrace({"leaks", "--format", "json"});
   ASSERT_EQ(leaks.exit_status, 0) << leaks.err;

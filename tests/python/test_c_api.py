@@ -11,7 +11,7 @@ from typing import List, Optional, Tuple
 from unittest import mock
 
 import vramtrace
-from vramtrace import _markers, _shim
+from vramtrace import _live, _markers, _shim
 
 
 class FakeCApi:
@@ -202,6 +202,29 @@ class CApiLookupTest(unittest.TestCase):
 
         with mock.patch.object(_shim.ctypes, "CDLL", lambda _: Process()):
             self.assertIsNone(_shim.find_c_api())
+
+
+class LiveQueryAnswers(unittest.TestCase):
+    """What each status of vramtrace_live_since() says to the person whose test was judged."""
+
+    def ask(self, status: int) -> str:
+        def live_since(point, summary, report, size, timeout_ms) -> int:  # noqa: ANN001
+            return status
+
+        fake = FakeCApi().api()._replace(checkpoint=lambda: 1, live_since=live_since)
+        previous = _markers._use_api_for_testing(fake)
+        self.addCleanup(_markers._use_api_for_testing, previous)
+        with self.assertRaises(_live.LiveQueryError) as raised:
+            _live.live_since(1, timeout_s=120)
+        return str(raised.exception)
+
+    def test_a_collector_gone_is_not_a_collector_slow(self) -> None:
+        # -4 comes at once: "did not answer within 120 s" would be false, and send the reader
+        # looking for a slow collector.
+        self.assertIn("went away", self.ask(-4))
+        self.assertNotIn("120", self.ask(-4))
+        self.assertIn("did not answer within 120 s", self.ask(-2))
+        self.assertIn("does not know the checkpoint", self.ask(-3))
 
 
 if __name__ == "__main__":
