@@ -41,6 +41,16 @@ std::string pick_runtime_dir(const std::string& requested) {
   return "/tmp";
 }
 
+// The program a process runs now (/proc/PID/exe's target); empty where it cannot be read.
+std::string program_of(pid_t pid) {
+  char target[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = readlink(link.c_str(), target, sizeof target);
+  return n > 0 && static_cast<size_t>(n) < sizeof target
+             ? std::string(target, static_cast<size_t>(n))
+             : std::string();
+}
+
 }  // namespace
 
 struct CollectorServer::Connection {
@@ -51,6 +61,9 @@ struct CollectorServer::Connection {
   // exited. A program may close the socket and run on; its ring is then read until it exits.
   int pidfd = -1;
   bool detached = false;  // the socket is gone (closed, or the process exec'd), the process not
+  // Detached because the process exec'd another program (its exe is no longer the one it
+  // announced): unless the new image connects, the shim was not loaded into it.
+  bool exec_seen = false;
   void* mapping = nullptr;
   uint64_t mapped_bytes = 0;
   ring::RingConsumer consumer;
@@ -296,7 +309,12 @@ size_t CollectorServer::poll_once(int timeout_ms) {
       if (delivered == kRecordsPerTurn) rings_behind_ = true;
     }
     if (c.detached) {
-      if (revents != 0 || c.corrupt || replaced_by_exec(c)) gone.push_back(i);
+      const bool replaced = replaced_by_exec(c);
+      if (revents != 0 || c.corrupt || replaced) {
+        // It ended in a program the shim never reached: LD_PRELOAD removed, or set-user-ID.
+        if (!replaced && c.exec_seen) ingest_.exec_untraced(c.ring_id);
+        gone.push_back(i);
+      }
       continue;
     }
     bool hung_up = (revents & (POLLHUP | POLLERR)) != 0;
@@ -314,6 +332,12 @@ size_t CollectorServer::poll_once(int timeout_ms) {
       close(c.fd);
       c.fd = -1;
       c.detached = true;
+      // After an exec the exe is the new program's already: the kernel closes the old image's
+      // descriptors once the new one is in place. What the process ran before is what it
+      // announced (the collector may only now have accepted its ring).
+      const std::string announced = ingest_.program(c.ring_id);
+      const std::string now = program_of(c.pid);
+      c.exec_seen = !announced.empty() && !now.empty() && now != announced;
       continue;
     }
     if (hung_up || c.corrupt) gone.push_back(i);
@@ -339,6 +363,7 @@ void CollectorServer::close_all() {
   for (size_t i = connections_.size(); i-- > 0;) {
     Connection& c = *connections_[i];
     if (c.ring_id < 0 && !c.corrupt) accept_one(i);
+    if (c.detached && c.exec_seen && !replaced_by_exec(c)) ingest_.exec_untraced(c.ring_id);
     retire(i, /*hung_up=*/false);
   }
 }

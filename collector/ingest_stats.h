@@ -36,6 +36,9 @@ namespace vramtrace::collector {
   X(kRecordingStopped, "recording_stopped", kDataLoss, kIfCounted,                                \
     "processes that stopped recording while they ran on (the collector stalled or went away): "   \
     "their events after that are missing")                                                        \
+  X(kExecUntraced, "exec_untraced", kDataLoss, kIfCounted,                                        \
+    "processes that exec'd a program the shim was not loaded into (LD_PRELOAD removed from its "  \
+    "environment, or a set-user-ID program): what that program did is not in the trace")          \
   X(kProcessStartMissing, "process_start_missing", kDataLoss, kIfCounted,                         \
     "rings whose first record was not the process's start")                                       \
   X(kProcessStartRepeated, "process_start_repeated", kError, kIfCounted,                          \

@@ -34,6 +34,7 @@ void ProcessTracker::start(Process& p, int64_t time_ns, const wire::ProcessStart
   row.uid = m.uid();
   row.host = m.hostname();
   row.exe = m.exe();
+  p.exe = m.exe();
   row.argv.assign(m.argv().begin(), m.argv().end());
   if (m.argv_cut()) stats_.add(Stat::kProcessArgvCut);
   row.start_ns = time_ns;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +35,7 @@ class ProcessTracker {
     bool complete = false;  // as close() was told
     std::optional<int> exit_status, signal;
     int64_t last_ns = 0;  // the latest record's time
+    std::string exe;      // as the process announced it (/proc/self/exe): what it ran then
   };
 
   // A process's threads, dropped with its ring.

@@ -215,6 +215,15 @@ void TraceIngest::recording_stopped(int64_t) {
   stats_.add(Stat::kRecordingStopped);
 }
 
+void TraceIngest::exec_untraced(int64_t) {
+  stats_.add(Stat::kExecUntraced);
+}
+
+std::string TraceIngest::program(int64_t ring_id) {
+  const Ring* r = ring_for(ring_id);
+  return r != nullptr ? r->process->exe : std::string();
+}
+
 void TraceIngest::set_wait_status(uint32_t pid, int wait_status) {
   processes_.set_wait_status(pid, wait_status);
 }

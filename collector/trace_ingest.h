@@ -51,6 +51,10 @@ class TraceIngest {
   // The ring's process stopped recording while it ran on (the ring's header says so): counts
   // the loss.
   void recording_stopped(int64_t ring_id);
+  // The ring's process exec'd a program the shim was not loaded into: counts the loss.
+  void exec_untraced(int64_t ring_id);
+  // The program the ring's process announced it runs; empty before it did.
+  std::string program(int64_t ring_id);
   // How the process `pid` ended, as waitpid reports it: from the collector's own waitpid on
   // the traced command, or from a traced parent that reaped it (ChildExit). It applies to
   // the latest process with that pid (exec keeps the pid); one not seen yet keeps it until

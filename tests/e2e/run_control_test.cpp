@@ -84,7 +84,9 @@ TEST_F(RunControlTest, ASignalThatWouldKillRunEndsTheCommandAndTheTraceIsFinishe
   EXPECT_EQ(run.exit_code(), 128 + SIGUSR1) << run.err;
   TraceQuery q(trace());
   EXPECT_EQ(q.integer("SELECT value FROM meta WHERE key = 'complete'"), 1);
-  EXPECT_EQ(q.integer("SELECT count(*) FROM process WHERE signal = " + std::to_string(SIGUSR1)), 1);
+  // The process's last image (the shell's, or the `sleep` it exec'd if the signal came after the
+  // exec) ended of it.
+  EXPECT_EQ(q.integer("SELECT signal FROM process ORDER BY upid DESC LIMIT 1"), SIGUSR1);
 }
 
 // `run` killed outright (SIGKILL cannot be passed on): the command dies with it rather than run
@@ -199,6 +201,31 @@ TEST_F(RunControlTest, ArgumentsPastTheShimsBufferAreLeftOutWholeAndCounted) {
   EXPECT_EQ(q.integer("SELECT length(json_extract(" + sh + ", '$[3]'))"), 10000);
   EXPECT_EQ(q.integer("SELECT count(*) FROM process WHERE argv LIKE '%BBBB%'"), 0);
   EXPECT_EQ(q.integer("SELECT value FROM stats WHERE name = 'process_argv_cut'"), 1);
+}
+
+// A process that execs a program with LD_PRELOAD taken out of its environment runs that
+// program untraced: the trace says so (exec_untraced, data loss), `run`'s last lines warn, and
+// the gate does not vouch for it. A program exec'd with the shim kept is no gap.
+TEST_F(RunControlTest, AProgramExecdWithoutTheShimIsAGapInTheTrace) {
+  for (const bool keep : {false, true}) {
+    SCOPED_TRACE(keep ? "LD_PRELOAD kept" : "LD_PRELOAD removed");
+    fs::remove(trace());
+    ProcessOptions o;
+    o.argv = {VRAMTRACE_BIN, "run",
+              "-o",          trace(),
+              "--",          "sh",
+              "-c",          keep ? "exec env sleep 0.2" : "exec env -u LD_PRELOAD sleep 0.2"};
+    o.deadline = 60s;
+    const ProcessResult run = run_process(o);
+    ASSERT_EQ(run.exit_code(), 0) << run.err;
+    TraceQuery q(trace());
+    EXPECT_EQ(q.integer("SELECT count(*) FROM stats WHERE name = 'exec_untraced'"), keep ? 0 : 1);
+    const ProcessResult gate =
+        run_process({{VRAMTRACE_BIN, "gate", trace(), "--max-leaked-bytes", "0"}});
+    EXPECT_EQ(gate.exit_code(), keep ? 0 : 3) << gate.out << gate.err;
+    EXPECT_EQ(run.err.find("warning: data_loss: exec_untraced = 1") != std::string::npos, !keep)
+        << run.err;
+  }
 }
 
 }  // namespace
