@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "viewer/widgets/main_window.h"
 #include "viewer/widgets/timeline_widget.h"
@@ -33,9 +34,8 @@ int report_first_picture(vramtrace::viewer::MainWindow& window, const QElapsedTi
 }  // namespace
 
 int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  QApplication::setApplicationName(QStringLiteral("vramtrace-gui"));
-  QApplication::setApplicationVersion(QStringLiteral(VRAMTRACE_VERSION));
+  QCoreApplication::setApplicationName(QStringLiteral("vramtrace-gui"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(VRAMTRACE_VERSION));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral(
@@ -59,6 +59,23 @@ int main(int argc, char** argv) {
       QStringLiteral("with --time-first-picture: also save that picture of the window to PNG"),
       QStringLiteral("PNG"));
   parser.addOption(screenshot);
+  // Answered before the window system is asked for: they need no display (QApplication aborts
+  // without one). The rest is parsed once QApplication has taken its own options (-platform).
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;
+    if (word == "-h" || word == "--help" || word == "-?") {
+      std::fputs(qPrintable(parser.helpText().replace(QStringLiteral("<executable_name>"),
+                                                      QStringLiteral("vramtrace-gui"))),
+                 stdout);
+      return 0;
+    }
+    if (word == "-v" || word == "--version") {
+      std::printf("vramtrace-gui %s\n", VRAMTRACE_VERSION);
+      return 0;
+    }
+  }
+  QApplication app(argc, argv);
   parser.process(app);
   QElapsedTimer since_start;
   since_start.start();
