@@ -351,10 +351,17 @@ size_t CollectorServer::poll_once(int timeout_ms) {
 }
 
 // After exec the process's new image connects with the same pid; the old image's ring will
-// get nothing more.
+// get nothing more. Connections are kept in the order they came: a later one of the same pid
+// is a later image, even one that has since exec'd in its turn (and is detached too).
 bool CollectorServer::replaced_by_exec(const Connection& detached) const {
-  for (const auto& c : connections_)
-    if (!c->detached && c->ring_id >= 0 && c->pid == detached.pid) return true;
+  bool later = false;
+  for (const auto& c : connections_) {
+    if (c.get() == &detached) {
+      later = true;
+      continue;
+    }
+    if (later && c->pid == detached.pid) return true;
+  }
   return false;
 }
 
