@@ -9,6 +9,7 @@ packages=(
   libunwind-dev libdw-dev libelf-dev
   libprotobuf-dev protobuf-compiler nanopb libnanopb-dev
   libsqlite3-dev sqlite3
+  libzstd-dev            # the simulated GPU reads compressed fat binaries (tests/simcuda)
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   python3 python3-dev python3-pytest

@@ -9,8 +9,10 @@ the trace is read at the marker's sequence number, three ways:
 
 - blocks: the bytes of the allocator blocks live then (kind `block`), which must equal
   `allocated`;
-- segments: the bytes of device allocations and VMM mappings live then, which must equal
-  `reserved` (the process makes no cudaMalloc outside the caching allocator);
+- segments: the bytes of the allocator's segments live then, which must equal `reserved`:
+  VMM mappings (expandable segments), and device allocations that held a block. Device memory
+  that cuBLAS, cuBLASLt or cuDNN take for themselves held no block, and torch does not count
+  it;
 - reported: the allocator's totals carried by its last report before the marker, which must
   equal both.
 
@@ -33,6 +35,18 @@ def live_bytes(db: sqlite3.Connection, upid: int, seq: int, kinds: list) -> int:
         f"SELECT ifnull(sum(size), 0) FROM allocation WHERE upid = ? AND result = 0 "
         f"AND kind IN ({marks}) AND alloc_seq < ? AND (free_seq IS NULL OR free_seq > ?)",
         (upid, *kinds, seq, seq)).fetchone()
+    return total
+
+
+def segment_bytes(db: sqlite3.Connection, upid: int, seq: int, kinds: dict) -> int:
+    """Live VMM mappings, and live device allocations that some block was made in."""
+    (total,) = db.execute(
+        "SELECT ifnull(sum(size), 0) FROM allocation WHERE upid = ?1 AND result = 0 "
+        "AND alloc_seq < ?2 AND (free_seq IS NULL OR free_seq > ?2) "
+        "AND (kind = ?3 OR (kind = ?4 AND id IN "
+        "     (SELECT segment_id FROM allocation WHERE upid = ?1 AND kind = ?5 "
+        "      AND segment_id IS NOT NULL)))",
+        (upid, seq, kinds["vmm_mapping"], kinds["device"], kinds["block"])).fetchone()
     return total
 
 
@@ -75,7 +89,7 @@ def main() -> int:
             continue
         upid, seq = row
         blocks = live_bytes(db, upid, seq, [kinds["block"]])
-        segments = live_bytes(db, upid, seq, [kinds["device"], kinds["vmm_mapping"]])
+        segments = segment_bytes(db, upid, seq, kinds)
         reported = reported_totals(db, upid, seq, kinds["block"])
         want = (sample["allocated"], sample["reserved"])
         if blocks != want[0]:

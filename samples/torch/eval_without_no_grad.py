@@ -9,8 +9,8 @@ train_leak.py does, so the two runs' growth can be compared:
     python eval_without_no_grad.py            # grows
     python eval_without_no_grad.py --no-grad  # flat
 
-The layers are elementwise (a scale and a shift per feature, then a GELU), not nn.Linear, so
-that the simulated GPU of tests/simcuda, which runs no cuBLAS, runs it too."""
+The layers are elementwise (a scale and a shift per feature, then a GELU), which keeps the
+activations the only thing that grows."""
 
 import argparse
 import contextlib

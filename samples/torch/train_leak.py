@@ -8,9 +8,9 @@ against them:
 
     {"marker": "step 3", "allocated": N, "reserved": N, "max_allocated": N, "step_seconds": X}
 
-The model is elementwise (a scale and a shift per feature, twice, with a ReLU between), not
-nn.Linear: the simulated GPU of tests/simcuda runs no cuBLAS, and this way the forward pass,
-the backward pass and AdamW's step still make the caching allocator's real traffic there.
+The model is elementwise (a scale and a shift per feature, twice, with a ReLU between): a
+forward pass, a backward pass and AdamW's step with the caching allocator's real traffic and
+nothing else, so that the numbers are easy to follow.
 
 Usage: python train_leak.py [--steps N]; markers are no-ops when not run under vramtrace."""
 

@@ -278,7 +278,7 @@ TEST_F(Driver, RefusesZeroBytesNullOutputsAndBadFrees) {
   EXPECT_EQ(cuMemHostAlloc(&host, 0, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuMemAllocAsync(&ptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
 
-  EXPECT_EQ(cuMemFree(0), CUDA_ERROR_INVALID_VALUE) << "unlike cudaFree";
+  EXPECT_EQ(cuMemFree(0), CUDA_SUCCESS) << "NVIDIA's runtime frees 0 to make a context";
   EXPECT_EQ(cuMemFreeHost(nullptr), CUDA_ERROR_INVALID_VALUE);
   ASSERT_EQ(cuMemAlloc(&ptr, 4096), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFree(ptr + 512), CUDA_ERROR_INVALID_VALUE) << "not the start";
@@ -1069,51 +1069,28 @@ TEST_F(Driver, PoolAccessIsKeptPerDevice) {
   EXPECT_EQ(cuMemPoolGetAccess(&flags, pool, &location), CUDA_ERROR_INVALID_VALUE);
 }
 
-// The entry points that exist only so that libraries importing them load.
-TEST_F(Driver, KernelsModulesAndTheLinkerAreNotSupported) {
-  CUmodule module = reinterpret_cast<CUmodule>(std::uintptr_t{1});
-  CUfunction function = reinterpret_cast<CUfunction>(std::uintptr_t{1});
+// The entry points that exist only so that libraries importing them load: the linker, tensor
+// maps and graphs. (Modules, kernels and launches: driver_modules_test.cpp.)
+TEST_F(Driver, TheLinkerTensorMapsAndGraphsAreNotSupported) {
   CUlinkState link = reinterpret_cast<CUlinkState>(std::uintptr_t{1});
-  int value = 12345;
-  EXPECT_EQ(cuModuleLoad(&module, "kernels.cubin"), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuModuleLoadData(&module, "image"), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuModuleLoadDataEx(&module, "image", 0, nullptr, nullptr), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(module, reinterpret_cast<CUmodule>(std::uintptr_t{1})) << "no output written";
-  EXPECT_EQ(cuModuleGetFunction(&function, module, "kernel"), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(function, reinterpret_cast<CUfunction>(std::uintptr_t{1}));
-  EXPECT_EQ(cuModuleUnload(module), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, function),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 1),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuFuncSetCacheConfig(function, CU_FUNC_CACHE_PREFER_L1), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuKernelGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS,
-                                 reinterpret_cast<CUkernel>(function), 0),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuLaunchCooperativeKernel(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&value, function, 128, 0),
-            CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(value, 12345);
   EXPECT_EQ(cuLinkCreate(0, nullptr, nullptr, &link), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(link, reinterpret_cast<CUlinkState>(std::uintptr_t{1}));
+  EXPECT_EQ(link, reinterpret_cast<CUlinkState>(std::uintptr_t{1})) << "no output written";
   EXPECT_EQ(cuLinkAddData(link, CU_JIT_INPUT_PTX, nullptr, 0, "x", 0, nullptr, nullptr),
             CUDA_ERROR_NOT_SUPPORTED);
   void* cubin = nullptr;
   std::size_t size = 0;
   EXPECT_EQ(cuLinkComplete(link, &cubin, &size), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuLinkDestroy(link), CUDA_ERROR_NOT_SUPPORTED);
   CUtensorMap map;
   EXPECT_EQ(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, nullptr, nullptr,
                                    nullptr, nullptr, nullptr, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                    CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
             CUDA_ERROR_NOT_SUPPORTED);
-  // The per-thread launches too.
-  const auto launch_ptsz = per_thread<PFN_cuLaunchKernel_v7000_ptsz>("cuLaunchKernel", 7000);
-  EXPECT_EQ(launch_ptsz(function, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr),
-            CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph graph = reinterpret_cast<CUgraph>(std::uintptr_t{1});
+  std::size_t nodes = 0;
+  EXPECT_EQ(cuGraphGetNodes(graph, nullptr, &nodes), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(cuGraphDestroy(graph), CUDA_ERROR_NOT_SUPPORTED);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // simcuda's internals, compiled into the test: the range allocator and the arena built on it,
-// size parsing, the reading of SIMCUDA_* variables, and the runtime's reading of driver results.
+// size parsing, the reading of SIMCUDA_* variables, the runtime's reading of driver results,
+// and the MD2 behind the driver's integrity check.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -7,12 +8,14 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "arena.h"
 #include "config.h"
 #include "cuda.h"
 #include "error_translation.h"
+#include "integrity_check.h"
 #include "range_allocator.h"
 #include "size_parse.h"
 
@@ -211,6 +214,54 @@ TEST(ErrorTranslation, KeepsTheNumberOfCodesTheRuntimeKnows) {
   EXPECT_EQ(from_driver(CUDA_ERROR_KEY_ROTATION), cudaErrorUnknown);
   EXPECT_EQ(from_driver(static_cast<CUresult>(123456)), cudaErrorUnknown);
   EXPECT_EQ(from_driver(static_cast<CUresult>(-1)), cudaErrorUnknown);
+}
+
+}  // namespace
+
+namespace {
+
+std::string md2_hex(const std::string& message) {
+  simcuda::driver::Md2 md2;
+  md2.update(message.data(), message.size());
+  std::string hex;
+  for (const std::uint8_t byte : md2.finish()) {
+    static const char kDigits[] = "0123456789abcdef";
+    hex += kDigits[byte >> 4];
+    hex += kDigits[byte & 0xf];
+  }
+  return hex;
+}
+
+// RFC 1319's test suite.
+TEST(Md2, GivesTheDigestsOfRfc1319) {
+  EXPECT_EQ(md2_hex(""), "8350e5a3e24c153df2275c9f80692773");
+  EXPECT_EQ(md2_hex("a"), "32ec01ec4a6dac72c0ab96fb34c0b5d1");
+  EXPECT_EQ(md2_hex("abc"), "da853b0d3f88d99b30283a69e6ded6bb");
+  EXPECT_EQ(md2_hex("message digest"), "ab4f496bfb2a530b219ff33031fe06b0");
+  EXPECT_EQ(md2_hex("abcdefghijklmnopqrstuvwxyz"), "4e8ddff3650292ab5a4108c3aa47940b");
+  EXPECT_EQ(md2_hex("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+            "da33def2a42df13975352846c30338cd");
+  EXPECT_EQ(md2_hex("1234567890123456789012345678901234567890123456789012345678901234567890"
+                    "1234567890"),
+            "d5976f79d83d3a0dc9806c3c66f3efd8");
+}
+
+// The answers for caller versions ending in 0 and 1 are constants; the others depend on every
+// input.
+TEST(IntegrityCheck, DependsOnEveryInputButForTheConstantVersions) {
+  simcuda::driver::IntegrityInputs inputs{13000, 13000, 1, 2, nullptr, nullptr, nullptr, 3, {}};
+  const auto constant = simcuda::driver::integrity_value(inputs);
+  inputs.process = 99;
+  EXPECT_EQ(simcuda::driver::integrity_value(inputs), constant);
+  inputs.caller_version = 13002;
+  const auto hashed = simcuda::driver::integrity_value(inputs);
+  EXPECT_NE(hashed, constant);
+  inputs.unix_seconds = 4;
+  EXPECT_NE(simcuda::driver::integrity_value(inputs), hashed);
+  inputs.unix_seconds = 3;
+  EXPECT_EQ(simcuda::driver::integrity_value(inputs), hashed);
+  inputs.devices.push_back(simcuda::driver::DeviceIdentity{{}, 0, 1, 0});
+  EXPECT_NE(simcuda::driver::integrity_value(inputs), hashed);
 }
 
 }  // namespace

@@ -11,13 +11,46 @@
 // bookkeeping, since every device can already read every other's memory (it is host memory);
 // it ends when either context is reset or released for the last time.
 
+#include <array>
+#include <map>
+#include <mutex>
+
 #include "api_support.h"
+#include "export_tables.h"
 
 using simcuda::driver::Driver;
 using simcuda::driver::in_context;
 using simcuda::driver::initialized;
 
 namespace {
+
+// cuCtxSetLimit's values, by device (each device has its one context); what was never set has
+// the default of a real H100 context.
+using Limits = std::array<size_t, CU_LIMIT_MAX>;
+constexpr Limits kDefaultLimits = {
+    1024,     // CU_LIMIT_STACK_SIZE, per thread
+    1 << 20,  // CU_LIMIT_PRINTF_FIFO_SIZE
+    8 << 20,  // CU_LIMIT_MALLOC_HEAP_SIZE
+    2,        // CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH
+    2048,     // CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT
+    64,       // CU_LIMIT_MAX_L2_FETCH_GRANULARITY
+    0,        // CU_LIMIT_PERSISTING_L2_CACHE_SIZE
+    0,        // CU_LIMIT_SHMEM_SIZE: 0, no limit, outside a green (CIG) context
+    0,        // CU_LIMIT_CIG_ENABLED: never
+    0};       // CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED
+std::mutex limits_mutex;
+std::map<int, Limits> set_limits;
+
+Limits limits_of(int device) {
+  std::lock_guard lock(limits_mutex);
+  const auto found = set_limits.find(device);
+  return found != set_limits.end() ? found->second : kDefaultLimits;
+}
+
+void forget_limits(int device) {
+  std::lock_guard lock(limits_mutex);
+  set_limits.erase(device);
+}
 
 CUresult release_primary(CUdevice dev) {
   return initialized([&](Driver& driver) {
@@ -31,6 +64,8 @@ CUresult reset_primary(CUdevice dev) {
     if (!driver.valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
     // Frees what the context holds; the retain count stays, as documented.
     driver.reset_primary(dev);
+    forget_limits(dev);
+    simcuda::driver::reset_context_local_storage(driver.primary_context(dev));
     return CUDA_SUCCESS;
   });
 }
@@ -229,4 +264,26 @@ SIMCUDA_DRIVER_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsi
 SIMCUDA_DRIVER_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
   return in_context(
       [&](Driver& driver, int device) { return driver.disable_peer_access(device, peerContext); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  return in_context([&](Driver&, int device) {
+    if (pvalue == nullptr || limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+    *pvalue = limits_of(device)[limit];
+    return CUDA_SUCCESS;
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  return in_context([&](Driver&, int device) {
+    if (limit < 0 || limit >= CU_LIMIT_MAX) return CUDA_ERROR_INVALID_VALUE;
+    // The shared memory limit and CIG are properties of the context, not settings.
+    if (limit == CU_LIMIT_SHMEM_SIZE || limit == CU_LIMIT_CIG_ENABLED) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value > 128) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard lock(limits_mutex);
+    set_limits.try_emplace(device, kDefaultLimits).first->second[limit] = value;
+    return CUDA_SUCCESS;
+  });
 }

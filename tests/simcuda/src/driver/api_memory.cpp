@@ -66,7 +66,9 @@ CUresult allocate_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width
 
 CUresult free_memory(CUdeviceptr dptr) {
   return in_context([&](Driver& driver, int) {
-    // Unlike cudaFree, the driver has no "free nothing" case: 0 was never allocated.
+    // Freeing 0 does nothing and succeeds, as with free(): NVIDIA's runtime frees 0 to make
+    // sure a context exists (cudaFree(0) inside cuBLAS) and gives up if the driver refuses.
+    if (dptr == 0) return CUDA_SUCCESS;
     return driver.free_device_memory(dptr);
   });
 }

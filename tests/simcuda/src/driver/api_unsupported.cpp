@@ -1,81 +1,11 @@
-// Driver API: modules, kernels, launches, occupancy, the JIT linker and tensor maps, which the
-// simulated driver cannot do: nothing runs on the simulated device. They exist because
-// libraries import them at load time (PyTorch's libcaffe2_nvrtc.so links these from
-// libcuda.so.1), and a library with an undefined symbol does not load. Each checks nothing,
-// writes no output and returns CUDA_ERROR_NOT_SUPPORTED, even before cuInit.
+// Driver API that the simulated driver does not have: the JIT linker, tensor maps, graphs and
+// a few copies and stream operations. They exist because libraries import them at load time
+// (PyTorch's libcaffe2_nvrtc.so links the linker from libcuda.so.1; cuBLASLt and cuDNN resolve
+// the rest by name when they start), and a library with an undefined symbol does not load.
+// Each checks nothing, writes no output and returns CUDA_ERROR_NOT_SUPPORTED, even before
+// cuInit.
 
 #include "api_support.h"
-
-SIMCUDA_DRIVER_EXPORT CUresult cuModuleLoad(CUmodule*, const char*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuModuleLoadData(CUmodule*, const void*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuModuleLoadDataEx(CUmodule*, const void*, unsigned int,
-                                                  CUjit_option*, void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuModuleUnload(CUmodule) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuModuleGetFunction(CUfunction*, CUmodule, const char*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuFuncGetAttribute(int*, CUfunction_attribute, CUfunction) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuFuncSetCacheConfig(CUfunction, CUfunc_cache) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuKernelGetAttribute(int*, CUfunction_attribute, CUkernel,
-                                                    CUdevice) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int,
-                                              unsigned int, unsigned int, unsigned int,
-                                              unsigned int, CUstream, void**, void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int,
-                                                   unsigned int, unsigned int, unsigned int,
-                                                   unsigned int, unsigned int, CUstream, void**,
-                                                   void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction, unsigned int, unsigned int,
-                                                         unsigned int, unsigned int, unsigned int,
-                                                         unsigned int, unsigned int, CUstream,
-                                                         void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction, unsigned int,
-                                                              unsigned int, unsigned int,
-                                                              unsigned int, unsigned int,
-                                                              unsigned int, unsigned int, CUstream,
-                                                              void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int*, CUfunction, int,
-                                                                           size_t) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
 
 SIMCUDA_DRIVER_EXPORT CUresult cuLinkCreate_v2(unsigned int, CUjit_option*, void**, CUlinkState*) {
   return CUDA_ERROR_NOT_SUPPORTED;
@@ -96,5 +26,75 @@ SIMCUDA_DRIVER_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapD
                                                       CUtensorMapInterleave, CUtensorMapSwizzle,
                                                       CUtensorMapL2promotion,
                                                       CUtensorMapFloatOOBfill) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// Graphs: not simulated; no graph can be made, so none can be instantiated or launched.
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphInstantiate(CUgraphExec*, CUgraph, CUgraphNode*, char*,
+                                                  size_t) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphLaunch(CUgraphExec, CUstream) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphDestroy(CUgraph) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphExecDestroy(CUgraphExec) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphGetNodes(CUgraph, CUgraphNode*, size_t*) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphNodeGetType(CUgraphNode, CUgraphNodeType*) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode,
+                                                          CUDA_KERNEL_NODE_PARAMS_v1*) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphExecKernelNodeSetParams(CUgraphExec, CUgraphNode,
+                                                              const CUDA_KERNEL_NODE_PARAMS_v1*) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// The linker's older entry points (cuDNN resolves them by name), and its destructor.
+SIMCUDA_DRIVER_EXPORT CUresult cuLinkCreate(unsigned int, CUjit_option*, void**, CUlinkState*) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuLinkAddData(CUlinkState, CUjitInputType, void*, size_t,
+                                             const char*, unsigned int, CUjit_option*, void**) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuLinkDestroy(CUlinkState) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+// Copies and stream memory operations the simulation does not have (cuBLASLt resolves them by
+// name when it starts, and uses them in none of the operations PyTorch calls).
+SIMCUDA_DRIVER_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D*, CUstream) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuStreamBatchMemOp(CUstream, unsigned int, CUstreamBatchMemOpParams*,
+                                                  unsigned int) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuStreamWaitValue32(CUstream, CUdeviceptr, cuuint32_t,
+                                                   unsigned int) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr, size_t, CUdevice, CUstream) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }

@@ -43,7 +43,12 @@ bool is_implicit_stream(CUstream stream) {
 
 bool in_heap(AllocationKind kind) {
   return kind == AllocationKind::Device || kind == AllocationKind::Managed ||
-         kind == AllocationKind::Async;
+         kind == AllocationKind::Async || kind == AllocationKind::Module;
+}
+
+// What cuMemFree and cuMemFreeAsync may free: not a module's memory.
+bool freeable(AllocationKind kind) {
+  return in_heap(kind) && kind != AllocationKind::Module;
 }
 
 bool is_host(AllocationKind kind) {
@@ -305,11 +310,19 @@ CUresult Driver::allocate(int device, std::size_t size, AllocationKind kind, CUd
 CUresult Driver::free_device_memory(CUdeviceptr ptr) {
   std::lock_guard lock(mutex_);
   const auto allocation = allocations_.find(ptr);
-  if (allocation == allocations_.end() || !in_heap(allocation->second.kind)) {
+  if (allocation == allocations_.end() || !freeable(allocation->second.kind)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   release_locked(allocation);
   return CUDA_SUCCESS;
+}
+
+void Driver::free_module_memory(CUdeviceptr ptr) {
+  std::lock_guard lock(mutex_);
+  const auto allocation = allocations_.find(ptr);
+  if (allocation != allocations_.end() && allocation->second.kind == AllocationKind::Module) {
+    release_locked(allocation);
+  }
 }
 
 CUresult Driver::allocate_host(int device, std::size_t size, void** out) {
@@ -373,7 +386,7 @@ CUresult Driver::free_async(CUdeviceptr ptr, CUstream stream) {
   if (ptr == 0) return CUDA_SUCCESS;
   // Like the real one, cuMemFreeAsync also takes memory from cuMemAlloc and cuMemAllocManaged.
   const auto allocation = allocations_.find(ptr);
-  if (allocation == allocations_.end() || !in_heap(allocation->second.kind)) {
+  if (allocation == allocations_.end() || !freeable(allocation->second.kind)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   release_locked(allocation);

@@ -31,8 +31,10 @@ inline constexpr int kDriverVersion = 13000;
 inline constexpr int kLeastStreamPriority = 0;
 inline constexpr int kGreatestStreamPriority = -5;
 
-// Registered is host memory of the program's that cuMemHostRegister registered.
-enum class AllocationKind { Device, Managed, Async, PinnedHost, Registered };
+// Registered is host memory of the program's that cuMemHostRegister registered. Module is the
+// device memory a loaded module takes for its code, constants and globals: addressable (a
+// global can be copied to), freed only by unloading the module.
+enum class AllocationKind { Device, Managed, Async, PinnedHost, Registered, Module };
 
 struct Allocation {
   std::size_t size;      // as requested; copies and memsets may not go past it
@@ -107,6 +109,8 @@ class Driver {
   CUresult allocate(int device, std::size_t size, AllocationKind kind, CUdeviceptr* out);
   // Device, managed or stream-ordered memory, whichever call allocated it.
   CUresult free_device_memory(CUdeviceptr ptr);
+  // A module's memory (AllocationKind::Module), given back when the module is unloaded.
+  void free_module_memory(CUdeviceptr ptr);
   CUresult allocate_host(int device, std::size_t size, void** out);
   CUresult free_host_memory(void* ptr);
   void memory_info(int device, std::size_t* free_bytes, std::size_t* total_bytes);

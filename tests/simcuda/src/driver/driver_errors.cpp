@@ -1,4 +1,8 @@
 #include "driver_errors.h"
+#include "api_support.h"
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace simcuda::driver {
 namespace {
@@ -138,6 +142,20 @@ const char* result_name(CUresult result) {
 const char* result_description(CUresult result) {
   const ResultInfo* info = find(result);
   return info != nullptr ? info->description : nullptr;
+}
+
+}  // namespace simcuda::driver
+
+namespace simcuda::driver {
+
+CUresult traced(CUresult result, const char* function) {
+  static const bool enabled = std::getenv("SIMCUDA_TRACE_ERRORS") != nullptr;
+  if (enabled && result != CUDA_SUCCESS) {
+    const char* name = result_name(result);
+    std::fprintf(stderr, "simcuda: %s: %s (%d)\n", function, name != nullptr ? name : "?",
+                 static_cast<int>(result));
+  }
+  return result;
 }
 
 }  // namespace simcuda::driver
