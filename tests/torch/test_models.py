@@ -1,0 +1,63 @@
+"""Models people train, recorded: transformers' GPT-2 and a Llama-style decoder (from small
+configs) and a ResNet-18 (workloads/train_models.py) train for a few steps with AdamW under
+`vramtrace run`; at every step the trace's live blocks must equal memory_allocated() and the
+allocator's live segments memory_reserved() (samples/torch/compare_with_torch.py), and the most
+block bytes live at once up to the step max_memory_allocated()."""
+
+from __future__ import annotations
+
+import subprocess
+import unittest
+
+import torch_run
+from torch_run import SAMPLES, WORKLOADS, TempDirTest, Trace
+
+STEPS = 3
+
+
+class ModelsTest(TempDirTest):
+    recorded: dict = {}
+
+    def record(self, model: str):
+        """The model's training recorded: (trace, output file, JSON lines), once."""
+        if model not in self.recorded:
+            trace = self.path(model + ".db")
+            result = torch_run.record(trace, torch_run.python(WORKLOADS / "train_models.py",
+                                                              model, "--steps", str(STEPS)))
+            output = self.path(model + ".jsonl")
+            with open(output, "w") as out:
+                out.write(result.stdout)
+            lines = torch_run.json_lines(result.stdout)
+            self.assertEqual([line["marker"] for line in lines],
+                             [f"step {step}" for step in range(STEPS)], result.stdout)
+            self.recorded[model] = (trace, output, lines)
+        return self.recorded[model]
+
+    def check(self, model: str) -> None:
+        trace_path, output, lines = self.record(model)
+        result = subprocess.run([torch_run.torch_python(), str(SAMPLES / "compare_with_torch.py"),
+                                 trace_path, output], capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(result.stdout.splitlines(), [
+            f"PASS live blocks = memory_allocated() at all {STEPS} markers",
+            f"PASS live segments = memory_reserved() at all {STEPS} markers",
+            f"PASS allocator's reported totals = both at all {STEPS} markers",
+        ])
+        trace = Trace(trace_path)
+        self.addCleanup(trace.close)
+        peaks = {line["marker"]: trace.peak_before(trace.marker_seq(line["marker"]), ["block"])
+                 for line in lines}
+        self.assertEqual(peaks, {line["marker"]: line["max_allocated"] for line in lines})
+
+    def test_gpt2_trains_and_the_trace_is_torchs_at_every_step(self) -> None:
+        self.check("gpt2")
+
+    def test_llama_trains_and_the_trace_is_torchs_at_every_step(self) -> None:
+        self.check("llama")
+
+    def test_resnet18_trains_and_the_trace_is_torchs_at_every_step(self) -> None:
+        self.check("resnet18")
+
+
+if __name__ == "__main__":
+    torch_run.main()
