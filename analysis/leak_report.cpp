@@ -111,6 +111,34 @@ std::string level_name(const LeakReportOptions& options, bool allocator_events) 
   return block_level && (options.level || allocator_events) ? "block" : "segment";
 }
 
+// Moves the groups a CUDA library allocated for itself out of the leaks (library_memory.h).
+// Stacks must be resolved.
+void set_aside_library_memory(LeakReport* report) {
+  std::map<std::string, LibraryMemory> held;
+  std::vector<LeakGroup> leaks;
+  for (LeakGroup& group : report->groups) {
+    const std::optional<std::string> library = group.kind == storage::allocation_kind::kBlock
+                                                   ? std::nullopt
+                                                   : allocating_cuda_library(group.stack);
+    if (!library) {
+      leaks.push_back(std::move(group));
+      continue;
+    }
+    LibraryMemory& memory = held[*library];
+    memory.library = *library;
+    memory.bytes += group.bytes;
+    memory.count += group.count;
+    report->total_bytes -= group.bytes;
+    report->total_count -= group.count;
+  }
+  report->groups = std::move(leaks);
+  for (auto& [library, memory] : held) report->held_by_libraries.push_back(std::move(memory));
+  std::sort(report->held_by_libraries.begin(), report->held_by_libraries.end(),
+            [](const LibraryMemory& a, const LibraryMemory& b) {
+              return a.bytes != b.bytes ? a.bytes > b.bytes : a.library < b.library;
+            });
+}
+
 void add_totals(LeakReport* report, LiveGroups live) {
   report->cached = live.cached;
   report->groups = std::move(live.groups);
@@ -164,6 +192,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   report.ended_at_python_finalizing = ended_at_python_finalizing(trace, selected, options.upid);
   add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
+  set_aside_library_memory(&report);
   return report;
 }
 
@@ -216,6 +245,7 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   }
   add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
+  set_aside_library_memory(&report);
   return report;
 }
 

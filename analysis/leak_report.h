@@ -12,6 +12,9 @@
 // allocator leak as at the segment level. At the segment level, blocks are not looked at and
 // every live allocation of another kind is a leak. The default is the block level, which in a
 // process without allocator events is the segment level.
+//
+// At both levels, what a CUDA library allocated for itself (library_memory.h: a cuBLAS handle's
+// workspace, cuDNN's and NCCL's buffers) is no leak: it is reported apart, by library.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@
 
 #include "analysis/allocation_scope.h"
 #include "analysis/callsite_tree.h"
+#include "analysis/library_memory.h"
 #include "analysis/moment.h"
 #include "analysis/process_filter.h"
 #include "storage/time_index.h"
@@ -54,8 +58,10 @@ struct LeakReport {
   // "block" when the block level was asked for, or by default where a selected process had
   // allocator events; "segment" otherwise.
   std::string level;
-  bool allocator_events = false;      // a selected process had allocator events
-  CacheTotals cached;                 // block level only
+  bool allocator_events = false;  // a selected process had allocator events
+  CacheTotals cached;             // block level only
+  // What CUDA libraries held for themselves, largest first; in no group and no total.
+  std::vector<LibraryMemory> held_by_libraries;
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;

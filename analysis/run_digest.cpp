@@ -45,6 +45,10 @@ RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex
     const LeakReport leaks = build_leak_report_at_end(trace, &index, options);
     p.leaked_bytes = leaks.total_bytes;
     p.leaked_count = leaks.total_count;
+    for (const LibraryMemory& library : leaks.held_by_libraries) {
+      p.library_bytes += library.bytes;
+      p.libraries.push_back(library.library);
+    }
     if (!leaks.groups.empty()) {
       p.top_leak_bytes = leaks.groups.front().bytes;
       p.top_leak_stack = leaks.groups.front().stack;

@@ -29,6 +29,9 @@ struct ProcessDigest {
   std::uint64_t top_leak_bytes = 0;
   std::vector<storage::StackFrame> top_leak_stack;  // innermost first; empty: no stack or leak
   std::uint64_t out_of_memory = 0;  // failed allocations that returned out of memory
+  // What CUDA libraries held for themselves at its end (library_memory.h): no leak.
+  std::uint64_t library_bytes = 0;
+  std::vector<std::string> libraries;  // their file names, most bytes first
 };
 
 struct RunDigest {

@@ -57,6 +57,11 @@ std::string process_line(const analysis::ProcessDigest& p) {
       leak += fmt::format(", most ({}) from {}", format_bytes(p.top_leak_bytes), where(*line));
     parts.push_back(std::move(leak));
   }
+  if (p.library_bytes != 0) {
+    parts.push_back(fmt::format("{} held by {} for {} (not a leak)", format_bytes(p.library_bytes),
+                                fmt::join(p.libraries, ", "),
+                                p.libraries.size() == 1 ? "itself" : "themselves"));
+  }
   if (p.out_of_memory != 0)
     parts.push_back(count_of(p.out_of_memory, "out-of-memory failure", "out-of-memory failures"));
   return fmt::format("pid {} {}: {}", p.process.start.pid, analysis::image_name(p.process),

@@ -82,12 +82,15 @@ TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
   EXPECT_EQ(report.at("cached"), json({{"bytes", 0}, {"count", 0}}));
   // No Python process: each ends at the end of the trace.
   EXPECT_EQ(report.at("ended_at_python_finalizing"), json::array());
+  // No CUDA library allocated for itself.
+  EXPECT_EQ(report.at("held_by_libraries"), json::array());
 
   // Nothing beyond the contract and its additions.
   for (const auto& [key, value] : report.items()) {
     EXPECT_TRUE(key == "trace" || key == "total_bytes" || key == "total_count" || key == "leaks" ||
                 key == "incomplete" || key == "warnings" || key == "level" ||
-                key == "allocator_events" || key == "cached" || key == "ended_at_python_finalizing")
+                key == "allocator_events" || key == "cached" || key == "held_by_libraries" ||
+                key == "ended_at_python_finalizing")
         << key;
   }
 }

@@ -27,8 +27,9 @@
 //   optimizer: c10::cuda::CUDACachingAllocator::malloc, at::native::empty_cuda,
 //              at::native::zeros_like, step (train.py:47, Python), train_step (train.py:44,
 //              Python), <module> (train.py:60, Python), Py_RunMain, main, __libc_start_main
-//   workspace: cublasLtCreate, at::cuda::getCurrentCUDABlasLtHandle, at::native::addmm_out_cuda,
-//              Py_RunMain, main, __libc_start_main
+//   workspace: fused_ops::init_workspace, fused_ops::Runner::run (a C++ extension's own
+//              device memory, not a CUDA library's), at::native::addmm_out_cuda, Py_RunMain,
+//              main, __libc_start_main
 #pragma once
 
 #include <cstdint>
@@ -124,7 +125,7 @@ inline std::string write_python_trace(const std::filesystem::path& path) {
   writer->add_module(3, "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so", "");
   writer->add_module(4, "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so", "");
   writer->add_module(5, "/venv/lib/python3.11/site-packages/torch/lib/libtorch_python.so", "");
-  writer->add_module(6, "/usr/lib/x86_64-linux-gnu/libcublasLt.so.12", "");
+  writer->add_module(6, "/home/user/project/build/libfused_ops.so", "");
   writer->add_module(7, "/usr/lib/x86_64-linux-gnu/libc.so.6", "");
 
   const Frame malloc{2, "c10::cuda::CUDACachingAllocator::malloc", "CUDACachingAllocator.cpp", 1203,
@@ -157,8 +158,8 @@ inline std::string write_python_trace(const std::filesystem::path& path) {
                   {1, "train_step", "/home/user/project/train.py", 44, true}},
                  script);
   const std::int64_t workspace =
-      stacks.add({{6, "cublasLtCreate", "cublasLt.cpp", 88, false},
-                  {3, "at::cuda::getCurrentCUDABlasLtHandle", "CublasHandlePool.cpp", 210, false},
+      stacks.add({{6, "fused_ops::init_workspace", "workspace.cpp", 88, false},
+                  {6, "fused_ops::Runner::run", "runner.cpp", 210, false},
                   {3, "at::native::addmm_out_cuda", "Blas.cpp", 290, false}},
                  interpreter);
 

@@ -336,9 +336,9 @@ class GuiTest : public QObject {
     QCOMPARE(tree.headerData(CallsiteTreeModel::kPythonLine, Qt::Horizontal).toString(),
              QStringLiteral("Python line"));
     QVERIFY(!panel->tree()->isColumnHidden(CallsiteTreeModel::kPythonLine));
-    // The cuBLAS workspace's stack has no Python frame: nothing to name.
+    // The extension's workspace has no Python frame: nothing to name.
     QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kLocation)).toString(),
-             QStringLiteral("cublasLtCreate (cublasLt.cpp:88)"));
+             QStringLiteral("fused_ops::init_workspace (workspace.cpp:88)"));
     QCOMPARE(tree.data(tree.index(1, CallsiteTreeModel::kPythonLine)).toString(), QString());
     // Python-first: the native frames between the allocation site and the user's Python lines
     // are one grey, italic row, as the CLI folds them. The path is open down to the Python

@@ -154,7 +154,7 @@ class ModelTest : public QObject {
     QCOMPARE(model.data(zeros_like).toString(),
              QStringLiteral("at::native::zeros_like (TensorFactories.cpp:1745)"));
     QCOMPARE(python_line(zeros_like), QStringLiteral("train.py:47 in step"));
-    QCOMPARE(python_line(model.index(1, 0)), QString());  // the cuBLAS workspace: native only
+    QCOMPARE(python_line(model.index(1, 0)), QString());  // the extension's workspace: native only
   }
 
   // Python-first by default: the runs of torch's native frames folded into one frame each, as
@@ -189,9 +189,9 @@ class ModelTest : public QObject {
     // The user's Python line survives the folding.
     QCOMPARE(model.data(site.siblingAtColumn(CallsiteTreeModel::kPythonLine)).toString(),
              QStringLiteral("model.py:27 in forward"));
-    // The cuBLAS workspace's stack has no Python frame: shown whole, as the CLI shows it.
+    // The extension's workspace has no Python frame: shown whole, as the CLI shows it.
     QCOMPARE(model.data(model.index(0, 0, model.index(1, 0))).toString(),
-             QStringLiteral("at::cuda::getCurrentCUDABlasLtHandle (CublasHandlePool.cpp:210)"));
+             QStringLiteral("fused_ops::Runner::run (runner.cpp:210)"));
 
     model.set_roots(
         leak_tree(leaks.groups, analysis::TreeDirection::kBottomUp, text::StackView::kNative));
