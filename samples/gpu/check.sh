@@ -40,6 +40,10 @@
 #      (the tests that need a simulated device of a given size are skipped).
 #  15. the driver's stream-ordered pool (samples/torch/pool_probe.py): how it counts used and
 #      reserved bytes, against what vramtrace and the simulated GPU assume.
+#  16. NVIDIA's math libraries: the device memory cuBLAS, cuBLASLt and cuDNN hold for
+#      themselves after every operation of tests/torch/workloads/math_libraries.py, against
+#      what they hold on the simulated GPU (its numbers are in the step's line), where the
+#      simulation's driver differs from the real one most (tests/simcuda/README.md).
 # Each step prints PASS, FAIL or SKIP with its reason; results.md collects them.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -484,7 +488,8 @@ if [ "$have_torch" = 1 ]; then
       VRAMTRACE_BUILD_DIR="$build_path" TORCH_PYTHON="$torch_python" \
       PYTHONPATH="$root/python:$root/tests/torch" PYTHONDONTWRITEBYTECODE=1 \
       timeout 300 "$torch_python" -m unittest -v test_smoke test_markers test_frag test_leaks \
-        test_backends test_autograd test_stacks test_pytest_plugin) \
+        test_backends test_autograd test_stacks test_pytest_plugin test_math_libraries \
+        test_models) \
     >"$out/torch_suite.txt" 2>&1
   rc=$?
   summary=$(grep -E '^(Ran|OK|FAILED)' "$out/torch_suite.txt" | tr '\n' ' ')
@@ -499,6 +504,28 @@ if [ "$have_torch" = 1 ]; then
     "$samples_torch/pool_probe.py" >"$out/pool_probe.txt" 2>&1
   grep -E '^(PASS|FAIL)' "$out/pool_probe.txt" | tee -a "$results"
   grep -qE '^(PASS|FAIL)' "$out/pool_probe.txt" || say "FAIL the probe printed no verdict: see pool_probe.txt"
+else
+  say "SKIP no CUDA-enabled torch (TORCH_PYTHON=$torch_python)"
+fi
+
+step "16. the device memory NVIDIA's math libraries hold for themselves"
+if [ "$have_torch" = 1 ]; then
+  rm -f "$out/math_libraries.db"
+  PYTHONPATH="$root/python" timeout 120 "$build_path/bin/vramtrace" run -o "$out/math_libraries.db" \
+    -- "$torch_python" tests/torch/workloads/math_libraries.py >"$out/math_libraries.txt" 2>&1
+  "$build_path/bin/vramtrace" leaks "$out/math_libraries.db" --format json \
+    >"$out/math_libraries_leaks.json" 2>>"$out/math_libraries.txt"
+  held=$("$torch_python" -c '
+import json, sys
+report = json.load(open(sys.argv[1]))
+print(", ".join(f"{h[\"library\"]} {h[\"bytes\"]} bytes in {h[\"count\"]}"
+                for h in report["held_by_libraries"]) or "nothing")' "$out/math_libraries_leaks.json" 2>&1)
+  if grep -q '"failed": \[\]' "$out/math_libraries.txt"; then
+    say "PASS every operation ran; held by the libraries: $held (simulated H100, cuBLAS 13.1:" \
+        "libcublas.so.13 134481920 bytes in 6, libcudnn_graph.so.9 50704 bytes in 6)"
+  else
+    say "FAIL an operation failed or the run did not finish: see math_libraries.txt"
+  fi
 else
   say "SKIP no CUDA-enabled torch (TORCH_PYTHON=$torch_python)"
 fi

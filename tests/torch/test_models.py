@@ -8,6 +8,8 @@ leak gate passes."""
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import unittest
 
@@ -17,8 +19,23 @@ from torch_run import SAMPLES, WORKLOADS, TempDirTest, Trace
 STEPS = 3
 
 
+@functools.lru_cache(maxsize=None)
+def has_transformers() -> bool:
+    """Whether the torch interpreter has transformers (pinned in requirements.txt; a GPU
+    machine's own Python may lack it)."""
+    return subprocess.run([torch_run.torch_python(), "-c", "import transformers"],
+                          capture_output=True, timeout=120).returncode == 0
+
+
 class ModelsTest(TempDirTest):
     recorded: dict = {}
+
+    def setUp(self) -> None:
+        wants_transformers = self._testMethodName.split("_")[1] in ("gpt2", "llama", "cublas")
+        if wants_transformers and not has_transformers():
+            if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                self.fail("CI is set and transformers is missing: run scripts/install-torch.sh")
+            self.skipTest("transformers is not installed beside torch")
 
     def record(self, model: str):
         """The model's training recorded: (trace, output file, JSON lines), once."""
