@@ -2,8 +2,8 @@
 operation that goes through cuBLAS, cuBLASLt or cuDNN that PyTorch users lean on (Linear,
 matmul, bmm, addmm, baddbmm, Conv2d, BatchNorm2d, LayerNorm, cross-entropy, each
 scaled_dot_product_attention backend, autocast in bf16 and fp16, GradScaler with AdamW,
-activation checkpointing), forward and backward, under `vramtrace run`, in each allocator
-configuration. None may fail, and at the mark after each the trace must agree with torch:
+activation checkpointing, a CUDA graph's capture and replays, make_graphed_callables), forward
+and backward, under `vramtrace run`, in each allocator configuration. None may fail, and at the mark after each the trace must agree with torch:
 - default and expandable segments: live blocks = memory_allocated(), the allocator's live
   segments = memory_reserved() (samples/torch/compare_with_torch.py);
 - cudaMallocAsync: live `async` allocations = memory_allocated().
@@ -21,7 +21,8 @@ from torch_run import SAMPLES, WORKLOADS, TempDirTest, Trace
 OPERATIONS = ["linear", "matmul", "bmm", "addmm", "baddbmm", "conv2d", "batchnorm2d",
               "layernorm", "cross_entropy", "sdpa math", "sdpa flash_attention",
               "sdpa efficient_attention", "sdpa cudnn_attention", "autocast bfloat16",
-              "autocast float16", "grad_scaler step", "checkpoint"]
+              "autocast float16", "grad_scaler step", "checkpoint", "cuda_graph capture",
+              "cuda_graph replay 0", "cuda_graph replay 1", "make_graphed_callables"]
 
 CONFIGURATIONS = {"default": None, "expandable": "expandable_segments:True",
                   "async": "backend:cudaMallocAsync"}

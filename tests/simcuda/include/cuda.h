@@ -870,6 +870,7 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 #define cuDeviceGetUuid cuDeviceGetUuid_v2
 #define cuStreamWriteValue32 __CUDA_API_PTSZ(cuStreamWriteValue32_v2)
 #define cuModuleGetGlobal cuModuleGetGlobal_v2
+#define cuStreamBeginCapture __CUDA_API_PTSZ(cuStreamBeginCapture_v2)
 
 #if defined(__CUDA_API_PER_THREAD_DEFAULT_STREAM)
 #define cuMemcpy __CUDA_API_PTDS(cuMemcpy)
@@ -891,6 +892,9 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 #define cuLaunchCooperativeKernel __CUDA_API_PTSZ(cuLaunchCooperativeKernel)
 #define cuLaunchKernelEx __CUDA_API_PTSZ(cuLaunchKernelEx)
 #define cuStreamIsCapturing __CUDA_API_PTSZ(cuStreamIsCapturing)
+#define cuStreamEndCapture __CUDA_API_PTSZ(cuStreamEndCapture)
+#define cuGraphUpload __CUDA_API_PTSZ(cuGraphUpload)
+#define cuGraphLaunch __CUDA_API_PTSZ(cuGraphLaunch)
 #define cuMemFreeAsync __CUDA_API_PTSZ(cuMemFreeAsync)
 #define cuMemAllocAsync __CUDA_API_PTSZ(cuMemAllocAsync)
 #define cuMemAllocFromPoolAsync __CUDA_API_PTSZ(cuMemAllocFromPoolAsync)
@@ -1106,9 +1110,15 @@ CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction
 CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit);
 CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value);
 
-/* Stream capture: no stream is ever capturing. Graphs: not simulated. */
+/* Stream capture and graphs (capture.h): captured work is done at each launch of the graph. */
+CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode);
+CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph* phGraph);
 CUresult CUDAAPI cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus* captureStatus);
 CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode);
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                             unsigned long long flags);
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph);
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec);
 CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes, size_t* numNodes);
@@ -1199,6 +1209,10 @@ CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cudaVersio
 #undef cuLaunchKernelEx
 #undef cuStreamIsCapturing
 #undef cuModuleGetGlobal
+#undef cuStreamBeginCapture
+#undef cuStreamEndCapture
+#undef cuGraphUpload
+#undef cuGraphLaunch
 
 #ifdef __cplusplus
 extern "C" {
@@ -1301,6 +1315,7 @@ CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
                                     CUgraphNode* phErrorNode, char* logBuffer, size_t bufferSize);
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraph, CUstream hStream);
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraph, CUstream hStream);
 CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode,
                                             CUDA_KERNEL_NODE_PARAMS_v1* nodeParams);
 CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,

@@ -236,6 +236,23 @@ typedef CUresult(CUDAAPI* PFN_cuStreamAddCallback_v7000_ptsz)(CUstream hStream,
                                                               void* userData, unsigned int flags);
 typedef CUresult(CUDAAPI* PFN_cuStreamQuery_v2000)(CUstream hStream);
 typedef CUresult(CUDAAPI* PFN_cuStreamQuery_v7000_ptsz)(CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuStreamBeginCapture_v10010)(CUstream hStream,
+                                                           CUstreamCaptureMode mode);
+typedef CUresult(CUDAAPI* PFN_cuStreamEndCapture_v10000)(CUstream hStream, CUgraph* phGraph);
+typedef CUresult(CUDAAPI* PFN_cuStreamIsCapturing_v10000)(CUstream hStream,
+                                                          CUstreamCaptureStatus* captureStatus);
+typedef CUresult(CUDAAPI* PFN_cuStreamGetCaptureInfo_v11030)(
+    CUstream hStream, CUstreamCaptureStatus* captureStatus_out, cuuint64_t* id_out,
+    CUgraph* graph_out, const CUgraphNode** dependencies_out, size_t* numDependencies_out);
+typedef CUresult(CUDAAPI* PFN_cuThreadExchangeStreamCaptureMode_v10010)(CUstreamCaptureMode* mode);
+typedef CUresult(CUDAAPI* PFN_cuGraphInstantiateWithFlags_v11040)(CUgraphExec* phGraphExec,
+                                                                  CUgraph hGraph,
+                                                                  unsigned long long flags);
+typedef CUresult(CUDAAPI* PFN_cuGraphLaunch_v10000)(CUgraphExec hGraph, CUstream hStream);
+typedef CUresult(CUDAAPI* PFN_cuGraphDestroy_v10000)(CUgraph hGraph);
+typedef CUresult(CUDAAPI* PFN_cuGraphExecDestroy_v10000)(CUgraphExec hGraphExec);
+typedef CUresult(CUDAAPI* PFN_cuGraphGetNodes_v10000)(CUgraph hGraph, CUgraphNode* nodes,
+                                                      size_t* numNodes);
 typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v8000)(CUstream stream, CUdeviceptr_v2 addr,
                                                           cuuint32_t value, unsigned int flags);
 typedef CUresult(CUDAAPI* PFN_cuStreamWriteValue32_v8000_ptsz)(CUstream stream, CUdeviceptr_v2 addr,

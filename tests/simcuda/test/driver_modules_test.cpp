@@ -1,8 +1,8 @@
 // Device code on the simulated driver: modules and libraries read from real nvcc output
 // (kernels.cu, built into SIMCUDA_TEST_KERNELS), their kernels, globals and attributes, the
 // device memory they take, launches checked as a driver checks them, occupancy, context limits,
-// stream capture queries and the private tables NVIDIA's runtime asks for. On a machine of two
-// 64 MiB devices.
+// and the private tables NVIDIA's runtime asks for (capture: driver_capture_test.cpp). On a machine
+// of two 64 MiB devices.
 
 #include <cuda.h>
 #include <gtest/gtest.h>
@@ -390,7 +390,7 @@ TEST_F(Modules, ContextLimitsHaveDefaultsAndTheSettableOnesCanBeSet) {
   cuDevicePrimaryCtxRelease(0);
 }
 
-TEST_F(Modules, NoStreamIsEverCapturing) {
+TEST_F(Modules, AStreamThatBeganNoCaptureIsNotCapturing) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   EXPECT_EQ(cuStreamIsCapturing(nullptr, &status), CUDA_SUCCESS);
   EXPECT_EQ(status, CU_STREAM_CAPTURE_STATUS_NONE);
@@ -442,27 +442,6 @@ TEST_F(Modules, ThePrivateTablesTheRuntimeAsksFor) {
   EXPECT_EQ(cuDevicePrimaryCtxReset(0), CUDA_SUCCESS);
   EXPECT_EQ(destroyed, &value);
   EXPECT_EQ(get(&found, context_, &key), CUDA_ERROR_INVALID_HANDLE);
-}
-
-TEST(Capture, BeginningACaptureIsNotSupportedAndEndingOneNeverBegunIsAnError) {
-  ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
-  CUcontext context = nullptr;
-  ASSERT_EQ(cuDevicePrimaryCtxRetain(&context, 0), CUDA_SUCCESS);
-  ASSERT_EQ(cuCtxSetCurrent(context), CUDA_SUCCESS);
-  void* begin = nullptr;
-  void* end = nullptr;
-  ASSERT_EQ(cuGetProcAddress("cuStreamBeginCapture", &begin, 13000, 0, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuGetProcAddress("cuStreamEndCapture", &end, 13000, 0, nullptr), CUDA_SUCCESS);
-  using Begin = CUresult (*)(CUstream, CUstreamCaptureMode);
-  using End = CUresult (*)(CUstream, CUgraph*);
-  CUstream stream = nullptr;
-  ASSERT_EQ(cuStreamCreate(&stream, 0), CUDA_SUCCESS);
-  EXPECT_EQ(reinterpret_cast<Begin>(begin)(stream, CU_STREAM_CAPTURE_MODE_GLOBAL),
-            CUDA_ERROR_NOT_SUPPORTED);
-  CUgraph graph = nullptr;
-  EXPECT_EQ(reinterpret_cast<End>(end)(stream, &graph), CUDA_ERROR_ILLEGAL_STATE);
-  EXPECT_EQ(cuStreamDestroy(stream), CUDA_SUCCESS);
-  cuDevicePrimaryCtxRelease(0);
 }
 
 }  // namespace

@@ -1069,9 +1069,9 @@ TEST_F(Driver, PoolAccessIsKeptPerDevice) {
   EXPECT_EQ(cuMemPoolGetAccess(&flags, pool, &location), CUDA_ERROR_INVALID_VALUE);
 }
 
-// The entry points that exist only so that libraries importing them load: the linker, tensor
-// maps and graphs. (Modules, kernels and launches: driver_modules_test.cpp.)
-TEST_F(Driver, TheLinkerTensorMapsAndGraphsAreNotSupported) {
+// The entry points that exist only so that libraries importing them load: the linker and tensor
+// maps. (Modules, kernels and launches: driver_modules_test.cpp; graphs: driver_capture_test.cpp.)
+TEST_F(Driver, TheLinkerAndTensorMapsAreNotSupported) {
   CUlinkState link = reinterpret_cast<CUlinkState>(std::uintptr_t{1});
   EXPECT_EQ(cuLinkCreate(0, nullptr, nullptr, &link), CUDA_ERROR_NOT_SUPPORTED);
   EXPECT_EQ(link, reinterpret_cast<CUlinkState>(std::uintptr_t{1})) << "no output written";
@@ -1087,10 +1087,6 @@ TEST_F(Driver, TheLinkerTensorMapsAndGraphsAreNotSupported) {
                                    CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
             CUDA_ERROR_NOT_SUPPORTED);
-  CUgraph graph = reinterpret_cast<CUgraph>(std::uintptr_t{1});
-  std::size_t nodes = 0;
-  EXPECT_EQ(cuGraphGetNodes(graph, nullptr, &nodes), CUDA_ERROR_NOT_SUPPORTED);
-  EXPECT_EQ(cuGraphDestroy(graph), CUDA_ERROR_NOT_SUPPORTED);
 }
 
 }  // namespace

@@ -156,20 +156,39 @@ TEST(Streams, PrioritiesComeFromTheDriversRange) {
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
-TEST(Streams, NeverCapture) {
+// Capture through the runtime is the driver's (its own tests: driver_capture_test.cpp): what
+// the runtime adds is the translation of statuses and errors, and the capture id.
+TEST(Streams, CaptureThroughTheRuntime) {
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusActive;
   EXPECT_EQ(cudaStreamIsCapturing(stream, &status), cudaSuccess);
   EXPECT_EQ(status, cudaStreamCaptureStatusNone);
-  status = cudaStreamCaptureStatusActive;
-  EXPECT_EQ(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, nullptr, nullptr, nullptr),
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  unsigned long long id = 0;
+  EXPECT_EQ(cudaStreamGetCaptureInfo(stream, &status, &id, nullptr, nullptr, nullptr, nullptr),
             cudaSuccess);
-  EXPECT_EQ(status, cudaStreamCaptureStatusNone);
-  EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaErrorNotSupported);
-  EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
+  EXPECT_EQ(status, cudaStreamCaptureStatusActive);
+  EXPECT_NE(id, 0u);
+  EXPECT_EQ(cudaStreamUpdateCaptureDependencies(stream, nullptr, nullptr, 0, 0), cudaSuccess);
+  // PyTorch's allocator allocates during a capture in the relaxed mode, which allows it.
+  cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&relaxed), cudaSuccess);
+  void* scratch = nullptr;
+  ASSERT_EQ(cudaMalloc(&scratch, 512), cudaSuccess);
+  EXPECT_EQ(cudaFree(scratch), cudaSuccess);
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&relaxed), cudaSuccess);
   cudaGraph_t graph = nullptr;
-  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorIllegalState);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaErrorIllegalState) << "nothing began";
+  cudaGetLastError();
+  EXPECT_EQ(cudaStreamUpdateCaptureDependencies(stream, nullptr, nullptr, 0, 0),
+            cudaErrorIllegalState);
   cudaGetLastError();
   // A stream that does not exist is the driver's error, as for any stream call.
   EXPECT_EQ(cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(0x1234), &status),
@@ -333,11 +352,11 @@ TEST(Kernels, ModuleVariablesAreHostMemory) {
   cudaGetLastError();
 }
 
-TEST(Unsupported, GraphsLibrariesAndIpcSayNotSupported) {
-  cudaGraphExec_t exec = nullptr;
-  EXPECT_EQ(cudaGraphInstantiate(&exec, nullptr, 0), cudaErrorNotSupported);
+TEST(Unsupported, GraphsByNodeLibrariesAndIpcSayNotSupported) {
+  cudaGraphNode_t node = nullptr;
+  EXPECT_EQ(cudaGraphAddNode(&node, nullptr, nullptr, nullptr, 0, nullptr), cudaErrorNotSupported);
   EXPECT_EQ(cudaGetLastError(), cudaErrorNotSupported);
-  EXPECT_EQ(exec, nullptr);
+  EXPECT_EQ(node, nullptr);
   cudaLibrary_t library = nullptr;
   EXPECT_EQ(
       cudaLibraryLoadFromFile(&library, "kernels.cubin", nullptr, nullptr, 0, nullptr, nullptr, 0),

@@ -1,6 +1,7 @@
 """The operations that run on NVIDIA's math libraries (cuBLAS, cuBLASLt, cuDNN), one after the
 other, each marked in the trace: after each, once the GPU is idle, a mark with the
-operation's name and one JSON line with torch's counters at that moment,
+operation's name and one JSON line with torch's counters at that moment (a CUDA graph:
+after its capture, and after each replay),
 
     {"marker": NAME, "allocated": N, "reserved": N, "max_allocated": N}
 
@@ -104,6 +105,31 @@ def main() -> None:
                                 torch.nn.Linear(256, 256)).to(cuda)
     run("checkpoint", lambda: with_backward(
         torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False), x))
+
+    # A CUDA graph of a forward pass: captured into its private memory pool on a side stream,
+    # then replayed, as torch.cuda.graphs does it.
+    graph = torch.cuda.CUDAGraph()
+    static_input = torch.randn(64, 256, device=cuda)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # warm up outside the capture, as torch asks
+            block(static_input)
+    torch.cuda.current_stream().wait_stream(side)
+
+    def capture():
+        with torch.cuda.graph(graph):
+            return block(static_input)
+
+    run("cuda_graph capture", capture)
+    for replay in range(2):
+        def replay_graph():
+            static_input.copy_(torch.randn(64, 256, device=cuda))
+            graph.replay()
+
+        run(f"cuda_graph replay {replay}", replay_graph)
+    graphed = torch.cuda.make_graphed_callables(torch.nn.Linear(256, 256).to(cuda), (leaf(64, 256),))
+    run("make_graphed_callables", lambda: with_backward(graphed(leaf(64, 256))))
 
     torch.cuda.synchronize()
     print(json.dumps({"failed": failed}), flush=True)

@@ -1,16 +1,13 @@
-// Driver API: stream capture. The simulated driver does not capture (graphs are not simulated),
-// so no stream is ever capturing: the queries answer that, beginning a capture is
-// CUDA_ERROR_NOT_SUPPORTED, and ending one that never began is the real driver's error.
+// Driver API: stream capture and graphs (capture.h).
 
 #include "api_support.h"
+#include "capture.h"
 
 namespace {
 
+using simcuda::driver::Captures;
 using simcuda::driver::Driver;
 using simcuda::driver::initialized;
-
-// The capture mode of the calling thread (cuThreadExchangeStreamCaptureMode).
-thread_local CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 CUresult is_capturing(CUstream stream, CUstreamCaptureStatus* status) {
   return initialized([&](Driver& driver) {
@@ -18,8 +15,26 @@ CUresult is_capturing(CUstream stream, CUstreamCaptureStatus* status) {
     if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) {
       return result;
     }
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = Captures::get().status(stream);
     return CUDA_SUCCESS;
+  });
+}
+
+CUresult begin_capture(CUstream stream, CUstreamCaptureMode mode) {
+  return initialized([&](Driver& driver) {
+    if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return Captures::get().begin(stream, mode);
+  });
+}
+
+CUresult graph_launch(CUgraphExec exec, CUstream stream) {
+  return initialized([&](Driver& driver) {
+    if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return Captures::get().launch(exec, stream);
   });
 }
 
@@ -35,12 +50,25 @@ SIMCUDA_DRIVER_EXPORT CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
   return is_capturing(hStream, captureStatus);
 }
 
-// Outside a capture only the status is written.
+// The capture's id and graph for an active capture; its dependencies are the graph's last node,
+// whose work follows every earlier node's (the simulation keeps each capture in order).
 SIMCUDA_DRIVER_EXPORT CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
                                                          CUstreamCaptureStatus* captureStatus_out,
-                                                         cuuint64_t*, CUgraph*, const CUgraphNode**,
-                                                         size_t*) {
-  return is_capturing(hStream, captureStatus_out);
+                                                         cuuint64_t* id_out, CUgraph* graph_out,
+                                                         const CUgraphNode** dependencies_out,
+                                                         size_t* numDependencies_out) {
+  return initialized([&](Driver& driver) {
+    if (captureStatus_out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (const CUresult result = driver.check_stream(hStream); result != CUDA_SUCCESS) {
+      return result;
+    }
+    *captureStatus_out = Captures::get().status(hStream, id_out, graph_out);
+    if (*captureStatus_out == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      if (dependencies_out != nullptr) *dependencies_out = nullptr;
+      if (numDependencies_out != nullptr) *numDependencies_out = 0;
+    }
+    return CUDA_SUCCESS;
+  });
 }
 
 SIMCUDA_DRIVER_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
@@ -48,19 +76,17 @@ SIMCUDA_DRIVER_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCapture
       *mode > CU_STREAM_CAPTURE_MODE_RELAXED) {
     return CUDA_ERROR_INVALID_VALUE;
   }
-  const CUstreamCaptureMode previous = thread_capture_mode;
-  thread_capture_mode = *mode;
-  *mode = previous;
+  *mode = Captures::get().exchange_mode(*mode);
   return CUDA_SUCCESS;
 }
 
-SIMCUDA_DRIVER_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode) {
-  return initialized([&](Driver& driver) {
-    if (const CUresult result = driver.check_stream(hStream); result != CUDA_SUCCESS) {
-      return result;
-    }
-    return CUDA_ERROR_NOT_SUPPORTED;
-  });
+SIMCUDA_DRIVER_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  return begin_capture(hStream, mode);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+                                                            CUstreamCaptureMode mode) {
+  return begin_capture(hStream, mode);
 }
 
 SIMCUDA_DRIVER_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phGraph) {
@@ -69,6 +95,66 @@ SIMCUDA_DRIVER_EXPORT CUresult cuStreamEndCapture(CUstream hStream, CUgraph* phG
     if (const CUresult result = driver.check_stream(hStream); result != CUDA_SUCCESS) {
       return result;
     }
-    return CUDA_ERROR_ILLEGAL_STATE;  // the stream is not capturing
+    return Captures::get().end(hStream, phGraph);
   });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph* phGraph) {
+  return cuStreamEndCapture(hStream, phGraph);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                           unsigned long long) {
+  return initialized([&](Driver&) {
+    if (phGraphExec == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    return Captures::get().instantiate(hGraph, phGraphExec);
+  });
+}
+
+// The CUDA 10 form: an error node and log, which instantiation here never fills.
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphInstantiate(CUgraphExec* phGraphExec, CUgraph hGraph,
+                                                  CUgraphNode* phErrorNode, char* logBuffer,
+                                                  size_t bufferSize) {
+  if (phErrorNode != nullptr) *phErrorNode = nullptr;
+  if (logBuffer != nullptr && bufferSize > 0) logBuffer[0] = '\0';
+  return cuGraphInstantiateWithFlags(phGraphExec, hGraph, 0);
+}
+
+// Nothing to upload: a launch finds everything in place.
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  return initialized([&](Driver& driver) {
+    if (const CUresult result = driver.check_stream(hStream); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return hGraphExec != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  return cuGraphUpload(hGraphExec, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
+  return graph_launch(hGraphExec, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  return graph_launch(hGraphExec, hStream);
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
+  return initialized([&](Driver&) { return Captures::get().destroy_graph(hGraph); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  return initialized([&](Driver&) { return Captures::get().destroy_exec(hGraphExec); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode* nodes,
+                                               size_t* numNodes) {
+  return initialized([&](Driver&) { return Captures::get().graph_nodes(hGraph, nodes, numNodes); });
+}
+
+SIMCUDA_DRIVER_EXPORT CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType* type) {
+  return initialized([&](Driver&) { return Captures::get().node_type(hNode, type); });
 }

@@ -16,6 +16,7 @@
 #include <mutex>
 
 #include "api_support.h"
+#include "capture.h"
 #include "export_tables.h"
 
 using simcuda::driver::Driver;
@@ -119,7 +120,9 @@ CUresult synchronize(CUcontext ctx) {
   // synchronization.
   return initialized([&](Driver& driver) {
     int device = 0;
-    const CUresult result = driver.context_device(ctx, &device);
+    CUresult result = driver.context_device(ctx, &device);
+    // Waiting for the whole context is unsafe during a capture (capture.h).
+    if (result == CUDA_SUCCESS) result = simcuda::driver::Captures::get().check_unsafe_call();
     if (result == CUDA_SUCCESS) driver.release_pools_over_threshold();
     return result;
   });

@@ -1,12 +1,17 @@
 // Driver API: copies and memsets. Synchronous, as everything in the simulation: the *Async
-// ones check their stream, then copy or fill before returning, with the pointer checks of the
-// synchronous ones. The _ptds and _ptsz variants (per-thread default stream) behave as the plain
-// ones. The legacy entry points take 32-bit device addresses, which never name simulated device
-// memory (see api_memory.cpp). cuMemcpyPeerAsync checks both contexts; peer access need not be
-// enabled for it, as for the real one.
+// ones check their stream, then copy or fill before returning (or, in a capturing stream, at
+// each launch of the graph: capture.h), with the pointer checks of the synchronous ones. The _ptds
+// and _ptsz variants (per-thread default stream) behave as the plain ones. The legacy entry points
+// take 32-bit device addresses, which never name simulated device memory (see api_memory.cpp).
+// cuMemcpyPeerAsync checks both contexts; peer access need not be enabled for it, as for the real
+// one.
+
+#include <functional>
 
 #include "api_support.h"
+#include "capture.h"
 
+using simcuda::driver::Captures;
 using simcuda::driver::Driver;
 using simcuda::driver::in_context;
 using simcuda::driver::Side;
@@ -17,10 +22,15 @@ std::uintptr_t host_address(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr);
 }
 
+// The synchronous copies and memsets wait for the device: unsafe during a capture (capture.h).
 CUresult copy(std::uintptr_t dst, Side dst_side, std::uintptr_t src, Side src_side,
               std::size_t count) {
-  return in_context(
-      [&](Driver& driver, int) { return driver.copy(dst, dst_side, src, src_side, count); });
+  return in_context([&](Driver& driver, int) {
+    if (const CUresult result = Captures::get().check_unsafe_call(); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return driver.copy(dst, dst_side, src, src_side, count);
+  });
 }
 
 CUresult host_to_device(CUdeviceptr dst, const void* src, std::size_t count) {
@@ -36,31 +46,42 @@ CUresult device_to_device(CUdeviceptr dst, CUdeviceptr src, std::size_t count) {
 }
 
 CUresult fill(CUdeviceptr dst, unsigned char value, std::size_t count) {
-  return in_context([&](Driver& driver, int) { return driver.fill(dst, value, count); });
+  return in_context([&](Driver& driver, int) {
+    if (const CUresult result = Captures::get().check_unsafe_call(); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return driver.fill(dst, value, count);
+  });
 }
 
 CUresult fill32(CUdeviceptr dst, unsigned int value, std::size_t count) {
-  return in_context([&](Driver& driver, int) { return driver.fill32(dst, value, count); });
+  return in_context([&](Driver& driver, int) {
+    if (const CUresult result = Captures::get().check_unsafe_call(); result != CUDA_SUCCESS) {
+      return result;
+    }
+    return driver.fill32(dst, value, count);
+  });
 }
 
-// Runs `body` once the stream is checked.
-template <class Body>
-CUresult on_stream(CUstream stream, Body&& body) {
+// Does `work` on the checked stream, or, while the stream captures, keeps it as a node of the
+// graph, done at each launch: `work` holds its arguments by value.
+CUresult on_stream(CUstream stream, CUgraphNodeType type, std::function<CUresult()> work) {
   return in_context([&](Driver& driver, int) {
     if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) return result;
-    return body(driver);
+    if (const auto captured = Captures::get().capture(stream, type, work)) return *captured;
+    return work();
   });
 }
 
 CUresult copy_async(std::uintptr_t dst, Side dst_side, std::uintptr_t src, Side src_side,
                     std::size_t count, CUstream stream) {
-  return on_stream(
-      stream, [&](Driver& driver) { return driver.copy(dst, dst_side, src, src_side, count); });
+  return on_stream(stream, CU_GRAPH_NODE_TYPE_MEMCPY,
+                   [=] { return Driver::get().copy(dst, dst_side, src, src_side, count); });
 }
 
 CUresult copy_peer_async(CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src,
                          CUcontext src_context, std::size_t count, CUstream stream) {
-  return on_stream(stream, [&](Driver& driver) {
+  return in_context([&](Driver& driver, int) {
     int device = 0;
     for (const CUcontext context : {dst_context, src_context}) {
       // Named contexts: a null one is none, not the current one.
@@ -69,16 +90,18 @@ CUresult copy_peer_async(CUdeviceptr dst, CUcontext dst_context, CUdeviceptr src
         return result;
       }
     }
-    return driver.copy(dst, Side::Device, src, Side::Device, count);
+    return copy_async(dst, Side::Device, src, Side::Device, count, stream);
   });
 }
 
 CUresult fill_async(CUdeviceptr dst, unsigned char value, std::size_t count, CUstream stream) {
-  return on_stream(stream, [&](Driver& driver) { return driver.fill(dst, value, count); });
+  return on_stream(stream, CU_GRAPH_NODE_TYPE_MEMSET,
+                   [=] { return Driver::get().fill(dst, value, count); });
 }
 
 CUresult fill32_async(CUdeviceptr dst, unsigned int value, std::size_t count, CUstream stream) {
-  return on_stream(stream, [&](Driver& driver) { return driver.fill32(dst, value, count); });
+  return on_stream(stream, CU_GRAPH_NODE_TYPE_MEMSET,
+                   [=] { return Driver::get().fill32(dst, value, count); });
 }
 
 }  // namespace

@@ -7,7 +7,9 @@
 // cuEventRecord (per-thread default stream) as the plain ones.
 
 #include "api_support.h"
+#include "capture.h"
 
+using simcuda::driver::Captures;
 using simcuda::driver::Driver;
 using simcuda::driver::in_context;
 using simcuda::driver::initialized;
@@ -17,9 +19,14 @@ namespace {
 constexpr unsigned int kEventFlags =
     CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
 
+// In a capturing stream an event marks a point of the capture, for other streams to fork from
+// or join at (capture.h), and records no time.
 CUresult record(CUevent event, CUstream stream, unsigned int flags) {
   return in_context([&](Driver& driver, int) {
     if ((flags & ~CU_EVENT_RECORD_EXTERNAL) != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) return result;
+    if (const CUresult result = driver.check_event(event); result != CUDA_SUCCESS) return result;
+    if (const auto captured = Captures::get().record_event(event, stream)) return *captured;
     return driver.record_event(event, stream);
   });
 }

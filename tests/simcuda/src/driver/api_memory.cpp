@@ -12,9 +12,11 @@
 #include <optional>
 
 #include "api_support.h"
+#include "capture.h"
 
 using simcuda::Arena;
 using simcuda::driver::AllocationKind;
+using simcuda::driver::Captures;
 using simcuda::driver::Driver;
 using simcuda::driver::in_context;
 
@@ -24,9 +26,13 @@ unsigned int clamp_to_32_bits(std::size_t value) {
   return value > UINT_MAX ? UINT_MAX : static_cast<unsigned int>(value);
 }
 
+// Allocating and freeing are "potentially unsafe" during a capture (capture.h).
 CUresult allocate(CUdeviceptr* dptr, std::size_t bytesize) {
   return in_context([&](Driver& driver, int device) {
     if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
+    }
     return driver.allocate(device, bytesize, AllocationKind::Device, dptr);
   });
 }
@@ -53,6 +59,9 @@ CUresult allocate_pitch(CUdeviceptr* dptr, std::size_t* pitch, std::size_t width
     if (element_size != 4 && element_size != 8 && element_size != 16) {
       return CUDA_ERROR_INVALID_VALUE;
     }
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
+    }
     // Rows start on the allocation alignment, so the pitch is the width rounded up to it.
     const std::optional<std::size_t> row = Arena::round_up(width);
     if (!row || *row > std::numeric_limits<std::size_t>::max() / height) {
@@ -69,6 +78,9 @@ CUresult free_memory(CUdeviceptr dptr) {
     // Freeing 0 does nothing and succeeds, as with free(): NVIDIA's runtime frees 0 to make
     // sure a context exists (cudaFree(0) inside cuBLAS) and gives up if the driver refuses.
     if (dptr == 0) return CUDA_SUCCESS;
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
+    }
     return driver.free_device_memory(dptr);
   });
 }
@@ -87,6 +99,9 @@ CUresult host_alloc(void** pp, std::size_t bytesize, unsigned int flags) {
         CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
     if (pp == nullptr || bytesize == 0 || (flags & ~kKnownFlags) != 0) {
       return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
     }
     return driver.allocate_host(device, bytesize, pp);
   });
@@ -162,6 +177,9 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsign
 SIMCUDA_DRIVER_EXPORT CUresult cuMemFreeHost(void* p) {
   return in_context([&](Driver& driver, int) {
     if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
+    }
     return driver.free_host_memory(p);
   });
 }
@@ -173,6 +191,9 @@ SIMCUDA_DRIVER_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes
     if (dptr == nullptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) {
       return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (const CUresult unsafe = Captures::get().check_unsafe_call(); unsafe != CUDA_SUCCESS) {
+      return unsafe;
     }
     return driver.allocate(device, bytesize, AllocationKind::Managed, dptr);
   });

@@ -13,7 +13,9 @@
 #include <cstdint>
 
 #include "api_support.h"
+#include "capture.h"
 
+using simcuda::driver::Captures;
 using simcuda::driver::Driver;
 using simcuda::driver::in_context;
 using simcuda::driver::kGreatestStreamPriority;
@@ -34,16 +36,22 @@ CUresult create(CUstream* stream, unsigned int flags, int priority) {
   });
 }
 
+// Waiting for a capturing stream is an error that ends its capture (capture.h).
 CUresult synchronize(CUstream stream) {
   return in_context([&](Driver& driver, int) {
-    const CUresult result = driver.check_stream(stream);
+    CUresult result = driver.check_stream(stream);
+    if (result == CUDA_SUCCESS) result = Captures::get().check_stream_sync(stream);
     if (result == CUDA_SUCCESS) driver.release_pools_over_threshold();
     return result;
   });
 }
 
 CUresult destroy(CUstream stream) {
-  return in_context([&](Driver& driver, int) { return driver.destroy_stream(stream); });
+  return in_context([&](Driver& driver, int) {
+    const CUresult result = driver.destroy_stream(stream);
+    if (result == CUDA_SUCCESS) Captures::get().forget_stream(stream);
+    return result;
+  });
 }
 
 // Flags, priority and device of a stream, with the output checked.
@@ -83,8 +91,10 @@ CUresult wait_event(CUstream stream, CUevent event, unsigned int flags) {
   return in_context([&](Driver& driver, int) {
     if ((flags & ~CU_EVENT_WAIT_EXTERNAL) != 0) return CUDA_ERROR_INVALID_VALUE;
     if (const CUresult result = driver.check_stream(stream); result != CUDA_SUCCESS) return result;
-    // The event's work is done, so there is nothing to wait for.
-    return driver.check_event(event);
+    if (const CUresult result = driver.check_event(event); result != CUDA_SUCCESS) return result;
+    // Forks and joins of captures; otherwise the event's work is done, and there is nothing to
+    // wait for.
+    return Captures::get().wait_event(stream, event).value_or(CUDA_SUCCESS);
   });
 }
 
@@ -94,20 +104,29 @@ template <class Call>
 CUresult run_host_function(CUstream stream, Call&& call) {
   const CUresult result =
       in_context([&](Driver& driver, int) { return driver.check_stream(stream); });
-  if (result == CUDA_SUCCESS) call();
+  if (result != CUDA_SUCCESS) return result;
+  // In a capturing stream, a node of the graph, called at each launch.
+  if (const auto captured = Captures::get().capture(stream, CU_GRAPH_NODE_TYPE_HOST, [call] {
+        call();
+        return CUDA_SUCCESS;
+      })) {
+    return *captured;
+  }
+  call();
   return result;
 }
 
 CUresult launch_host_function(CUstream stream, CUhostFn fn, void* user_data) {
   if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  return run_host_function(stream, [&] { fn(user_data); });
+  return run_host_function(stream, [fn, user_data] { fn(user_data); });
 }
 
 CUresult add_callback(CUstream stream, CUstreamCallback callback, void* user_data,
                       unsigned int flags) {
   // flags is reserved and must be 0.
   if (callback == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
-  return run_host_function(stream, [&] { callback(stream, CUDA_SUCCESS, user_data); });
+  return run_host_function(
+      stream, [callback, stream, user_data] { callback(stream, CUDA_SUCCESS, user_data); });
 }
 
 CUresult write_value32(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {

@@ -29,32 +29,7 @@ SIMCUDA_DRIVER_EXPORT CUresult cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapD
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-// Graphs: not simulated; no graph can be made, so none can be instantiated or launched.
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphInstantiate(CUgraphExec*, CUgraph, CUgraphNode*, char*,
-                                                  size_t) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphLaunch(CUgraphExec, CUstream) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphDestroy(CUgraph) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphExecDestroy(CUgraphExec) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphGetNodes(CUgraph, CUgraphNode*, size_t*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-SIMCUDA_DRIVER_EXPORT CUresult cuGraphNodeGetType(CUgraphNode, CUgraphNodeType*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
+// Kernel nodes of a graph: not kept apart from the rest (capture.h), so not readable.
 SIMCUDA_DRIVER_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode,
                                                           CUDA_KERNEL_NODE_PARAMS_v1*) {
   return CUDA_ERROR_NOT_SUPPORTED;

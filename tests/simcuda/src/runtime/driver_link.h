@@ -82,6 +82,17 @@ using CtxSynchronizeFn = std::conditional_t<(kRuntimeVersion >= 13000), PFN_cuCt
   X(cuStreamCreateWithPriority, cuStreamCreateWithPriority, PFN_cuStreamCreateWithPriority_v5050, LEGACY_STREAM) \
   X(cuStreamGetPriority, cuStreamGetPriority, PFN_cuStreamGetPriority_v5050, LEGACY_STREAM) \
   X(cuStreamQuery, cuStreamQuery, PFN_cuStreamQuery_v2000, LEGACY_STREAM) \
+  X(cuStreamGetFlags, cuStreamGetFlags, PFN_cuStreamGetFlags_v5050, LEGACY_STREAM) \
+  X(cuStreamBeginCapture, cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010, LEGACY_STREAM) \
+  X(cuStreamEndCapture, cuStreamEndCapture, PFN_cuStreamEndCapture_v10000, LEGACY_STREAM) \
+  X(cuStreamIsCapturing, cuStreamIsCapturing, PFN_cuStreamIsCapturing_v10000, LEGACY_STREAM) \
+  X(cuStreamGetCaptureInfo, cuStreamGetCaptureInfo, PFN_cuStreamGetCaptureInfo_v11030, LEGACY_STREAM) \
+  X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, PFN_cuThreadExchangeStreamCaptureMode_v10010, LEGACY_STREAM) \
+  X(cuGraphInstantiateWithFlags, cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040, LEGACY_STREAM) \
+  X(cuGraphLaunch, cuGraphLaunch, PFN_cuGraphLaunch_v10000, LEGACY_STREAM) \
+  X(cuGraphDestroy, cuGraphDestroy, PFN_cuGraphDestroy_v10000, LEGACY_STREAM) \
+  X(cuGraphExecDestroy, cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000, LEGACY_STREAM) \
+  X(cuGraphGetNodes, cuGraphGetNodes, PFN_cuGraphGetNodes_v10000, LEGACY_STREAM) \
   X(cuStreamWaitEvent, cuStreamWaitEvent, PFN_cuStreamWaitEvent_v3020, LEGACY_STREAM) \
   X(cuStreamAddCallback, cuStreamAddCallback, PFN_cuStreamAddCallback_v5000, LEGACY_STREAM) \
   X(cuLaunchHostFunc, cuLaunchHostFunc, PFN_cuLaunchHostFunc_v10000, LEGACY_STREAM) \

@@ -2,10 +2,10 @@
 // capture. The driver runs nothing asynchronously, so a stream is always idle (cudaStreamQuery
 // is cudaSuccess) and a host function or callback runs at once on the calling thread.
 //
-// Capture: no stream is ever capturing. Beginning a capture is cudaErrorNotSupported (a graph
-// could not be replayed: kernels do not run); the queries say "not capturing", which is what
-// PyTorch's allocator asks before every cudaMalloc; the thread's capture mode is kept, as
-// cudaThreadExchangeStreamCaptureMode swaps it.
+// Capture is the driver's (its capture.h), as with the real runtime: the libraries that carry
+// their own runtime (cuBLAS) and the program see the same captures. A capture begun on another
+// graph (cudaStreamBeginCaptureToGraph) and changing a capture's dependencies are not
+// supported.
 
 #include <memory>
 
@@ -18,8 +18,6 @@ using simcuda::runtime::Driver;
 using simcuda::runtime::from_driver;
 using simcuda::runtime::in_context;
 
-thread_local cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;
-
 // A runtime callback called by the driver: the driver's status read as the runtime's error.
 struct Callback {
   cudaStreamCallback_t function;
@@ -31,9 +29,10 @@ void CUDA_CB call_runtime_callback(CUstream stream, CUresult status, void* data)
   callback->function(stream, from_driver(status), callback->user_data);
 }
 
-// Checks the stream with the driver, as every capture query does first.
+// Checks the stream with the driver (a query would be an error for a capturing stream).
 cudaError_t check_stream(const Driver& driver, cudaStream_t stream) {
-  return from_driver(driver.cuStreamQuery(stream));
+  unsigned int flags = 0;
+  return from_driver(driver.cuStreamGetFlags(stream, &flags));
 }
 
 }  // namespace
@@ -80,9 +79,10 @@ SIMCUDA_EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
                                                  enum cudaStreamCaptureStatus* pCaptureStatus) {
   return in_context([&](const Driver& driver) {
     if (pCaptureStatus == nullptr) return cudaErrorInvalidValue;
-    if (const cudaError_t error = check_stream(driver, stream); error != cudaSuccess) return error;
-    *pCaptureStatus = cudaStreamCaptureStatusNone;
-    return cudaSuccess;
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    const cudaError_t error = from_driver(driver.cuStreamIsCapturing(stream, &status));
+    if (error == cudaSuccess) *pCaptureStatus = static_cast<cudaStreamCaptureStatus>(status);
+    return error;
   });
 }
 
@@ -92,31 +92,34 @@ SIMCUDA_EXPORT cudaError_t cudaStreamGetCaptureInfo(
     const cudaGraphEdgeData** edgeData_out, size_t* numDependencies_out) {
   return in_context([&](const Driver& driver) {
     if (captureStatus_out == nullptr) return cudaErrorInvalidValue;
-    if (const cudaError_t error = check_stream(driver, stream); error != cudaSuccess) return error;
-    // Not capturing: the status, and nothing else is written, as documented.
-    *captureStatus_out = cudaStreamCaptureStatusNone;
-    static_cast<void>(id_out);
-    static_cast<void>(graph_out);
-    static_cast<void>(dependencies_out);
-    static_cast<void>(edgeData_out);
-    static_cast<void>(numDependencies_out);
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    const cudaError_t error = from_driver(driver.cuStreamGetCaptureInfo(
+        stream, &status, &id, graph_out, dependencies_out, numDependencies_out));
+    if (error != cudaSuccess) return error;
+    *captureStatus_out = static_cast<cudaStreamCaptureStatus>(status);
+    if (status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+      if (id_out != nullptr) *id_out = id;
+      // No dependency, so no edge data either.
+      if (edgeData_out != nullptr) *edgeData_out = nullptr;
+    }
     return cudaSuccess;
   });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
-  if (mode == nullptr) return record(cudaErrorInvalidValue);
-  const cudaStreamCaptureMode previous = capture_mode;
-  capture_mode = *mode;
-  *mode = previous;
-  return cudaSuccess;
+  return in_context([&](const Driver& driver) {
+    if (mode == nullptr) return cudaErrorInvalidValue;
+    return from_driver(
+        driver.cuThreadExchangeStreamCaptureMode(reinterpret_cast<CUstreamCaptureMode*>(mode)));
+  });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
                                                   enum cudaStreamCaptureMode mode) {
-  static_cast<void>(stream);
-  static_cast<void>(mode);
-  return record(cudaErrorNotSupported);
+  return in_context([&](const Driver& driver) {
+    return from_driver(driver.cuStreamBeginCapture(stream, static_cast<CUstreamCaptureMode>(mode)));
+  });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph,
@@ -133,20 +136,26 @@ SIMCUDA_EXPORT cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cu
   return record(cudaErrorNotSupported);
 }
 
-// Never capturing, so ending a capture is the documented error for a stream that is not.
 SIMCUDA_EXPORT cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* pGraph) {
-  static_cast<void>(stream);
-  static_cast<void>(pGraph);
-  return record(cudaErrorIllegalState);
+  return in_context(
+      [&](const Driver& driver) { return from_driver(driver.cuStreamEndCapture(stream, pGraph)); });
 }
 
+// The simulation keeps each capture's work in order, so a capturing stream's dependencies are
+// always all of it: there is nothing to change, but the stream must be capturing.
 SIMCUDA_EXPORT cudaError_t cudaStreamUpdateCaptureDependencies(
     cudaStream_t stream, cudaGraphNode_t* dependencies, const cudaGraphEdgeData* dependencyData,
     size_t numDependencies, unsigned int flags) {
-  static_cast<void>(stream);
   static_cast<void>(dependencies);
   static_cast<void>(dependencyData);
   static_cast<void>(numDependencies);
-  static_cast<void>(flags);
-  return record(cudaErrorIllegalState);
+  return in_context([&](const Driver& driver) {
+    if (flags > 1) return cudaErrorInvalidValue;  // add (0) or set (1)
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (const cudaError_t error = from_driver(driver.cuStreamIsCapturing(stream, &status));
+        error != cudaSuccess) {
+      return error;
+    }
+    return status == CU_STREAM_CAPTURE_STATUS_ACTIVE ? cudaSuccess : cudaErrorIllegalState;
+  });
 }

@@ -1,9 +1,9 @@
 // What the simulated GPU does not offer, exported so that the libraries importing it load:
-// CUDA graphs and their user objects (a graph of kernels that never run could not be
-// replayed), libraries of device code loaded at run time (device code is never loaded), and
-// interprocess memory and event handles (each process has its own simulated devices). Each
-// returns cudaErrorNotSupported, records it as the thread's last error, and writes nothing,
-// so a caller takes its documented fallback or reports the error.
+// graphs built node by node and their user objects (captured graphs are: graphs.cpp), libraries of
+// device code loaded at run time (device code is never loaded), and interprocess memory and event
+// handles (each process has its own simulated devices). Each returns cudaErrorNotSupported, records
+// it as the thread's last error, and writes nothing, so a caller takes its documented fallback or
+// reports the error.
 
 #include "entry_support.h"
 
@@ -30,34 +30,6 @@ SIMCUDA_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditional
                                                             unsigned int defaultLaunchValue,
                                                             unsigned int flags) {
   return not_supported(pHandle_out, graph, defaultLaunchValue, flags);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  return not_supported(graph);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
-  return not_supported(graphExec);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes,
-                                             size_t* numNodes) {
-  return not_supported(graph, nodes, numNodes);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphInstantiate(cudaGraphExec_t* pGraphExec, cudaGraph_t graph,
-                                                unsigned long long flags) {
-  return not_supported(pGraphExec, graph, flags);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t* pGraphExec,
-                                                         cudaGraph_t graph,
-                                                         unsigned long long flags) {
-  return not_supported(pGraphExec, graph, flags);
-}
-
-SIMCUDA_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream) {
-  return not_supported(graphExec, stream);
 }
 
 SIMCUDA_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node,
