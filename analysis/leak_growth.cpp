@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <string_view>
 #include <tuple>
 
 namespace vramtrace::analysis {
@@ -15,6 +17,56 @@ bool is_occurrence_of(std::string_view name, std::string_view marker) {
   name.remove_prefix(1);
   return name.find_first_not_of("0123456789") == std::string_view::npos;
 }
+
+namespace {
+
+// A marker's name without the number vramtrace.iteration() appends ("iteration 3": "iteration").
+std::string_view unnumbered(std::string_view name) {
+  const std::size_t space = name.rfind(' ');
+  if (space == std::string_view::npos || space + 1 == name.size()) return name;
+  const std::string_view number = name.substr(space + 1);
+  if (number.find_first_not_of("0123456789") != std::string_view::npos) return name;
+  return name.substr(0, space);
+}
+
+// Why there are no iterations, and what would make some: the markers that do repeat in the
+// selected processes, and how to add one.
+std::string no_iterations_message(const storage::TraceReader& trace, const std::string& marker,
+                                  const LeakReportOptions& options) {
+  std::map<std::pair<std::int64_t, std::string>, std::size_t> occurrences;
+  for (const storage::MarkerRecord& record : trace.markers()) {
+    if (record.start.source == storage::kMarkerFromShim ||
+        !is_selected(options.processes, record.start.upid)) {
+      continue;
+    }
+    ++occurrences[{record.start.upid, std::string(unnumbered(record.start.name))}];
+  }
+  std::set<std::string> repeating;
+  for (const auto& [key, count] : occurrences) {
+    if (count >= 2) repeating.insert(key.second);
+  }
+  std::string message = "no selected process has the marker '" + marker +
+                        "' twice: growth compares successive iterations. ";
+  if (repeating.empty()) {
+    message += "No marker repeats in this trace";
+  } else {
+    message += "Markers that repeat: ";
+    std::size_t listed = 0;
+    for (const std::string& name : repeating) {
+      if (listed == 5) {
+        message += ", ...";
+        break;
+      }
+      message += (listed++ == 0 ? "'" : ", '") + name + "'";
+    }
+  }
+  return message +
+         ". To mark the iterations of a training loop, put its body in `with "
+         "vramtrace.iteration():` (Python; the marker is 'iteration'), or in an NVTX range of one "
+         "name";
+}
+
+}  // namespace
 
 LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
                              const std::string& marker, std::size_t max_iterations,
@@ -86,10 +138,7 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
       growth.growing.push_back(std::move(entry));
     }
   }
-  if (growth.processes.empty()) {
-    throw BadMoment("no selected process has the marker '" + marker +
-                    "' twice: growth compares successive iterations");
-  }
+  if (growth.processes.empty()) throw BadMoment(no_iterations_message(trace, marker, options));
   for (GrowingGroup& entry : growth.growing) {
     std::vector<LeakGroup> one{entry.group};
     finish_groups(trace, &one);

@@ -16,6 +16,7 @@
 #include "cli/output_file.h"
 #include "cli/output_format.h"
 #include "cli/report_scope.h"
+#include "cli/time_query.h"
 #include "cli/trace_command.h"
 #include "text/text_style.h"
 
@@ -201,6 +202,7 @@ void register_gate_command(CLI::App& app, int* exit_status) {
                   "The marker whose occurrences are the iterations for --max-growth: ranges or "
                   "marks of this name, or numbered '<name> <n>' as vramtrace.iteration() makes")
       ->type_name("NAME")
+      ->check(marker_name())
       ->default_str("iteration");
   sub->add_option_function<std::string>(
          "--level",

@@ -316,6 +316,7 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
              sub->add_option("--growth", when->growth,
                              "MARKER: the stacks whose live bytes rise from one occurrence of "
                              "MARKER (an iteration) to the next, with bytes per iteration")
+                 ->check(marker_name())
                  ->group(kWhen);
          at->excludes(between)->excludes(growth);
          between->excludes(growth);

@@ -23,6 +23,16 @@ inline constexpr const char* kMomentHelp =
     "a CLOCK_MONOTONIC time in ns, +D after the first allocation (1.5s, 250ms, 40us), or seq:N "
     "(one process's event N)";
 
+// A marker's name given as an option's value (--growth, --iteration-marker): refused when empty,
+// which would name every marker or none.
+inline CLI::Validator marker_name() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        return name.empty() ? "needs a marker's name, not an empty string" : std::string();
+      },
+      "MARKER");
+}
+
 // Calls query(index). A note on how the index was made (built aside for a trace that cannot
 // keep it) goes to stderr; a moment the trace does not have becomes the command's one-line error
 // (exit status 2).

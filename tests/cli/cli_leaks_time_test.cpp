@@ -142,12 +142,23 @@ TEST_F(CliLeaksTimeTest, BadMomentsAreOneLineErrors) {
                                                {"--at", "end", "--growth", "iter"},
                                                {"--growth", "nope"},
                                                {"--between", "iter#1", "iter#7"},
-                                               {"--growth", "iter", "--iterations", "1"}}) {
+                                               {"--growth", "iter", "--iterations", "1"},
+                                               {"--growth", ""}}) {
     const CommandResult result = leaks(args);
     EXPECT_EQ(result.exit_status, 2) << args[0] << " " << args[1];
     EXPECT_EQ(line_count(result.err), 1u) << result.err;
     EXPECT_EQ(result.err.rfind("vramtrace leaks: ", 0), 0u) << result.err;
   }
+}
+
+// A marker that does not repeat is answered with the ones that do, and how to add one.
+TEST_F(CliLeaksTimeTest, GrowthWithoutItsMarkerSaysWhichRepeatAndHowToMarkIterations) {
+  const CommandResult result = leaks({"--growth", "nope"});
+  ASSERT_EQ(result.exit_status, 2);
+  EXPECT_NE(result.err.find("no selected process has the marker 'nope' twice"), std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("Markers that repeat: 'iter'"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("with vramtrace.iteration():"), std::string::npos) << result.err;
 }
 
 }  // namespace

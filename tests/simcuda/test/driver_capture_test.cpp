@@ -49,7 +49,9 @@ TEST_F(Capture, CapturedWorkIsDoneAtEachLaunchNotWhenCaptured) {
   EXPECT_EQ(cuMemsetD8Async(data_, 7, 16, stream_), CUDA_SUCCESS);
   static int calls = 0;
   calls = 0;
-  EXPECT_EQ(cuLaunchHostFunc(stream_, [](void*) { ++calls; }, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchHostFunc(
+                stream_, [](void*) { ++calls; }, nullptr),
+            CUDA_SUCCESS);
   EXPECT_EQ(byte_at(0), 0) << "captured, not done";
   EXPECT_EQ(calls, 0);
   CUgraph graph = nullptr;

@@ -84,8 +84,7 @@ CUstreamCaptureStatus Captures::status(CUstream stream, cuuint64_t* id, CUgraph*
   return CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
 
-std::optional<CUresult> Captures::capture(CUstream stream, CUgraphNodeType type,
-                                          GraphWork work) {
+std::optional<CUresult> Captures::capture(CUstream stream, CUgraphNodeType type, GraphWork work) {
   std::lock_guard lock(mutex_);
   const auto found = members_.find(stream);
   if (found == members_.end()) return std::nullopt;
@@ -263,6 +262,8 @@ CUresult Captures::add_node_locked(Member& member, CUgraphNodeType type, GraphWo
   return CUDA_SUCCESS;
 }
 
-void Captures::invalidate_locked(Capture& capture) { capture.invalidated = true; }
+void Captures::invalidate_locked(Capture& capture) {
+  capture.invalidated = true;
+}
 
 }  // namespace simcuda::driver

@@ -58,8 +58,7 @@ class Captures {
   CUresult begin(CUstream stream, CUstreamCaptureMode mode);
   CUresult end(CUstream stream, CUgraph* graph);
   // The capture `stream` takes part in: its status, and for an active one its id and graph.
-  CUstreamCaptureStatus status(CUstream stream, cuuint64_t* id = nullptr,
-                               CUgraph* graph = nullptr);
+  CUstreamCaptureStatus status(CUstream stream, cuuint64_t* id = nullptr, CUgraph* graph = nullptr);
 
   // Work put in `stream`: if the stream is capturing, it becomes a node (`work` is kept for
   // the launches) and the result is what the caller returns; nullopt: not capturing, do it.

@@ -34,7 +34,8 @@ SIMCUDA_EXPORT cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream
 }
 
 SIMCUDA_EXPORT cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
-  return in_context([&](const Driver& driver) { return from_driver(driver.cuGraphDestroy(graph)); });
+  return in_context(
+      [&](const Driver& driver) { return from_driver(driver.cuGraphDestroy(graph)); });
 }
 
 SIMCUDA_EXPORT cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec) {
