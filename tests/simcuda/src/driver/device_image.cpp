@@ -6,8 +6,6 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string_view>
 #include <vector>
 
@@ -293,7 +291,8 @@ std::optional<std::string> decompress(std::string_view payload, const EntryHeade
     out.resize(size);
     return out;
   }
-  if ((entry.flags & kCompressedLz4) != 0) return std::nullopt;  // older toolkits only
+  // LZ4 (CUDA 12 toolkits) is not read: the toolkit here compresses with zstd.
+  if ((entry.flags & kCompressedLz4) != 0) return std::nullopt;
   return std::string(payload);
 }
 
@@ -365,14 +364,6 @@ ImageResult read_device_image(const void* code, int architecture) {
   }
   const char* text = static_cast<const char*>(code);
   return {read_ptx(std::string_view(text, std::strlen(text)))};
-}
-
-ImageResult read_device_image_file(const char* path, int architecture) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return {};
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  bytes.push_back('\0');  // PTX is read as a C string
-  return read_device_image(bytes.data(), architecture);
 }
 
 }  // namespace simcuda::driver

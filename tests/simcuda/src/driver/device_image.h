@@ -54,7 +54,4 @@ struct ImageResult {
 // minor.
 ImageResult read_device_image(const void* code, int architecture);
 
-// The same for a file on disk (cuModuleLoad, cuLibraryLoadFromFile).
-ImageResult read_device_image_file(const char* path, int architecture);
-
 }  // namespace simcuda::driver
