@@ -64,8 +64,12 @@ std::string process_line(const analysis::ProcessDigest& p) {
   }
   if (p.out_of_memory != 0)
     parts.push_back(count_of(p.out_of_memory, "out-of-memory failure", "out-of-memory failures"));
-  return fmt::format("pid {} {}: {}", p.process.start.pid, analysis::image_name(p.process),
-                     fmt::join(parts, "; "));
+  // A distributed job's process is named by its rank first, as people name them.
+  const std::string who =
+      p.process.start.rank
+          ? fmt::format("rank {} (pid {})", *p.process.start.rank, p.process.start.pid)
+          : fmt::format("pid {}", p.process.start.pid);
+  return fmt::format("{} {}: {}", who, analysis::image_name(p.process), fmt::join(parts, "; "));
 }
 
 // The path as a shell reads it back: quoted where it holds anything but the usual characters.

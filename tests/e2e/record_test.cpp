@@ -684,6 +684,23 @@ TEST_F(RecordTest, EveryProcessOfAJobKeepsItsParentRankAndLeaks) {
       if (r[0] == pid && r[4].find("--rank") != std::string::npos) EXPECT_EQ(r[1], launcher);
   // Worker leaks of the same line group by stack, across processes: 8 workers, 4 ranks.
   EXPECT_EQ(q.integer("SELECT count(*) FROM allocation WHERE free_seq IS NULL AND kind = 3"), 8);
+  // run's last lines name each process of the job by its rank, then its pid.
+  std::map<std::string, std::string> rank_by_pid;
+  for (const auto& r : rows) rank_by_pid[r[0]] = r[2];
+  const std::regex ranked(R"(^vramtrace:   rank (\d+) \(pid (\d+)\) )");
+  const std::regex unranked(R"(^vramtrace:   pid (\d+) )");
+  int named_by_rank = 0;
+  std::istringstream lines(run.err);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, ranked)) {
+      ++named_by_rank;
+      EXPECT_EQ(rank_by_pid[match[2]], match[1]) << line;
+    } else if (std::regex_search(line, match, unranked)) {
+      EXPECT_EQ(rank_by_pid[match[1]], "-1") << "a ranked process named by pid: " << line;
+    }
+  }
+  EXPECT_GT(named_by_rank, 0) << run.err;
 }
 
 TEST_F(RecordTest, VirtualMemoryReservationsHandlesAndMappingsAreTrackedApart) {
