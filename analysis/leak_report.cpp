@@ -111,12 +111,39 @@ std::string level_name(const LeakReportOptions& options, bool allocator_events) 
   return block_level && (options.level || allocator_events) ? "block" : "segment";
 }
 
-// Moves the groups a CUDA library allocated for itself out of the leaks (library_memory.h).
-// Stacks must be resolved.
-void set_aside_library_memory(LeakReport* report) {
+// Whether a group is virtual memory of PyTorch's expandable segments: a reservation or a
+// handle made in the caching allocator's library.
+bool expandable_segment_part(const LeakGroup& group) {
+  if (group.kind != storage::allocation_kind::kVmmReservation &&
+      group.kind != storage::allocation_kind::kVmmHandle) {
+    return false;
+  }
+  for (const storage::StackFrame& frame : group.stack) {
+    if (frame.module.empty()) continue;
+    return storage::path_base_name(frame.module).starts_with("libc10_cuda.so");
+  }
+  return false;
+}
+
+// Moves out of the leaks the groups a CUDA library allocated for itself (library_memory.h) and,
+// at the block level, the expandable segments' reservations and handles. Stacks must be
+// resolved.
+void set_aside_held_memory(LeakReport* report) {
   std::map<std::string, LibraryMemory> held;
   std::vector<LeakGroup> leaks;
   for (LeakGroup& group : report->groups) {
+    if (report->level == "block" && expandable_segment_part(group)) {
+      LeakReport::ExpandableSegments& parts = report->expandable_segments;
+      if (group.kind == storage::allocation_kind::kVmmReservation) {
+        parts.reserved_bytes += group.bytes;
+        parts.reservations += group.count;
+      } else {
+        parts.handles += group.count;
+      }
+      report->total_bytes -= group.bytes;
+      report->total_count -= group.count;
+      continue;
+    }
     const std::optional<std::string> library = group.kind == storage::allocation_kind::kBlock
                                                    ? std::nullopt
                                                    : allocating_cuda_library(group.stack);
@@ -192,7 +219,7 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   report.ended_at_python_finalizing = ended_at_python_finalizing(trace, selected, options.upid);
   add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
-  set_aside_library_memory(&report);
+  set_aside_held_memory(&report);
   return report;
 }
 
@@ -245,7 +272,7 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   }
   add_totals(&report, live.take());
   finish_groups(trace, &report.groups);
-  set_aside_library_memory(&report);
+  set_aside_held_memory(&report);
   return report;
 }
 

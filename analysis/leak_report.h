@@ -14,7 +14,10 @@
 // process without allocator events is the segment level.
 //
 // At both levels, what a CUDA library allocated for itself (library_memory.h: a cuBLAS handle's
-// workspace, cuDNN's and NCCL's buffers) is no leak: it is reported apart, by library.
+// workspace, cuDNN's and NCCL's buffers) is no leak: it is reported apart, by library. At the
+// block level, the virtual memory of PyTorch's expandable segments is the allocator's too: the
+// address range it reserves (address space, not memory) and the physical handles behind its
+// mappings (whose memory the mappings already count), made in libc10_cuda.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +65,11 @@ struct LeakReport {
   CacheTotals cached;             // block level only
   // What CUDA libraries held for themselves, largest first; in no group and no total.
   std::vector<LibraryMemory> held_by_libraries;
+  // Block level: the expandable segments' reservations (bytes of address space, count) and
+  // handles (count) the allocator held; in no group and no total.
+  struct ExpandableSegments {
+    std::uint64_t reserved_bytes = 0, reservations = 0, handles = 0;
+  } expandable_segments;
   std::vector<std::string> warnings;  // see trace_warnings()
   std::uint64_t total_bytes = 0;
   std::uint64_t total_count = 0;

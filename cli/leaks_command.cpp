@@ -76,6 +76,10 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
       {"allocator_events", report.allocator_events},
       {"cached", {{"bytes", report.cached.bytes}, {"count", report.cached.count}}},
       {"held_by_libraries", libraries_json(report.held_by_libraries)},
+      {"expandable_segments",
+       {{"reserved_bytes", report.expandable_segments.reserved_bytes},
+        {"reservations", report.expandable_segments.reservations},
+        {"handles", report.expandable_segments.handles}}},
       {"incomplete", !report.trace_complete},
       {"warnings", report.warnings},
       {"ended_at_python_finalizing", report.ended_at_python_finalizing},
@@ -96,6 +100,14 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
     cache = "no allocator events: reported at the segment level only\n";
   }
   cache += libraries_line(report.held_by_libraries);
+  if (const auto& parts = report.expandable_segments; parts.reservations + parts.handles != 0) {
+    cache += fmt::format(
+        "held by the allocator's expandable segments (not leaks): {} of address space in {}, "
+        "and {} whose memory its mappings count\n",
+        format_bytes_exact(parts.reserved_bytes),
+        count_of(parts.reservations, "reservation", "reservations"),
+        count_of(parts.handles, "physical handle", "physical handles"));
+  }
   if (!report.ended_at_python_finalizing.empty()) {
     cache += fmt::format(
         "Python: counted when the interpreter began to finalize ({}): what its teardown "

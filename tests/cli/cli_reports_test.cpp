@@ -82,15 +82,17 @@ TEST_F(CliReportsTest, LeaksJsonFollowsTheContract) {
   EXPECT_EQ(report.at("cached"), json({{"bytes", 0}, {"count", 0}}));
   // No Python process: each ends at the end of the trace.
   EXPECT_EQ(report.at("ended_at_python_finalizing"), json::array());
-  // No CUDA library allocated for itself.
+  // No CUDA library allocated for itself, and no expandable segments.
   EXPECT_EQ(report.at("held_by_libraries"), json::array());
+  EXPECT_EQ(report.at("expandable_segments"),
+            json({{"reserved_bytes", 0}, {"reservations", 0}, {"handles", 0}}));
 
   // Nothing beyond the contract and its additions.
   for (const auto& [key, value] : report.items()) {
     EXPECT_TRUE(key == "trace" || key == "total_bytes" || key == "total_count" || key == "leaks" ||
                 key == "incomplete" || key == "warnings" || key == "level" ||
                 key == "allocator_events" || key == "cached" || key == "held_by_libraries" ||
-                key == "ended_at_python_finalizing")
+                key == "expandable_segments" || key == "ended_at_python_finalizing")
         << key;
   }
 }

@@ -122,6 +122,32 @@ class BackendsTest(TempDirTest):
         self.assertEqual((entry["count"], entry["bytes"]),
                          (planted["iterations"], planted["iterations"] * planted["planted_bytes"]))
 
+    def test_expandable_segments_reservations_and_handles_are_no_leak(self) -> None:
+        # A program that frees what it made leaks nothing with expandable segments either: the
+        # allocator's reserved address range (gigabytes) and its physical handles are its own.
+        script = ("import json, torch\n"
+                  "x = torch.rand(2, device='cuda')\n"
+                  "del x\n"
+                  "print(json.dumps({'allocated': torch.cuda.memory_allocated(),"
+                  " 'reserved': torch.cuda.memory_reserved()}))\n")
+        trace = self.path("expandable_tiny.db")
+        result = torch_run.record(trace, [torch_run.torch_python(), "-c", script],
+                                  env=torch_run.child_env(
+                                      PYTORCH_CUDA_ALLOC_CONF="expandable_segments:True"))
+        counters = torch_run.json_lines(result.stdout)[-1]
+        self.assertEqual(counters["allocated"], 0)
+        leaks = torch_run.report("leaks", trace)
+        self.assertEqual((leaks["total_bytes"], leaks["leaks"]), (0, []))
+        self.assertEqual(leaks["cached"]["bytes"], counters["reserved"])
+        self.assertGreaterEqual(leaks["expandable_segments"]["reservations"], 1)
+        self.assertGreaterEqual(leaks["expandable_segments"]["handles"], 1)
+        line = next(line for line in result.stderr.splitlines() if " pid " in line)
+        self.assertIn("nothing leaked", line)
+        gate = subprocess.run([torch_run.vramtrace_binary(), "gate", trace,
+                               "--max-leaked-bytes", "0"], capture_output=True, text=True,
+                              timeout=60)
+        self.assertEqual(gate.returncode, 0, gate.stdout + gate.stderr)
+
 
 if __name__ == "__main__":
     torch_run.main()
