@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "run_vramtrace.h"
@@ -144,9 +145,15 @@ class CliHostileTraceTest : public ::testing::Test {
     sqlite3_free(error);
     sqlite3_close(db);
   }
+  // The alarm only stops a hang; a report on a hostile trace must end within kPromptly (the
+  // reports here refuse or finish in milliseconds).
+  static constexpr std::chrono::seconds kPromptly{5};
   CommandResult vramtrace(std::vector<std::string> args) {
     args.insert(args.begin() + 1, trace_.string());
-    return run_vramtrace_limited(args, scratch_.path(), {.alarm_seconds = 60});
+    const auto started = std::chrono::steady_clock::now();
+    CommandResult result = run_vramtrace_limited(args, scratch_.path(), {.alarm_seconds = 60});
+    EXPECT_LT(std::chrono::steady_clock::now() - started, kPromptly) << args[0];
+    return result;
   }
   // Every report refuses the trace at once: exit 2 and one line that names what it holds.
   void expect_every_report_refuses(const std::string& what) {
