@@ -48,7 +48,7 @@ class MemoryVizTest(TempDirTest):
         global _memory_viz
         from torch.cuda import _memory_viz  # pylint: disable=import-outside-toplevel
         cls.trace = cls.path("memory_viz.db")
-        torch_pickle = cls.path("torch.pickle")
+        torch_pickle = cls.torch_pickle = cls.path("torch.pickle")
         torch_run.record(cls.trace, torch_run.python(WORKLOAD, torch_pickle))
         with open(torch_pickle, "rb") as file:
             cls.torch = pickle.load(file)
@@ -95,6 +95,19 @@ class MemoryVizTest(TempDirTest):
 
     def test_segsum_says_what_it_says_of_torchs_own(self) -> None:
         self.assertEqual(_memory_viz.segsum(self.ours), _memory_viz.segsum(self.torch))
+
+    def test_stats_and_trace_print_what_they_print_of_torchs_own(self) -> None:
+        # The command-line tools people run on a snapshot, on ours and on torch's own of the
+        # same run: the same text. (The workload's sizes are multiples of 512 bytes: a block's
+        # requested size is not in the trace when it is less than the block's.)
+        for tool in ("stats", "trace"):
+            printed = [subprocess.run([torch_run.torch_python(), "-m", "torch.cuda._memory_viz",
+                                       tool, path], capture_output=True, text=True, timeout=120)
+                       for path in (self.pickle, self.torch_pickle)]
+            for result in printed:
+                self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(printed[0].stdout, printed[1].stdout, tool)
+            self.assertGreater(len(printed[0].stdout.splitlines()), 5, tool)
 
     def test_segments_equal_torchs_snapshot(self) -> None:
         self.assertEqual(segments(self.ours), segments(self.torch))
