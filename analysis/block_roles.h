@@ -17,6 +17,7 @@
 
 #include "analysis/moment.h"
 #include "analysis/process_filter.h"
+#include "analysis/training_phases.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
@@ -77,9 +78,12 @@ std::vector<BlockLife> block_lives(const storage::TraceReader& trace, std::int64
 // The roles of the blocks live at `moment` in each selected process that has allocator
 // events (a process without blocks has no roles and is left out). `peak` is the moment of the
 // most bytes in live blocks (max_memory_allocated's), not of device memory in use.
+// `phases`, where given, is the trace's (a caller that also asks for growth reads the blocks
+// once).
 std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
                                             const storage::TimeIndex& index,
                                             const MomentSpec& moment,
-                                            const ProcessSelection& processes);
+                                            const ProcessSelection& processes,
+                                            TrainingPhases* phases = nullptr);
 
 }  // namespace vramtrace::analysis

@@ -159,8 +159,8 @@ std::vector<GateCheck> role_checks(const storage::TraceReader& trace, const Gate
   return checks;
 }
 
-// One check per process that has the iteration marker twice: the bytes per iteration of the
-// stacks that grow, the suppressed ones left out.
+// One check per process that has two iterations: the bytes per iteration of the stacks that
+// grow, the suppressed ones left out.
 std::vector<GateCheck> growth_checks(const storage::TraceReader& trace, const GateOptions& options,
                                      const LeakReportOptions& leak_options) {
   const std::unique_ptr<storage::TimeIndex> index = open_time_index(trace);
@@ -179,11 +179,9 @@ std::vector<GateCheck> growth_checks(const storage::TraceReader& trace, const Ga
       growing.push_back(entry.group);
       rates.push_back(entry.bytes_per_iteration);
     }
-    GateCheck check = at_most("growth",
-                              fmt::format("pid {}, {} iterations of '{}'", process.pid,
-                                          process.iterations, growth.marker),
-                              "bytes per iteration", per_iteration,
-                              static_cast<double>(*options.limits.max_growth));
+    GateCheck check = at_most(
+        "growth", fmt::format("pid {}, {}", process.pid, describe_iterations(process)),
+        "bytes per iteration", per_iteration, static_cast<double>(*options.limits.max_growth));
     check.leaks = std::move(growing);
     check.growth = std::move(rates);
     checks.push_back(std::move(check));

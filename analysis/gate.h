@@ -62,8 +62,9 @@ struct GateOptions {
   ProcessSelection processes;  // of the trace under test; the baseline is taken whole
   std::vector<SuppressionRule> suppressions;
   // The marker whose occurrences are the iterations of the growth check: ranges or marks of
-  // this name, or numbered "<name> <n>" as vramtrace.iteration() makes them.
-  std::string growth_marker = "iteration";
+  // this name, or numbered "<name> <n>" as vramtrace.iteration() makes them. Empty: per
+  // process, the marker "iteration" where it has one, else its backward passes (leak_growth.h).
+  std::string growth_marker;
   // Judge what was recorded even where the recording has gaps (recording_gaps()): by default a
   // trace with gaps is not vouched for, whatever its checks say.
   bool accept_gaps = false;

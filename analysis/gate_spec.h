@@ -3,8 +3,8 @@
 //   leaked_bytes=0,leaked_count<=10,peak<=2GiB,role.activation<=4GiB
 //
 // Each term is NAME=VALUE or NAME<=VALUE (the same: the most allowed). Names: leaked_bytes
-// and peak (sizes, with units: byte_size.h), growth (bytes per occurrence of the marker
-// "iteration", as `gate --max-growth`), leaked_count (a count), role.ROLE (a size: that
+// and peak (sizes, with units: byte_size.h), growth (bytes per iteration, as `gate
+// --max-growth` without --iteration-marker), leaked_count (a count), role.ROLE (a size: that
 // role's live bytes at each process's blocks' peak, as `gate --max-role ROLE=SIZE`; ROLE as
 // block_role_name names it). Spaces around terms are ignored.
 #pragma once

@@ -18,6 +18,13 @@ bool is_occurrence_of(std::string_view name, std::string_view marker) {
   return name.find_first_not_of("0123456789") == std::string_view::npos;
 }
 
+std::string describe_iterations(const ProcessIterations& process) {
+  const std::string count =
+      std::to_string(process.iterations) + (process.iterations == 1 ? " iteration" : " iterations");
+  if (process.marker.empty()) return count + " found from its backward passes";
+  return count + " of '" + process.marker + "'";
+}
+
 namespace {
 
 // A marker's name without the number vramtrace.iteration() appends ("iteration 3": "iteration").
@@ -66,24 +73,57 @@ std::string no_iterations_message(const storage::TraceReader& trace, const std::
          "name";
 }
 
+// Per selected process, where each iteration ends: the occurrences of `marker`, or with no
+// marker named, those of "iteration" where the process has two, else the ends of its training
+// loop's iterations as its backward passes and steps tell them.
+struct IterationPoints {
+  std::vector<std::uint64_t> seqs;  // where each iteration ends
+  std::string marker;               // empty: found from the backward passes
+  std::uint64_t count = 0;          // iterations: occurrences of the marker, or backward passes
+};
+
+std::map<std::int64_t, IterationPoints> iteration_points(const storage::TraceReader& trace,
+                                                         const storage::TimeIndex& index,
+                                                         const std::string& marker,
+                                                         const LeakReportOptions& options,
+                                                         TrainingPhases* shared_phases) {
+  const std::string name = marker.empty() ? std::string(kIterationMarker) : marker;
+  std::map<std::int64_t, IterationPoints> points;
+  for (const storage::MarkerRecord& record : trace.markers()) {
+    if (!is_occurrence_of(record.start.name, name) ||
+        !is_selected(options.processes, record.start.upid))
+      continue;
+    IterationPoints& found = points[record.start.upid];
+    found.seqs.push_back(record.end ? record.end->end_seq : record.start.start_seq);
+    found.marker = name;
+    found.count = found.seqs.size();
+  }
+  if (!marker.empty()) return points;
+  std::optional<TrainingPhases> own_phases;
+  TrainingPhases* phases = shared_phases;
+  for (const std::int64_t upid : index.processes_with_allocator_events()) {
+    if (!is_selected(options.processes, upid)) continue;
+    if (auto it = points.find(upid); it != points.end() && it->second.seqs.size() >= 2) continue;
+    if (phases == nullptr) phases = &own_phases.emplace(trace);
+    phases->find(upid);
+    if (phases->iteration_ends().size() < 2) continue;
+    points[upid] = {phases->iteration_ends(), "", phases->backward_starts().size()};
+  }
+  return points;
+}
+
 }  // namespace
 
 LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
                              const std::string& marker, std::size_t max_iterations,
-                             const LeakReportOptions& options) {
+                             const LeakReportOptions& options, TrainingPhases* phases) {
   LeakGrowth growth;
   growth.marker = marker;
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
-  // Each occurrence's point, per process, in order.
-  std::map<std::int64_t, std::vector<std::uint64_t>> points;
-  for (const storage::MarkerRecord& record : trace.markers()) {
-    if (!is_occurrence_of(record.start.name, marker) ||
-        !is_selected(options.processes, record.start.upid))
-      continue;
-    points[record.start.upid].push_back(record.end ? record.end->end_seq : record.start.start_seq);
-  }
+  // Each iteration's end, per process, in order.
+  auto points = iteration_points(trace, index, marker, options, phases);
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
   bool allocator_events = false;
   for (const auto& [upid, seqs] : points) allocator_events |= with_allocator.contains(upid);
@@ -92,13 +132,15 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
   const std::unordered_set<std::int64_t> segments = index.allocator_segments();
   const std::size_t samples = std::max<std::size_t>(max_iterations, 2);
 
-  for (auto& [upid, seqs] : points) {
+  for (auto& [upid, found] : points) {
+    std::vector<std::uint64_t>& seqs = found.seqs;
     std::sort(seqs.begin(), seqs.end());
     if (seqs.size() < 2) continue;
     ProcessIterations& process = growth.processes.emplace_back();
     process.upid = upid;
     process.pid = pids[upid];
-    process.iterations = seqs.size();
+    process.iterations = found.count;
+    process.marker = found.marker;
     const std::size_t taken = std::min(samples, seqs.size());
     for (std::size_t i = 0; i < taken; ++i) {
       const std::size_t which = i * (seqs.size() - 1) / (taken - 1);
@@ -138,7 +180,15 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
       growth.growing.push_back(std::move(entry));
     }
   }
-  if (growth.processes.empty()) throw BadMoment(no_iterations_message(trace, marker, options));
+  if (growth.processes.empty()) {
+    if (!marker.empty()) throw BadMoment(no_iterations_message(trace, marker, options));
+    throw BadMoment(
+        "no selected process has iterations to compare: none has the marker '" +
+        std::string(kIterationMarker) +
+        "' twice, nor two backward passes of PyTorch's autograd (a training loop). To mark the "
+        "iterations of any loop, put its body in `with vramtrace.iteration():` (Python), or in "
+        "an NVTX range of one name, and give that name");
+  }
   for (GrowingGroup& entry : growth.growing) {
     std::vector<LeakGroup> one{entry.group};
     finish_groups(trace, &one);

@@ -1,6 +1,8 @@
 // Growth across iterations: a leak in progress. At the same point of successive iterations (the
 // successive occurrences of one marker: the end of each range so named, or each mark; a name
-// "<marker> <n>", as vramtrace.iteration() numbers its ranges, is an occurrence too), the live
+// "<marker> <n>", as vramtrace.iteration() numbers its ranges, is an occurrence too; with no
+// marker named, the marker "iteration" where a process has it, else the ends of the iterations
+// of its training loop, found from its backward passes: training_phases.h), the live
 // bytes per (allocation stack, kind) at the leak level (leak_report.h); the groups whose live
 // bytes never fall from one iteration to the next and end higher than they began are growing,
 // by (last - first) / (iterations - 1) bytes per iteration.
@@ -17,6 +19,7 @@
 
 #include "analysis/leak_report.h"
 #include "analysis/process_filter.h"
+#include "analysis/training_phases.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
@@ -30,16 +33,23 @@ struct GrowingGroup {
   double bytes_per_iteration = 0;
 };
 
+// The marker that counts iterations where no marker is named and a process has it.
+inline constexpr std::string_view kIterationMarker = "iteration";
+
 struct ProcessIterations {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
-  std::uint64_t iterations = 0;            // occurrences of the marker
+  std::string marker;  // the marker whose occurrences they are; empty: its backward passes
+  std::uint64_t iterations = 0;            // occurrences of the marker, or backward passes
   std::vector<std::uint64_t> sampled;      // which (0-based) were looked at
-  std::vector<std::uint64_t> sampled_seq;  // and their sequence numbers
+  std::vector<std::uint64_t> sampled_seq;  // and their sequence numbers (where each ended)
 };
 
+// "3 iterations of 'iter'", "8 iterations found from its backward passes".
+std::string describe_iterations(const ProcessIterations& process);
+
 struct LeakGrowth {
-  std::string marker;
+  std::string marker;                        // as asked; empty: found per process (above)
   std::string level;                         // as LeakReport's
   std::vector<ProcessIterations> processes;  // those with at least two occurrences
   // Fastest growing first (bytes per iteration, then upid, callsite, kind).
@@ -50,9 +60,11 @@ struct LeakGrowth {
 // followed by a space and a number.
 bool is_occurrence_of(std::string_view name, std::string_view marker);
 
-// Throws BadMoment when no selected process has the marker twice.
+// Throws BadMoment when no selected process has two iterations.
+// `phases`, where given, is the trace's (a caller that also asks for roles reads the blocks once).
 LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::TimeIndex& index,
                              const std::string& marker, std::size_t max_iterations,
-                             const LeakReportOptions& options = {});
+                             const LeakReportOptions& options = {},
+                             TrainingPhases* phases = nullptr);
 
 }  // namespace vramtrace::analysis

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/callsite_tree.h"
+#include "analysis/leak_growth.h"
 #include "analysis/leak_report.h"
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
@@ -16,12 +17,58 @@ const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>&
   return stack.empty() ? nullptr : &stack.front();
 }
 
+namespace {
+
+// Iterations to look at for growth, as the gate looks at them.
+constexpr std::size_t kGrowthIterations = 32;
+
+// A training process's leaks are its growing stacks, and what it holds at its end is told by
+// role: every training script holds its model, gradients and optimizer state until it exits.
+void judge_by_iterations(const storage::TraceReader& trace, const storage::TimeIndex& index,
+                         const LeakReport& at_end, TrainingPhases& phases, ProcessDigest* p) {
+  const std::int64_t upid = p->process.start.upid;
+  LeakReportOptions options;
+  options.processes = std::set<std::int64_t>{upid};
+  LeakGrowth growth;
+  try {
+    growth = build_leak_growth(trace, index, "", kGrowthIterations, options, &phases);
+  } catch (const BadMoment&) {
+    return;  // no iterations: the leaks are what is live at its end
+  }
+  if (growth.processes.empty()) return;
+  p->iterations = growth.processes.front().iterations;
+  p->iteration_marker = growth.processes.front().marker;
+  std::set<std::optional<std::int64_t>> growing;
+  for (const GrowingGroup& entry : growth.growing) {
+    p->growth_per_iteration += entry.bytes_per_iteration;
+    growing.insert(entry.group.callsite_id);
+  }
+  if (!growth.growing.empty()) {
+    p->top_growth_stack = growth.growing.front().group.stack;
+    p->top_growth_per_iteration = growth.growing.front().bytes_per_iteration;
+  }
+  p->leaked_bytes = p->leaked_count = p->top_leak_bytes = 0;
+  p->top_leak_stack.clear();
+  for (const LeakGroup& group : at_end.groups) {
+    if (!growing.contains(group.callsite_id)) continue;
+    p->leaked_bytes += group.bytes;
+    p->leaked_count += group.count;
+  }
+  MomentSpec end;
+  const std::vector<ProcessRoles> roles =
+      build_role_report(trace, index, end, options.processes, &phases);
+  if (!roles.empty()) p->held = roles.front().live;
+}
+
+}  // namespace
+
 RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex& index) {
   const std::vector<ProcessChain> chains =
       chain_processes(trace.processes(), trace.upids_with_gpu_events());
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
   const std::vector<storage::LiveBytesPeak> peaks = index.peaks();
   const auto out_of_memory = trace.failures_by_process_and_kind(kOutOfMemoryResult);
+  TrainingPhases phases(trace);  // each process's blocks read once, for its growth and roles
   RunDigest digest;
   digest.processes = chains.size();
   digest.gaps = recording_gaps(trace);
@@ -53,6 +100,7 @@ RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex
       p.top_leak_bytes = leaks.groups.front().bytes;
       p.top_leak_stack = leaks.groups.front().stack;
     }
+    if (p.allocator_events) judge_by_iterations(trace, index, leaks, phases, &p);
     for (const auto& [key, count] : out_of_memory) {
       if (key.first == upid) p.out_of_memory += count;
     }

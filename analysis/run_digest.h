@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/block_roles.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
@@ -28,6 +29,16 @@ struct ProcessDigest {
   std::uint64_t leaked_bytes = 0, leaked_count = 0;
   std::uint64_t top_leak_bytes = 0;
   std::vector<storage::StackFrame> top_leak_stack;  // innermost first; empty: no stack or leak
+  // A training process (it has iterations: the marker "iteration", or backward passes): a leak
+  // is what grows from one iteration to the next (leak_growth.h), and what it holds at its end
+  // is told by role (block_roles.h); the leaks above are then those growing stacks, their
+  // bytes live at its end.
+  std::uint64_t iterations = 0;     // 0: not a training process
+  std::string iteration_marker;     // the marker that counted them; empty: the backward passes
+  double growth_per_iteration = 0;  // summed over the growing stacks
+  std::vector<storage::StackFrame> top_growth_stack;  // the fastest's; empty: none grows
+  double top_growth_per_iteration = 0;
+  std::optional<RoleTotals> held;   // at its end, by role
   std::uint64_t out_of_memory = 0;  // failed allocations that returned out of memory
   // What CUDA libraries held for themselves at its end (library_memory.h): no leak.
   std::uint64_t library_bytes = 0;

@@ -200,10 +200,11 @@ void register_gate_command(CLI::App& app, int* exit_status) {
       ->allow_extra_args(false);
   sub->add_option("--iteration-marker", options->gate.growth_marker,
                   "The marker whose occurrences are the iterations for --max-growth: ranges or "
-                  "marks of this name, or numbered '<name> <n>' as vramtrace.iteration() makes")
+                  "marks of this name, or numbered '<name> <n>' as vramtrace.iteration() makes. "
+                  "Default: 'iteration' where a process has it, else the iterations of its "
+                  "training loop, found from its backward passes")
       ->type_name("NAME")
-      ->check(marker_name())
-      ->default_str("iteration");
+      ->check(marker_name());
   sub->add_option_function<std::string>(
          "--level",
          [options](const std::string& name) {

@@ -155,7 +155,8 @@ namespace {
 struct LeaksWhen {
   std::string at;
   std::vector<std::string> between;
-  std::string growth;
+  bool growth = false;        // --growth, with or without a marker
+  std::string growth_marker;  // empty: found per process (analysis/leak_growth.h)
   std::size_t iterations = 32;
 };
 
@@ -207,14 +208,14 @@ analysis::LeakReport leak_report(const storage::TraceReader& trace, const Report
 analysis::LeakGrowth leak_growth(const storage::TraceReader& trace, const ReportScope& scope,
                                  const LeaksWhen& when) {
   return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
-    return analysis::build_leak_growth(trace, index, when.growth, when.iterations,
+    return analysis::build_leak_growth(trace, index, when.growth_marker, when.iterations,
                                        options_for(scope));
   });
 }
 
 Json leaks_json(const std::string& path, const storage::TraceReader& trace,
                 const ReportScope& scope, const LeaksWhen& when) {
-  if (!when.growth.empty()) return leak_growth_json(path, leak_growth(trace, scope, when));
+  if (when.growth) return leak_growth_json(path, leak_growth(trace, scope, when));
   const analysis::LeakReport report = leak_report(trace, scope, when);
   Json document = leak_report_json(path, report);
   if (!when.at.empty() || !when.between.empty()) document["at"] = moments_json(report.at);
@@ -224,7 +225,7 @@ Json leaks_json(const std::string& path, const storage::TraceReader& trace,
 
 std::string leaks_text(const std::string& path, const storage::TraceReader& trace,
                        const ReportScope& scope, const LeaksWhen& when) {
-  if (!when.growth.empty())
+  if (when.growth)
     return leak_growth_text(path, leak_growth(trace, scope, when), scope.describe(), scope.stacks);
   const analysis::LeakReport report = leak_report(trace, scope, when);
   std::string text;
@@ -240,7 +241,7 @@ std::string leaks_text(const std::string& path, const storage::TraceReader& trac
 
 std::string leaks_csv(const storage::TraceReader& trace, const ReportScope& scope,
                       const LeaksWhen& when) {
-  if (!when.growth.empty()) throw ReportRefusal("--format csv does not take --growth");
+  if (when.growth) throw ReportRefusal("--format csv does not take --growth");
   return leak_report_csv(leak_report(trace, scope, when));
 }
 
@@ -252,6 +253,8 @@ Json leak_growth_json(const std::string& trace_path, const analysis::LeakGrowth&
     processes.push_back({{"upid", process.upid},
                          {"pid", process.pid},
                          {"iterations", process.iterations},
+                         {"found_by", process.marker.empty() ? "backward_passes" : "marker"},
+                         {"marker", process.marker.empty() ? Json(nullptr) : Json(process.marker)},
                          {"sampled", process.sampled},
                          {"sampled_seq", process.sampled_seq}});
   }
@@ -267,29 +270,36 @@ Json leak_growth_json(const std::string& trace_path, const analysis::LeakGrowth&
                        {"stack", stack_json(entry.group.stack)}});
   }
   return {{"trace", trace_path},
-          {"marker", growth.marker},
+          {"marker", growth.marker.empty() ? Json(nullptr) : Json(growth.marker)},
           {"level", growth.level},
           {"processes", std::move(processes)},
           {"growing", std::move(growing)}};
 }
+
+namespace {
+
+// "'iter'" where a marker was named, else "iteration".
+std::string iteration_word(const analysis::LeakGrowth& growth) {
+  return growth.marker.empty() ? "iteration" : "'" + growth.marker + "'";
+}
+
+}  // namespace
 
 std::string leak_growth_text(const std::string& trace_path, const analysis::LeakGrowth& growth,
                              const std::string& scope, text::StackView stacks) {
   const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
   std::string text;
   for (const analysis::ProcessIterations& process : growth.processes) {
-    text += fmt::format("pid {}: {} of '{}', {} looked at\n", process.pid,
-                        count_of(process.iterations, "iteration", "iterations"), growth.marker,
-                        process.sampled.size());
+    text += fmt::format("pid {}: {}, {} looked at\n", process.pid,
+                        analysis::describe_iterations(process), process.sampled.size());
   }
   if (growth.growing.empty()) {
-    return text +
-           fmt::format("vramtrace: nothing grows from one '{}' to the next in {} ({} level)\n",
-                       growth.marker, where, growth.level);
+    return text + fmt::format("vramtrace: nothing grows from one {} to the next in {} ({} level)\n",
+                              iteration_word(growth), where, growth.level);
   }
-  text += fmt::format("vramtrace: {} grow from one '{}' to the next in {} ({} level)\n",
-                      count_of(growth.growing.size(), "stack", "stacks"), growth.marker, where,
-                      growth.level);
+  text += fmt::format("vramtrace: {} from one {} to the next in {} ({} level)\n",
+                      count_of(growth.growing.size(), "stack grows", "stacks grow"),
+                      iteration_word(growth), where, growth.level);
   for (const analysis::GrowingGroup& entry : growth.growing) {
     text += fmt::format("\n+{} per iteration in pid {}, {}: {} at the last looked at, from:\n",
                         format_bytes(static_cast<std::uint64_t>(entry.bytes_per_iteration + 0.5)),
@@ -325,10 +335,17 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
                  ->expected(2)
                  ->group(kWhen);
          auto* growth =
-             sub->add_option("--growth", when->growth,
-                             "MARKER: the stacks whose live bytes rise from one occurrence of "
-                             "MARKER (an iteration) to the next, with bytes per iteration")
-                 ->check(marker_name())
+             sub->add_option_function<std::string>(
+                    "--growth",
+                    [when](const std::string& marker) {
+                      when->growth = true;
+                      when->growth_marker = marker;
+                    },
+                    "[MARKER]: the stacks whose live bytes rise from one iteration to the next, "
+                    "with bytes per iteration. Iterations are the occurrences of MARKER; without "
+                    "one, of 'iteration' where a process has it, else its training loop's, found "
+                    "from its backward passes")
+                 ->expected(0, 1)
                  ->group(kWhen);
          at->excludes(between)->excludes(growth);
          between->excludes(growth);

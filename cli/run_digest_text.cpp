@@ -36,6 +36,50 @@ std::string where(const storage::StackFrame& frame) {
   return fmt::format("{} ({})", function, storage::path_base_name(frame.module));
 }
 
+// "held at its end: 2.0 MiB parameters, 2.0 MiB gradients, ...": the roles that hold bytes.
+std::string held_by_role(const analysis::RoleTotals& held) {
+  std::vector<std::string> roles;
+  for (std::size_t r = 0; r < analysis::kBlockRoles; ++r) {
+    if (held.bytes[r] == 0) continue;
+    std::string name(analysis::block_role_name(static_cast<analysis::BlockRole>(r)));
+    if (name == "optimizer_state")
+      name = "optimizer state";
+    else if (name != "unknown")
+      name += "s";
+    roles.push_back(fmt::format("{} {}", format_bytes(held.bytes[r]), name));
+  }
+  if (roles.empty()) return "held nothing at its end";
+  return fmt::format("held at its end: {}", fmt::join(roles, ", "));
+}
+
+// A training process: a leak is what grows from one iteration to the next, and comes first.
+void training_parts(const analysis::ProcessDigest& p, bool whole, std::vector<std::string>* parts) {
+  const std::string iterations =
+      p.iteration_marker.empty()
+          ? count_of(p.iterations, "iteration", "iterations")
+          : fmt::format("{} of '{}'", count_of(p.iterations, "iteration", "iterations"),
+                        p.iteration_marker);
+  if (p.growth_per_iteration > 0) {
+    const auto per_iteration = [](double bytes) {
+      return format_bytes(static_cast<std::uint64_t>(bytes + 0.5)) + " per iteration";
+    };
+    std::string leak = "LEAKS " + per_iteration(p.growth_per_iteration);
+    if (const storage::StackFrame* line = analysis::first_line_of(p.top_growth_stack)) {
+      leak += p.top_growth_per_iteration < p.growth_per_iteration
+                  ? fmt::format(", most ({}) at {}", per_iteration(p.top_growth_per_iteration),
+                                where(*line))
+                  : fmt::format(" at {}", where(*line));
+    }
+    leak += fmt::format(" ({} in {} at its end, {})", format_bytes(p.leaked_bytes),
+                        count_of(p.leaked_count, "block", "blocks"), iterations);
+    parts->insert(parts->begin(), std::move(leak));
+  } else {
+    parts->push_back(fmt::format(
+        "{} over {}", whole ? "nothing leaked" : "no leak in what was recorded", iterations));
+  }
+  if (p.held) parts->push_back(held_by_role(*p.held));
+}
+
 std::string process_line(const analysis::ProcessDigest& p) {
   std::vector<std::string> parts;
   if (p.peak_device) {
@@ -47,7 +91,9 @@ std::string process_line(const analysis::ProcessDigest& p) {
   }
   const bool whole = p.process.end.complete;
   if (!whole) parts.emplace_back("NOT recorded to its end");
-  if (p.leaked_count == 0) {
+  if (p.iterations != 0) {
+    training_parts(p, whole, &parts);
+  } else if (p.leaked_count == 0) {
     parts.emplace_back(whole ? "nothing leaked" : "no leak in what was recorded");
   } else {
     const std::string unit = p.allocator_events ? "block" : "allocation";
@@ -103,10 +149,13 @@ std::string run_digest_text(const std::string& trace_path, std::int64_t allocati
                         count_of(digest.processes, "process", "processes"));
   }
   text += "\n";
-  bool leaked = false, out_of_memory = false;
+  bool leaked = false, growing = false, out_of_memory = false;
   for (std::size_t i = 0; i < digest.gpu.size(); ++i) {
     const analysis::ProcessDigest& p = digest.gpu[i];
-    leaked = leaked || p.leaked_count != 0;
+    if (p.iterations != 0)
+      growing = growing || p.growth_per_iteration > 0;
+    else
+      leaked = leaked || p.leaked_count != 0;
     out_of_memory = out_of_memory || p.out_of_memory != 0;
     if (i < kProcessesShown) text += "vramtrace:   " + process_line(p) + "\n";
   }
@@ -118,6 +167,7 @@ std::string run_digest_text(const std::string& trace_path, std::int64_t allocati
   text += gaps;
   const std::string file = shell_word(trace_path);
   std::vector<std::string> more;
+  if (growing) more.push_back("vramtrace leaks --growth " + file);
   if (leaked) more.push_back("vramtrace leaks " + file);
   if (out_of_memory) more.push_back("vramtrace oom " + file);
   more.push_back("vramtrace summary " + file);

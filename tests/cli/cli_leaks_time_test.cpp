@@ -84,7 +84,7 @@ TEST_F(CliLeaksTimeTest, GrowthFindsTheStackThatRisesEachIteration) {
   EXPECT_EQ(doc["marker"], "iter");
   EXPECT_EQ(doc["level"], "block");
   EXPECT_EQ(doc["processes"], json::parse(R"([{"upid": 1, "pid": 5000, "iterations": 3,
-      "sampled": [0, 1, 2], "sampled_seq": [4, 9, 14]}])"));
+      "found_by": "marker", "marker": "iter", "sampled": [0, 1, 2], "sampled_seq": [4, 9, 14]}])"));
   ASSERT_EQ(doc["growing"].size(), 1u);
   const json& growing = doc["growing"][0];
   EXPECT_EQ(growing["kind"], "device");
@@ -97,7 +97,7 @@ TEST_F(CliLeaksTimeTest, GrowthFindsTheStackThatRisesEachIteration) {
   ASSERT_EQ(text.exit_status, 0) << text.err;
   EXPECT_EQ(text.out,
             "pid 5000: 3 iterations of 'iter', 3 looked at\n"
-            "vramtrace: 1 stack grow from one 'iter' to the next in " +
+            "vramtrace: 1 stack grows from one 'iter' to the next in " +
                 trace_.string() +
                 " (block level)\n"
                 "\n"

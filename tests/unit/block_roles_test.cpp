@@ -8,14 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "analysis/time_index.h"
+#include "role_trace_test.h"
 #include "storage/trace_reader.h"
-#include "temp_dir.h"
 #include "trace_builder.h"
 
 namespace vramtrace::analysis {
 namespace {
 
-using testing::ProcessWriter;
 constexpr std::uint64_t kMiB = 1 << 20;
 constexpr const char* kTorch = "/venv/lib/python3.11/site-packages/torch";
 
@@ -30,35 +29,17 @@ enum Callsite : std::int64_t {
   kEvaluate,        // evaluate < <module>
 };
 
-class BlockRolesTest : public ::testing::Test {
+class BlockRolesTest : public RoleTraceTest {
  protected:
   void SetUp() override {
-    path_ = dir_.path() / "roles.db";
-    std::string error;
-    auto w = storage::TraceWriter::create(path_, &error);
-    ASSERT_NE(w, nullptr) << error;
-    const ProcessWriter p = testing::start_process(*w, 1, 4000);
-    w->add_thread(2, 1, 4002);
-    w->set_thread_name(2, "pt_autograd_0");
+    auto w = start("roles.db", 128 * kMiB);
+    ASSERT_NE(w, nullptr);
     add_stacks(*w);
-    p.add(p.row(1, storage::allocation_kind::kDevice, storage::api::kCudaMalloc, 0x10000000,
-                64 * kMiB, 1, std::nullopt));
     const auto block = [&](std::int64_t id, std::uint64_t size, std::uint64_t seq,
-                           std::int64_t callsite, std::int64_t utid = 1) {
-      storage::AllocationRow r =
-          p.row(id, storage::allocation_kind::kBlock, storage::api::kC10ReportMemoryUsage,
-                0x10000000 + static_cast<std::uint64_t>(id) * 4 * kMiB, size, seq, callsite);
-      r.segment_id = 1;
-      r.alloc_utid = utid;
-      p.add(r);
-    };
+                           std::int64_t callsite,
+                           std::int64_t utid = 1) { add_block(*w, id, size, seq, callsite, utid); };
     const auto free = [&](std::int64_t id, std::uint64_t seq, std::int64_t utid = 1) {
-      storage::FreeRow f;
-      f.free_seq = seq;
-      f.free_ns = testing::ns_of_seq(seq);
-      f.free_utid = utid;
-      f.free_api = storage::api::kC10ReportMemoryUsage;
-      w->set_free(id, f);
+      add_free(*w, id, seq, utid);
     };
     block(2, 1 * kMiB, 2, kParameter);  // parameter, never freed
     block(3, 8 * kMiB, 3, kForward);    // activation: freed by backward
@@ -75,13 +56,9 @@ class BlockRolesTest : public ::testing::Test {
     free(9, 15);
     block(10, 3 * kMiB, 16, kEvaluate);   // no backward after it: unknown
     block(11, 256 * 1024, 17, kForward);  // a mark before its free: not a temporary
-    p.range(1, "checkpoint", 18, 18);
+    testing::ProcessWriter{*w, 1}.range(1, "checkpoint", 18, 18);
     free(11, 19);
-    ASSERT_TRUE(w->finish(&error)) << error;
-    storage::OpenFailure failure;
-    trace_ = storage::TraceReader::open(path_, &failure);
-    ASSERT_NE(trace_, nullptr) << failure.message;
-    index_ = open_time_index(*trace_);
+    open(*w);
   }
 
   static void add_stacks(storage::TraceWriter& w) {
@@ -120,22 +97,6 @@ class BlockRolesTest : public ::testing::Test {
     w.add_callsite(kStep, 21, 9, 2);
     w.add_callsite(kEvaluate, 1, 10, 1);
   }
-
-  RoleTotals at(const std::string& moment) {
-    const std::vector<ProcessRoles> report =
-        build_role_report(*trace_, *index_, parse_moment(moment), std::nullopt);
-    EXPECT_EQ(report.size(), 1u);
-    return report.empty() ? RoleTotals{} : report.front().live;
-  }
-
-  static std::uint64_t bytes(const RoleTotals& totals, BlockRole role) {
-    return totals.bytes[static_cast<std::size_t>(role)];
-  }
-
-  testing::TempDir dir_;
-  std::filesystem::path path_;
-  std::unique_ptr<storage::TraceReader> trace_;
-  std::unique_ptr<storage::TimeIndex> index_;
 };
 
 TEST_F(BlockRolesTest, InBackwardTheWeightsActivationsGradientAndTemporariesEachHaveTheirRole) {

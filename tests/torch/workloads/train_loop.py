@@ -1,0 +1,177 @@
+"""A training loop as people write it, at the top level of a script, with no vramtrace marker
+in the loop: a small MLP (Linear, GELU, LayerNorm) trained for a few steps, its parameters made
+one of the ways people make them, with one of the optimizers people use, and optionally one of
+the leaks people plant without meaning to.
+
+  --params   cuda (.cuda()), to (.to(device)), device_arg (device= to each layer),
+             device_context (built inside `with torch.device("cuda")`), randn (bare tensors:
+             torch.randn(..., device="cuda", requires_grad=True)), meta (built on the meta
+             device, then to_empty() and initialised), state_dict (.cuda(), then
+             load_state_dict of a CPU copy)
+  --optimizer  adam, adamw, sgd (with momentum), adam_foreach, adam_fused
+  --leak     none; list (a tensor of each step kept in a list); total_loss (a running metric
+             summed with its autograd history, `total_loss += l1_loss(...)`: each step's graph
+             and the tensor it saved stay); cache (a dict of outputs keyed by step)
+
+After the loop, once the GPU is idle, the script marks "trained" and prints one JSON line with
+the truth then, from its own objects and torch.cuda.memory_snapshot(): the block bytes of the
+parameters and buffers, of their gradients, of the optimizer's state, of what the leak kept,
+and memory_allocated(). The model, the optimizer and the leak stay referenced (globals) until
+the interpreter ends, as in any script."""
+
+import argparse
+import json
+import time
+
+import torch
+from torch import nn
+
+import vramtrace
+
+FEATURES, HIDDEN, BATCH = 256, 1024, 2048
+LEAK_ELEMENTS = 512 * 1024  # 2 MiB of float32 kept per step by the list leak
+
+
+class MLP(nn.Module):
+    def __init__(self, device=None) -> None:
+        super().__init__()
+        self.up = nn.Linear(FEATURES, HIDDEN, device=device)
+        self.down = nn.Linear(HIDDEN, FEATURES, device=device)
+        self.norm = nn.LayerNorm(FEATURES, device=device)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(self.down(nn.functional.gelu(self.up(x))))
+
+
+class BareMLP:
+    """The same layers as bare tensors, as a hand-written model keeps them."""
+
+    def __init__(self) -> None:
+        def weight(*shape):
+            return torch.randn(*shape, device="cuda", requires_grad=True)
+        self.up_w, self.up_b = weight(HIDDEN, FEATURES), weight(HIDDEN)
+        self.down_w, self.down_b = weight(FEATURES, HIDDEN), weight(FEATURES)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = nn.functional.gelu(x @ self.up_w.t() + self.up_b)
+        return hidden @ self.down_w.t() + self.down_b
+
+    def parameters(self):
+        return [self.up_w, self.up_b, self.down_w, self.down_b]
+
+    def buffers(self):
+        return []
+
+
+def make_model(how: str):
+    cuda = torch.device("cuda")
+    if how == "cuda":
+        return MLP().cuda()
+    if how == "to":
+        return MLP().to(cuda)
+    if how == "device_arg":
+        return MLP(device=cuda)
+    if how == "device_context":
+        with cuda:
+            return MLP()
+    if how == "randn":
+        return BareMLP()
+    if how == "meta":
+        with torch.device("meta"):
+            model = MLP()
+        model = model.to_empty(device=cuda)
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        return model
+    if how == "state_dict":
+        saved = MLP().state_dict()
+        model = MLP().cuda()
+        model.load_state_dict(saved)
+        return model
+    raise ValueError(how)
+
+
+def make_optimizer(name: str, parameters):
+    if name == "adam":
+        return torch.optim.Adam(parameters, lr=1e-3)
+    if name == "adamw":
+        return torch.optim.AdamW(parameters, lr=1e-3)
+    if name == "sgd":
+        return torch.optim.SGD(parameters, lr=1e-2, momentum=0.9)
+    if name == "adam_foreach":
+        return torch.optim.Adam(parameters, lr=1e-3, foreach=True)
+    if name == "adam_fused":
+        return torch.optim.Adam(parameters, lr=1e-3, fused=True)
+    raise ValueError(name)
+
+
+def block_sizes() -> dict:
+    """The allocator's live blocks, address -> size, as torch.cuda.memory_snapshot() has them."""
+    blocks = {}
+    for segment in torch.cuda.memory_snapshot():
+        for block in segment["blocks"]:
+            if block["state"] == "active_allocated":
+                blocks[block["address"]] = block["size"]
+    return blocks
+
+
+def bytes_of(tensors, blocks: dict, seen: set) -> int:
+    """The block bytes of the tensors' storages, each block counted once across calls."""
+    total = 0
+    for tensor in tensors:
+        if tensor is None or not tensor.is_cuda:
+            continue
+        address = tensor.untyped_storage().data_ptr()
+        if address in blocks and address not in seen:
+            seen.add(address)
+            total += blocks[address]
+    return total
+
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--params", default="cuda")
+parser.add_argument("--optimizer", default="adam")
+parser.add_argument("--leak", default="none", choices=("none", "list", "total_loss", "cache"))
+parser.add_argument("--steps", type=int, default=8)
+args = parser.parse_args()
+
+torch.manual_seed(0)
+model = make_model(args.params)
+optimizer = make_optimizer(args.optimizer, model.parameters())
+kept = []
+cache = {}
+total_loss = torch.zeros((), device="cuda")
+for step in range(args.steps):
+    batch = torch.randn(BATCH, FEATURES, device="cuda")
+    target = torch.randn(BATCH, FEATURES, device="cuda")
+    output = model(batch)
+    loss = nn.functional.mse_loss(output, target)
+    if args.leak == "list":
+        kept.append(torch.randn(LEAK_ELEMENTS, device="cuda"))  # PLANT: list
+    elif args.leak == "total_loss":
+        total_loss += nn.functional.l1_loss(output, target)  # PLANT: total_loss
+    elif args.leak == "cache":
+        cache[step] = output.detach().clone()  # PLANT: cache
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=False)
+
+torch.cuda.synchronize()
+vramtrace.mark("trained")
+blocks = block_sizes()
+seen = set()
+parameters = list(model.parameters()) + list(model.buffers())
+truth = {
+    "parameter": bytes_of(parameters, blocks, seen),
+    "gradient": bytes_of([p.grad for p in model.parameters()], blocks, seen),
+    "optimizer_state": bytes_of(
+        [t for state in optimizer.state.values() for t in state.values()
+         if isinstance(t, torch.Tensor)], blocks, seen),
+    "leak": bytes_of(kept + list(cache.values()), blocks, seen),
+    "last_step": bytes_of([batch, target, output, loss, total_loss], blocks, seen),
+    "allocated": torch.cuda.memory_allocated(),
+    "steps": args.steps,
+}
+print(json.dumps(truth), flush=True)
+time.sleep(0.1)  # the autograd thread lets go of its graph first (tests/torch/README.md)

@@ -1,0 +1,170 @@
+// A training loop of three iterations with no marker, on a hand-built PyTorch-like trace: a
+// parameter made as a bare tensor and one by a torch.nn layer's constructor, an input made
+// before the loop, an activation per forward pass, a tensor kept per iteration (a leak), the
+// gradients the first backward pass makes, and SGD's momentum made by its first step. The
+// roles, the iterations found from the backward passes, and the growth they show. Real
+// PyTorch's are checked against its own objects in tests/torch/test_training.py.
+#include "analysis/training_phases.h"
+
+#include <gtest/gtest.h>
+
+#include "analysis/block_roles.h"
+#include "analysis/leak_growth.h"
+#include "analysis/time_index.h"
+#include "role_trace_test.h"
+#include "storage/trace_reader.h"
+#include "trace_builder.h"
+
+namespace vramtrace::analysis {
+namespace {
+
+constexpr std::uint64_t kMiB = 1 << 20;
+constexpr std::uint64_t kKiB = 1 << 10;
+constexpr const char* kTorch = "/venv/lib/python3.11/site-packages/torch";
+constexpr int kIterations = 3;
+
+// Callsites, each a stack innermost first.
+enum Callsite : std::int64_t {
+  kBareParameter = 10,  // <module>:8 (torch.randn(..., device="cuda", requires_grad=True))
+  kLayer,               // Linear.__init__ < <module>:7 (nn.Linear(..., device="cuda"))
+  kInput,               // <module>:9
+  kForward,             // Model.forward < <module>:12
+  kKept,                // <module>:14 (kept.append(...))
+  kSeed,                // torch.autograd.backward < Tensor.backward < <module>:15
+  kEngine,              // torch::autograd::Engine::thread_main (the autograd thread)
+  kSgd,                 // _single_tensor_sgd < SGD.step < <module>:16
+};
+
+class TrainingPhasesTest : public RoleTraceTest {
+ protected:
+  void SetUp() override {
+    auto w = start("training.db", 256 * kMiB);
+    ASSERT_NE(w, nullptr);
+    add_stacks(*w);
+    std::int64_t id = 1;
+    std::uint64_t seq = 1;
+    const auto block = [&](std::uint64_t size, std::int64_t callsite, std::int64_t utid = 1) {
+      add_block(*w, ++id, size, ++seq, callsite, utid);
+      return id;
+    };
+    const auto free = [&](std::int64_t block_id, std::int64_t utid = 1) {
+      add_free(*w, block_id, ++seq, utid);
+    };
+    block(1 * kMiB, kBareParameter);
+    block(512 * kKiB, kLayer);
+    block(3 * kMiB, kInput);
+    for (int i = 0; i < kIterations; ++i) {
+      const std::int64_t activation = block(8 * kMiB, kForward);
+      block(2 * kMiB, kKept);
+      before_backward_.push_back(seq);
+      free(block(512, kSeed));
+      if (i == 0) {
+        block(1 * kMiB, kEngine, 2);  // the gradients, kept (zero_grad(set_to_none=False))
+        block(512 * kKiB, kEngine, 2);
+      }
+      free(activation, 2);
+      if (i == 0) {
+        block(1 * kMiB, kSgd);  // momentum buffers
+        block(512 * kKiB, kSgd);
+      }
+      free(block(256 * kKiB, kSgd));  // a step temporary
+    }
+    open(*w);
+  }
+
+  static void add_stacks(storage::TraceWriter& w) {
+    const std::string linear_py = std::string(kTorch) + "/nn/modules/linear.py";
+    const std::string sgd_py = std::string(kTorch) + "/optim/sgd.py";
+    const std::string autograd_py = std::string(kTorch) + "/autograd/__init__.py";
+    const std::string tensor_py = std::string(kTorch) + "/_tensor.py";
+    const auto py = storage::FrameLanguage::kPython;
+    int module = 1;
+    for (const std::string& file :
+         {std::string("/work/train.py"), linear_py, sgd_py, autograd_py, tensor_py}) {
+      w.add_module(module++, file, "");
+    }
+    const auto line = [&](std::int64_t frame, int number) {
+      w.add_frame({frame, 1, static_cast<std::uint64_t>(number), "<module>", "/work/train.py",
+                   number, false, py});
+    };
+    line(1, 7);
+    line(2, 8);
+    line(3, 9);
+    line(4, 12);
+    line(5, 14);
+    line(6, 15);
+    line(7, 16);
+    w.add_frame({8, 2, 106, "Linear.__init__", linear_py, 106, false, py});
+    w.add_frame({9, 1, 20, "Model.forward", "/work/train.py", 20, false, py});
+    w.add_frame({10, 4, 350, "backward", autograd_py, 350, false, py});
+    w.add_frame({11, 5, 600, "Tensor.backward", tensor_py, 600, false, py});
+    w.add_frame(
+        {12, 6, 0x1000,
+         "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+         std::nullopt, std::nullopt, false});
+    w.add_frame({13, 3, 120, "SGD.step", sgd_py, 120, false, py});
+    w.add_frame({14, 3, 330, "_single_tensor_sgd", sgd_py, 330, false, py});
+    for (std::int64_t frame = 1; frame <= 7; ++frame) w.add_callsite(frame, std::nullopt, frame, 0);
+    w.add_callsite(kBareParameter, std::nullopt, 2, 0);
+    w.add_callsite(kLayer, 1, 8, 1);
+    w.add_callsite(kInput, std::nullopt, 3, 0);
+    w.add_callsite(kForward, 4, 9, 1);
+    w.add_callsite(kKept, std::nullopt, 5, 0);
+    w.add_callsite(20, 6, 11, 1);  // Tensor.backward < <module>:15
+    w.add_callsite(kSeed, 20, 10, 2);
+    w.add_callsite(kEngine, std::nullopt, 12, 0);
+    w.add_callsite(21, 7, 13, 1);  // SGD.step < <module>:16
+    w.add_callsite(kSgd, 21, 14, 2);
+  }
+
+  std::vector<std::uint64_t> before_backward_;
+};
+
+TEST_F(TrainingPhasesTest, TheBackwardPassesAndTheEndsOfIterationsAreFound) {
+  TrainingPhases phases(*trace_);
+  phases.find(1);
+  EXPECT_EQ(phases.backward_starts().size(), 3u);
+  // The end of the first and second iterations: the next forward pass begins after them.
+  ASSERT_EQ(phases.iteration_ends().size(), 2u);
+  EXPECT_LT(phases.iteration_ends()[0], before_backward_[1]);
+  EXPECT_GT(phases.iteration_ends()[0], before_backward_[0]);
+  EXPECT_TRUE(phases.keeps_across_iterations(kKept));
+  EXPECT_FALSE(phases.keeps_across_iterations(kForward));
+  EXPECT_FALSE(phases.keeps_across_iterations(kInput));  // made before training began
+}
+
+TEST_F(TrainingPhasesTest, AtTheEndEachTensorHasItsRoleAndTheKeptOnesNone) {
+  const RoleTotals roles = at("end");
+  // The bare tensor takes the place of the 1 MiB gradient; the layer's is known by its stack.
+  EXPECT_EQ(bytes(roles, BlockRole::kParameter), 1 * kMiB + 512 * kKiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kGradient), 1 * kMiB + 512 * kKiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kOptimizerState), 1 * kMiB + 512 * kKiB);  // momentum
+  // The input, and every kept tensor, the last iteration's too: never an activation.
+  EXPECT_EQ(bytes(roles, BlockRole::kUnknown), 3 * kMiB + kIterations * 2 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kActivation), 0u);
+  EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 0u);
+}
+
+TEST_F(TrainingPhasesTest, BeforeTheLastBackwardItsActivationIsOneAndTheKeptTensorIsNot) {
+  const RoleTotals roles = at("seq:" + std::to_string(before_backward_.back()));
+  EXPECT_EQ(bytes(roles, BlockRole::kActivation), 8 * kMiB);
+  EXPECT_EQ(bytes(roles, BlockRole::kUnknown), 3 * kMiB + kIterations * 2 * kMiB);
+}
+
+TEST_F(TrainingPhasesTest, GrowthWithoutAMarkerIsTheKeptTensorsPerIteration) {
+  const LeakGrowth growth = build_leak_growth(*trace_, *index_, "", 32);
+  EXPECT_TRUE(growth.marker.empty());
+  ASSERT_EQ(growth.processes.size(), 1u);
+  EXPECT_EQ(growth.processes[0].iterations, 3u);  // backward passes
+  EXPECT_TRUE(growth.processes[0].marker.empty());
+  EXPECT_EQ(describe_iterations(growth.processes[0]),
+            "3 iterations found from its backward passes");
+  ASSERT_EQ(growth.growing.size(), 1u);
+  EXPECT_EQ(growth.growing[0].group.callsite_id, kKept);
+  EXPECT_DOUBLE_EQ(growth.growing[0].bytes_per_iteration, 2.0 * kMiB);
+  // A marker named must be there: no guess in its place.
+  EXPECT_THROW(build_leak_growth(*trace_, *index_, "epoch", 32), BadMoment);
+}
+
+}  // namespace
+}  // namespace vramtrace::analysis
