@@ -26,6 +26,7 @@ BlockRole role_of(TrainingPhases& phases, const storage::AllocationRecord& recor
       record.free.has_value() && !phases.boundary_between(a.alloc_seq, free_seq);
   if (f.module_apply || f.module_init) return BlockRole::kParameter;
   if (f.optimizer_init) return BlockRole::kOptimizerState;
+  if (f.gradient_buckets && !freed_in_phase) return BlockRole::kGradient;
   // A gradient outlives the backward pass that made it, and is let go by the program
   // (zero_grad, the next step) or never.
   if (phases.on_autograd_thread(a.alloc_utid) && !freed_in_phase &&

@@ -11,6 +11,7 @@
 #include "analysis/device_peaks.h"
 #include "analysis/leak_growth.h"
 #include "analysis/moment.h"
+#include "analysis/process_chains.h"
 #include "analysis/time_index.h"
 #include "analysis/trace_peaks.h"
 #include "analysis/trace_warnings.h"
@@ -179,9 +180,11 @@ std::vector<GateCheck> growth_checks(const storage::TraceReader& trace, const Ga
       growing.push_back(entry.group);
       rates.push_back(entry.bytes_per_iteration);
     }
-    GateCheck check = at_most(
-        "growth", fmt::format("pid {}, {}", process.pid, describe_iterations(process)),
-        "bytes per iteration", per_iteration, static_cast<double>(*options.limits.max_growth));
+    GateCheck check = at_most("growth",
+                              fmt::format("{}, {}", process_label(process.pid, process.rank),
+                                          describe_iterations(process)),
+                              "bytes per iteration", per_iteration,
+                              static_cast<double>(*options.limits.max_growth));
     check.leaks = std::move(growing);
     check.growth = std::move(rates);
     checks.push_back(std::move(check));

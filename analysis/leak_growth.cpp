@@ -122,6 +122,9 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
   std::map<std::int64_t, std::uint32_t> pids;
   for (const storage::ProcessRecord& process : trace.processes())
     pids[process.start.upid] = process.start.pid;
+  std::map<std::int64_t, std::optional<int>> ranks;
+  for (const storage::ProcessRecord& process : trace.processes())
+    ranks[process.start.upid] = process.start.rank;
   // Each iteration's end, per process, in order.
   auto points = iteration_points(trace, index, marker, options, phases);
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
@@ -139,6 +142,7 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
     ProcessIterations& process = growth.processes.emplace_back();
     process.upid = upid;
     process.pid = pids[upid];
+    process.rank = ranks[upid];
     process.iterations = found.count;
     process.marker = found.marker;
     const std::size_t taken = std::min(samples, seqs.size());
@@ -165,11 +169,19 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
         if (i + 1 == taken) entry.group = group;
       }
     }
+    // Still rising over the later half, in half its steps at least: a cache that fills in the
+    // first iterations and then holds (torch's pinned-memory cache, DDP's rebuilt buckets,
+    // lazily made workspaces) is no leak, and neither is a tensor that once lands in a larger
+    // free block than before (the allocator hands out up to 1 MiB more than asked).
+    const std::size_t middle = (taken - 1) / 2;
+    const std::size_t later_steps = taken - 1 - middle;
     const double span = static_cast<double>(process.sampled.back() - process.sampled.front());
     for (auto& [key, entry] : series) {
       entry.bytes.resize(taken, 0);
-      const bool rising = std::is_sorted(entry.bytes.begin(), entry.bytes.end()) &&
-                          entry.bytes.back() > entry.bytes.front();
+      std::size_t rises = 0;
+      for (std::size_t i = middle; i + 1 < taken; ++i) rises += entry.bytes[i + 1] > entry.bytes[i];
+      const bool rising =
+          std::is_sorted(entry.bytes.begin(), entry.bytes.end()) && 2 * rises >= later_steps;
       if (!rising) continue;
       entry.upid = upid;
       entry.pid = process.pid;

@@ -4,8 +4,10 @@
 // marker named, the marker "iteration" where a process has it, else the ends of the iterations
 // of its training loop, found from its backward passes: training_phases.h), the live
 // bytes per (allocation stack, kind) at the leak level (leak_report.h); the groups whose live
-// bytes never fall from one iteration to the next and end higher than they began are growing,
-// by (last - first) / (iterations - 1) bytes per iteration.
+// bytes never fall from one iteration to the next and still rise over the later half of the
+// iterations looked at (in half its steps at least) are growing, by (last - first) /
+// (iterations - 1) bytes per iteration. A cache that fills in the first iterations and then
+// holds is no leak.
 //
 // A long run has many thousands of iterations: at most `max_iterations` of them are looked at,
 // evenly spaced, the first and last included, and the bytes per iteration are per real
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,7 +42,8 @@ inline constexpr std::string_view kIterationMarker = "iteration";
 struct ProcessIterations {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
-  std::string marker;  // the marker whose occurrences they are; empty: its backward passes
+  std::optional<int> rank;  // in a distributed job, as the process recorded it
+  std::string marker;       // the marker whose occurrences they are; empty: its backward passes
   std::uint64_t iterations = 0;            // occurrences of the marker, or backward passes
   std::vector<std::uint64_t> sampled;      // which (0-based) were looked at
   std::vector<std::uint64_t> sampled_seq;  // and their sequence numbers (where each ended)

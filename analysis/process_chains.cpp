@@ -58,6 +58,11 @@ GpuProcesses gpu_processes(const std::vector<ProcessChain>& chains) {
   return result;
 }
 
+std::string process_label(std::uint32_t pid, std::optional<int> rank) {
+  const std::string named = "pid " + std::to_string(pid);
+  return rank ? "rank " + std::to_string(*rank) + " (" + named + ")" : named;
+}
+
 std::string image_name(const storage::ProcessRecord& image) {
   const std::string& path = image.start.exe.empty() && !image.start.argv.empty()
                                 ? image.start.argv.front()

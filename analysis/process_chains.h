@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,8 @@ GpuProcesses gpu_processes(const std::vector<ProcessChain>& chains);
 // "python3.11" for "/usr/bin/python3.11": the name of the executable, for a line that lists
 // images.
 std::string image_name(const storage::ProcessRecord& image);
+
+// How people name a process: "rank 1 (pid 4781)" in a distributed job, else "pid 4781".
+std::string process_label(std::uint32_t pid, std::optional<int> rank);
 
 }  // namespace vramtrace::analysis

@@ -58,6 +58,10 @@ StackFacts stack_facts(const std::vector<storage::StackFrame>& stack) {
       if (contains(frame.function, "torch::autograd::Engine::thread_main") ||
           contains(frame.function, "torch::autograd::Engine::execute"))
         facts.backward = true;
+      // DistributedDataParallel's buckets, made at its construction and again when it
+      // rebuilds them after the first iteration.
+      if (contains(frame.function, "c10d::Reducer::initialize_bucket"))
+        facts.gradient_buckets = true;
       continue;
     }
     if (ends_with(frame.file, "/torch/nn/modules/module.py") &&

@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/process_chains.h"
 #include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"

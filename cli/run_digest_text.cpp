@@ -111,10 +111,7 @@ std::string process_line(const analysis::ProcessDigest& p) {
   if (p.out_of_memory != 0)
     parts.push_back(count_of(p.out_of_memory, "out-of-memory failure", "out-of-memory failures"));
   // A distributed job's process is named by its rank first, as people name them.
-  const std::string who =
-      p.process.start.rank
-          ? fmt::format("rank {} (pid {})", *p.process.start.rank, p.process.start.pid)
-          : fmt::format("pid {}", p.process.start.pid);
+  const std::string who = analysis::process_label(p.process.start.pid, p.process.start.rank);
   return fmt::format("{} {}: {}", who, analysis::image_name(p.process), fmt::join(parts, "; "));
 }
 
@@ -167,7 +164,7 @@ std::string run_digest_text(const std::string& trace_path, std::int64_t allocati
   text += gaps;
   const std::string file = shell_word(trace_path);
   std::vector<std::string> more;
-  if (growing) more.push_back("vramtrace leaks --growth " + file);
+  if (growing) more.push_back("vramtrace leaks " + file + " --growth");
   if (leaked) more.push_back("vramtrace leaks " + file);
   if (out_of_memory) more.push_back("vramtrace oom " + file);
   more.push_back("vramtrace summary " + file);

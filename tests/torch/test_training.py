@@ -8,7 +8,11 @@ made every way, the common optimizers, and the leaks people plant without meanin
 - The iterations are found without a marker: a healthy loop grows nothing (`gate --max-growth
   1MiB` exits 0) and `run`'s last line says nothing leaked and what is held by role; a planted
   leak fails that gate, comes first in `run`'s line at its Python line, and is never called an
-  activation or a temporary."""
+  activation or a temporary.
+- DistributedDataParallel over two ranks (torchrun, gloo) with a leak on rank 1 alone: each
+  rank's roles are its own objects' bytes (DDP's buckets, which its gradients are views of,
+  are gradients), rank 1's line leads with the leak at its line, rank 0's says nothing leaked,
+  and each is named by its rank."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import torch_run
 from torch_run import WORKLOADS, TempDirTest
 
 SCRIPT = WORKLOADS / "train_loop.py"
+DDP_SCRIPT = WORKLOADS / "train_ddp.py"
 STEPS = 8
 MiB = 1 << 20
 
@@ -65,6 +70,18 @@ class TrainingTest(TempDirTest):
         self.assertRegex(line, r"held at its end: 2\.0 MiB parameters, 2\.0 MiB gradients, "
                                r"[24]\.0 MiB optimizer state")
 
+    def check_leak_line(self, line: str, script: str, planted: int, leaked: int) -> None:
+        """run's line leads with the leak at `script`:`planted`, at a rate within 15% of
+        `leaked` bytes over the steps (a kept block may be a larger free block the allocator
+        had: up to 1 MiB more than asked)."""
+        match = re.search(rf"python[0-9.]*: LEAKS ([0-9.]+) MiB per iteration at "
+                          rf"{re.escape(script)}:{planted} in <module> \(([0-9.]+) MiB in "
+                          rf"{STEPS} blocks at its end, {STEPS} iterations\)", line)
+        self.assertIsNotNone(match, line)
+        self.assertAlmostEqual(float(match.group(1)) * MiB, leaked / STEPS,
+                               delta=0.15 * leaked / STEPS)
+        self.assertAlmostEqual(float(match.group(2)) * MiB, leaked, delta=0.05 * MiB)
+
     def test_parameters_made_every_way_are_parameters_to_the_byte(self) -> None:
         for how in ("cuda", "to", "device_arg", "device_context", "randn", "meta", "state_dict"):
             with self.subTest(params=how):
@@ -86,15 +103,13 @@ class TrainingTest(TempDirTest):
                 self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
                 self.assertIn("FAIL growth", gate.stdout)
                 self.assertIn(f"train_loop.py:{planted}", gate.stdout)
-                # The leak comes first in run's line, at the user's line, with its rate: 2 MiB
-                # a step, the first step's included in what is live at the end.
-                self.assertRegex(line, rf"python[0-9.]*: LEAKS 2\.0 MiB per iteration at "
-                                       rf"train_loop\.py:{planted} in <module> \(16\.0 MiB in "
-                                       rf"8 blocks at its end, {STEPS} iterations\)")
+                # The leak comes first in run's line, at the user's line, with its rate: the
+                # blocks it keeps, a step's worth an iteration.
+                leaked = truth["leak"] or STEPS * 2 * MiB  # total_loss: the saved differences
+                self.check_leak_line(line, "train_loop.py", planted, leaked)
                 # What the leak keeps is neither an activation nor a temporary, and what is
                 # rightly an activation (the last step's batch, output and loss) stays one.
                 roles = self.roles(trace)
-                leaked = truth["leak"] or STEPS * 2 * MiB  # total_loss: the saved differences
                 self.assertGreaterEqual(roles["unknown"], leaked, roles)
                 self.assertLessEqual(roles["activation"] + roles["temporary"],
                                      truth["last_step"], roles)
@@ -118,6 +133,38 @@ class TrainingTest(TempDirTest):
         self.assertEqual(absent.returncode, 2, absent.stderr)
         self.assertTrue(re.search(r"no selected process has the marker 'epoch' twice",
                                   absent.stderr), absent.stderr)
+
+    def test_ddp_leak_on_one_rank_is_that_ranks_alone(self) -> None:
+        trace = self.path("ddp.db")
+        result = torch_run.record(trace, [torch_run.torch_python(), "-m",
+                                          "torch.distributed.run", "--nproc_per_node", "2",
+                                          str(DDP_SCRIPT), "--steps", str(STEPS),
+                                          "--leak-rank", "1"])
+        truths = {truth["rank"]: truth for truth in torch_run.json_lines(result.stdout)}
+        self.assertEqual(sorted(truths), [0, 1], result.stdout)
+        roles = {process["pid"]: process["roles"] for process in
+                 torch_run.report("roles", trace, "--at", "trained")["processes"]}
+        planted = torch_run.planted_line(DDP_SCRIPT, "rank")
+        lines = [line for line in result.stderr.splitlines() if " (pid " in line]
+        for rank, truth in truths.items():
+            with self.subTest(rank=rank):
+                got = roles[truth["pid"]]
+                for role in ("parameter", "gradient", "optimizer_state"):
+                    self.assertEqual(got[role], truth[role], (rank, role, got, truth))
+                self.assertEqual(sum(got.values()), truth["allocated"], got)
+                (line,) = [line for line in lines if f"rank {rank} (pid {truth['pid']})" in line]
+                if rank == 1:
+                    self.check_leak_line(line, "train_ddp.py", planted, truth["leak"])
+                    self.assertEqual(got["unknown"], truth["leak"], got)
+                else:
+                    self.assertIn(f"nothing leaked over {STEPS} iterations", line)
+                    self.assertEqual(got["unknown"], 0, got)
+        gate = subprocess.run([torch_run.vramtrace_binary(), "gate", trace, "--max-growth",
+                               "1MiB"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
+        self.assertIn(f"FAIL growth (rank 1 (pid {truths[1]['pid']}), {STEPS} iterations found "
+                      f"from its backward passes)", gate.stdout)
+        self.assertIn(f"PASS growth (rank 0 (pid {truths[0]['pid']})", gate.stdout)
 
 
 if __name__ == "__main__":

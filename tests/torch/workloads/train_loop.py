@@ -15,8 +15,8 @@ the leaks people plant without meaning to.
 
 After the loop, once the GPU is idle, the script marks "trained" and prints one JSON line with
 the truth then, from its own objects and torch.cuda.memory_snapshot(): the block bytes of the
-parameters and buffers, of their gradients, of the optimizer's state, of what the leak kept,
-and memory_allocated(). The model, the optimizer and the leak stay referenced (globals) until
+parameters and buffers, of their gradients, of the optimizer's state, of what the leak kept
+(list and cache), of the last step's batch, target, output and loss, and memory_allocated(). The model, the optimizer and the leak stay referenced (globals) until
 the interpreter ends, as in any script."""
 
 import argparse
@@ -129,49 +129,57 @@ def bytes_of(tensors, blocks: dict, seen: set) -> int:
     return total
 
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("--params", default="cuda")
-parser.add_argument("--optimizer", default="adam")
-parser.add_argument("--leak", default="none", choices=("none", "list", "total_loss", "cache"))
-parser.add_argument("--steps", type=int, default=8)
-args = parser.parse_args()
+def trained_truth(model, optimizer, kept, last_step) -> dict:
+    """Marks "trained" once the GPU is idle, and returns the block bytes then of the model's
+    parameters and buffers, their gradients, the optimizer's state, the tensors `kept` (a leak)
+    and `last_step`, each block counted once, and memory_allocated()."""
+    torch.cuda.synchronize()
+    vramtrace.mark("trained")
+    blocks = block_sizes()
+    seen = set()
+    return {
+        "parameter": bytes_of(list(model.parameters()) + list(model.buffers()), blocks, seen),
+        "gradient": bytes_of([p.grad for p in model.parameters()], blocks, seen),
+        "optimizer_state": bytes_of(
+            [t for state in optimizer.state.values() for t in state.values()
+             if isinstance(t, torch.Tensor)], blocks, seen),
+        "leak": bytes_of(kept, blocks, seen),
+        "last_step": bytes_of(last_step, blocks, seen),
+        "allocated": torch.cuda.memory_allocated(),
+    }
 
-torch.manual_seed(0)
-model = make_model(args.params)
-optimizer = make_optimizer(args.optimizer, model.parameters())
-kept = []
-cache = {}
-total_loss = torch.zeros((), device="cuda")
-for step in range(args.steps):
-    batch = torch.randn(BATCH, FEATURES, device="cuda")
-    target = torch.randn(BATCH, FEATURES, device="cuda")
-    output = model(batch)
-    loss = nn.functional.mse_loss(output, target)
-    if args.leak == "list":
-        kept.append(torch.randn(LEAK_ELEMENTS, device="cuda"))  # PLANT: list
-    elif args.leak == "total_loss":
-        total_loss += nn.functional.l1_loss(output, target)  # PLANT: total_loss
-    elif args.leak == "cache":
-        cache[step] = output.detach().clone()  # PLANT: cache
-    loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=False)
 
-torch.cuda.synchronize()
-vramtrace.mark("trained")
-blocks = block_sizes()
-seen = set()
-parameters = list(model.parameters()) + list(model.buffers())
-truth = {
-    "parameter": bytes_of(parameters, blocks, seen),
-    "gradient": bytes_of([p.grad for p in model.parameters()], blocks, seen),
-    "optimizer_state": bytes_of(
-        [t for state in optimizer.state.values() for t in state.values()
-         if isinstance(t, torch.Tensor)], blocks, seen),
-    "leak": bytes_of(kept + list(cache.values()), blocks, seen),
-    "last_step": bytes_of([batch, target, output, loss, total_loss], blocks, seen),
-    "allocated": torch.cuda.memory_allocated(),
-    "steps": args.steps,
-}
-print(json.dumps(truth), flush=True)
-time.sleep(0.1)  # the autograd thread lets go of its graph first (tests/torch/README.md)
+if __name__ == "__main__":  # the script at the top level: its names are globals
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="cuda")
+    parser.add_argument("--optimizer", default="adam")
+    parser.add_argument("--leak", default="none", choices=("none", "list", "total_loss", "cache"))
+    parser.add_argument("--steps", type=int, default=8)
+    args = parser.parse_args()
+
+    torch.manual_seed(0)
+    model = make_model(args.params)
+    optimizer = make_optimizer(args.optimizer, model.parameters())
+    kept = []
+    cache = {}
+    total_loss = torch.zeros((), device="cuda")
+    for step in range(args.steps):
+        batch = torch.randn(BATCH, FEATURES, device="cuda")
+        target = torch.randn(BATCH, FEATURES, device="cuda")
+        output = model(batch)
+        loss = nn.functional.mse_loss(output, target)
+        if args.leak == "list":
+            kept.append(torch.randn(LEAK_ELEMENTS, device="cuda"))  # PLANT: list
+        elif args.leak == "total_loss":
+            total_loss += nn.functional.l1_loss(output, target)  # PLANT: total_loss
+        elif args.leak == "cache":
+            cache[step] = output.detach().clone()  # PLANT: cache
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=False)
+
+    truth = trained_truth(model, optimizer, kept + list(cache.values()),
+                          [batch, target, output, loss, total_loss])
+    truth["steps"] = args.steps
+    print(json.dumps(truth), flush=True)
+    time.sleep(0.1)  # the autograd thread lets go of its graph first (tests/torch/README.md)
