@@ -2,13 +2,15 @@
 configs) and a ResNet-18 (workloads/train_models.py) train for a few steps with AdamW under
 `vramtrace run`; at every step the trace's live blocks must equal memory_allocated() and the
 allocator's live segments memory_reserved() (samples/torch/compare_with_torch.py), and the most
-block bytes live at once up to the step max_memory_allocated(). The workspace each cuBLAS handle
+block bytes live at once up to the step max_memory_allocated(); once trained, the roles are the
+model's own parameters, gradients and AdamW state. The workspace each cuBLAS handle
 allocates for itself is held to the end and is no leak: `run` and `leaks` name it apart, and a
 leak gate passes."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 import unittest
@@ -44,16 +46,18 @@ class ModelsTest(TempDirTest):
             result = torch_run.record(trace, torch_run.python(WORKLOADS / "train_models.py",
                                                               model, "--steps", str(STEPS)))
             output = self.path(model + ".jsonl")
-            with open(output, "w") as out:
-                out.write(result.stdout)
             lines = torch_run.json_lines(result.stdout)
+            steps = [line for line in lines if line["marker"] != "trained"]
+            with open(output, "w") as out:
+                out.writelines(json.dumps(line) + "\n" for line in steps)
             self.assertEqual([line["marker"] for line in lines],
-                             [f"step {step}" for step in range(STEPS)], result.stdout)
-            self.recorded[model] = (trace, output, lines, result.stderr)
+                             [f"step {step}" for step in range(STEPS)] + ["trained"],
+                             result.stdout)
+            self.recorded[model] = (trace, output, steps, result.stderr, lines[-1])
         return self.recorded[model]
 
     def check(self, model: str) -> None:
-        trace_path, output, lines, _ = self.record(model)
+        trace_path, output, lines, _, _ = self.record(model)
         result = subprocess.run([torch_run.torch_python(), str(SAMPLES / "compare_with_torch.py"),
                                  trace_path, output], capture_output=True, text=True, timeout=60)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
@@ -68,6 +72,29 @@ class ModelsTest(TempDirTest):
                  for line in lines}
         self.assertEqual(peaks, {line["marker"]: line["max_allocated"] for line in lines})
 
+    def check_roles(self, model: str) -> None:
+        """Once trained, the roles are the model's own: its parameters and buffers, its
+        gradients (none: zero_grad(set_to_none=True)) and AdamW's state, to the byte, and
+        run's line says nothing leaked over the steps, found without a marker."""
+        trace_path, _, _, stderr, truth = self.record(model)
+        (process,) = torch_run.report("roles", trace_path, "--at", "trained")["processes"]
+        roles = process["roles"]
+        for role in ("parameter", "gradient", "optimizer_state"):
+            self.assertEqual(roles[role], truth[role], (model, role, roles, truth))
+        self.assertEqual(sum(roles.values()), truth["allocated"], roles)
+        self.assertLessEqual(roles["unknown"], 0.02 * truth["allocated"], roles)
+        line = next(line for line in stderr.splitlines() if "python" in line and " pid " in line)
+        self.assertIn(f"nothing leaked over {STEPS} iterations", line)
+
+    def test_gpt2_roles_are_its_own_parameters_and_adamw_state(self) -> None:
+        self.check_roles("gpt2")
+
+    def test_llama_roles_are_its_own_parameters_and_adamw_state(self) -> None:
+        self.check_roles("llama")
+
+    def test_resnet18_roles_are_its_own_parameters_and_adamw_state(self) -> None:
+        self.check_roles("resnet18")
+
     def test_gpt2_trains_and_the_trace_is_torchs_at_every_step(self) -> None:
         self.check("gpt2")
 
@@ -78,7 +105,7 @@ class ModelsTest(TempDirTest):
         self.check("resnet18")
 
     def test_cublas_workspaces_are_held_by_cublas_not_leaked(self) -> None:
-        trace_path, _, _, stderr = self.record("gpt2")
+        trace_path, _, _, stderr, _ = self.record("gpt2")
         line = next(line for line in stderr.splitlines() if "python" in line and " pid " in line)
         self.assertIn("nothing leaked", line)
         self.assertRegex(line, r"[0-9.]+ MiB held by libcublas\.so\.\d+ for itself \(not a leak\)")

@@ -5,7 +5,9 @@ once the GPU is idle, a mark "step N" and one JSON line with torch's counters th
 
     {"marker": "step N", "allocated": N, "reserved": N, "max_allocated": N}
 
-so that samples/torch/compare_with_torch.py can hold the trace against them.
+so that samples/torch/compare_with_torch.py can hold the trace against them. After the last
+step, a mark "trained" and a line with the block bytes of the model's parameters and buffers,
+their gradients and the optimizer's state then (train_loop.trained_truth()).
 
 Usage: python train_models.py {gpt2,llama,resnet18} [--steps N]; markers are no-ops when not
 run under vramtrace."""
@@ -18,6 +20,7 @@ import torch
 from torch import nn
 
 import vramtrace
+from train_loop import trained_truth
 
 
 class BasicBlock(nn.Module):
@@ -112,6 +115,10 @@ def main() -> None:
         print(json.dumps({"marker": name, "allocated": torch.cuda.memory_allocated(),
                           "reserved": torch.cuda.memory_reserved(),
                           "max_allocated": torch.cuda.max_memory_allocated()}), flush=True)
+    # What holds the memory once trained, from the script's own objects: a last line
+    # {"marker": "trained", "parameter": N, "gradient": N, "optimizer_state": N, ...}.
+    truth = trained_truth(model, optimizer, [], [])
+    print(json.dumps({"marker": "trained", **truth}), flush=True)
     time.sleep(0.1)  # the autograd thread lets go of its graph first (tests/torch/README.md)
 
 
