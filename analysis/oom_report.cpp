@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "analysis/process_history.h"
+#include "analysis/time_index.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -173,6 +174,7 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   });
   std::vector<OomRecord> report;
   if (ooms.empty()) return report;
+  const std::int64_t origin_ns = time_origin_ns(trace);
 
   std::unordered_map<std::int64_t, storage::ProcessRecord> processes;
   for (const auto& p : trace.processes()) processes.emplace(p.start.upid, p);
@@ -198,10 +200,10 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     oom.upid = a.upid;
     if (const auto p = processes.find(a.upid); p != processes.end()) {
       oom.pid = p->second.start.pid;
-      oom.process_start_ns = p->second.start.start_ns;
     }
     if (const auto t = tids.find(a.alloc_utid); t != tids.end()) oom.tid = t->second;
     oom.time_ns = a.alloc_ns;
+    oom.time_origin_ns = origin_ns;
     oom.seq = a.alloc_seq;
     oom.api = a.api;
     oom.kind = a.kind;

@@ -51,7 +51,8 @@ struct OomRecord {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
   std::optional<std::uint32_t> tid;
-  std::int64_t time_ns = 0, process_start_ns = 0;
+  std::int64_t time_ns = 0;
+  std::int64_t time_origin_ns = 0;  // the trace's (time_index.h): "+D" counts from it
   std::uint64_t seq = 0;
   int api = 0, kind = 0, result = 0, device = 0;
   std::string api_name, kind_name;

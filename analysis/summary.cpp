@@ -203,6 +203,7 @@ Summary build_summary(const storage::TraceReader& trace, const SummaryOptions& o
     }
   }
   summary.start_ns = span.start();
+  summary.time_origin_ns = time_origin_ns(trace);
   summary.end_ns = span.end();
   summary.duration_ns = span.end() - span.start();
   return summary;

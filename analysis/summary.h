@@ -63,6 +63,7 @@ struct Summary {
   std::vector<std::string> command;              // the recorded command's argv
   // From the first process start or event to the last process end or event; 0 when empty.
   std::int64_t start_ns = 0;
+  std::int64_t time_origin_ns = 0;  // the trace's (time_index.h): the peaks' "+D" count from it
   std::int64_t end_ns = 0;
   std::int64_t duration_ns = 0;
   std::vector<storage::ProcessRecord> processes;  // by upid

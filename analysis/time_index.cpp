@@ -1,5 +1,8 @@
 #include "analysis/time_index.h"
 
+#include <algorithm>
+#include <optional>
+
 #include <string>
 
 #include "analysis/live_bytes_rollups.h"
@@ -18,6 +21,15 @@ std::unique_ptr<storage::TimeIndex> open_time_index(const storage::TraceReader& 
 std::unique_ptr<storage::TimeIndex> open_time_index_if_kept(const storage::TraceReader& trace) {
   if (!storage::TimeIndex::kept_in_file(trace.path())) return nullptr;
   return open_time_index(trace);
+}
+
+std::int64_t time_origin_ns(const storage::TraceReader& trace) {
+  if (const std::unique_ptr<storage::TimeIndex> index = open_time_index_if_kept(trace))
+    return index->start_ns();
+  std::optional<std::int64_t> first;
+  for (const storage::AllocationTotalsRow& row : trace.allocation_totals())
+    first = first ? std::min(*first, row.first_alloc_ns) : row.first_alloc_ns;
+  return first.value_or(0);
 }
 
 }  // namespace vramtrace::analysis

@@ -19,4 +19,9 @@ std::unique_ptr<storage::TimeIndex> open_time_index(const storage::TraceReader& 
 // null otherwise, since building the index aside costs more than one scan. Null: scan.
 std::unique_ptr<storage::TimeIndex> open_time_index_if_kept(const storage::TraceReader& trace);
 
+// The one origin of the reports' times: the trace's first allocation, from which `--at +D`
+// counts and every "+D" a text report prints is measured (the index's start where it is kept,
+// else the earliest allocation the trace holds; 0 in a trace without allocations).
+std::int64_t time_origin_ns(const storage::TraceReader& trace);
+
 }  // namespace vramtrace::analysis

@@ -87,9 +87,9 @@ std::string allocator_text(const analysis::AllocatorAtOom& a) {
 std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::size_t total,
                      text::StackView stacks) {
   std::string text =
-      fmt::format("\nOOM {} of {}: pid {}{} at {} (seq {}), device {}\n", index + 1, total, oom.pid,
-                  oom.tid ? fmt::format(" tid {}", *oom.tid) : "",
-                  format_seconds(oom.time_ns - oom.process_start_ns), oom.seq, oom.device);
+      fmt::format("\nOOM {} of {}: pid {}{} at +{} (seq {}), device {}\n", index + 1, total,
+                  oom.pid, oom.tid ? fmt::format(" tid {}", *oom.tid) : "",
+                  format_seconds(oom.time_ns - oom.time_origin_ns), oom.seq, oom.device);
   text += fmt::format("  {} ({}) of {} failed: {}\n", oom.api_name, oom.kind_name,
                       format_bytes_exact(oom.requested_bytes), error_name(oom));
   text += oom.stack.empty() ? "  (no stack recorded)\n" : "  requested from:\n";

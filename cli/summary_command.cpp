@@ -256,6 +256,7 @@ void write_summary_json(const std::string& trace_path, const analysis::Summary& 
                   {"vramtrace_version", optional_json(summary.vramtrace_version)},
                   {"command", summary.command},
                   {"start_ns", summary.start_ns},
+                  {"time_origin_ns", summary.time_origin_ns},
                   {"end_ns", summary.end_ns},
                   {"duration_ns", summary.duration_ns}});
   // One entry per process, written as it is made.
@@ -395,7 +396,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
   for (const analysis::DevicePeak& peak : summary.peaks) {
     text += fmt::format("  {}, device {}: {} at +{}\n", process_label(by_upid, peak.upid, peak.pid),
                         peak.device, format_bytes_exact(peak.bytes),
-                        format_seconds(peak.at_ns - summary.start_ns));
+                        format_seconds(peak.at_ns - summary.time_origin_ns));
   }
   // What nvidia-smi shows can be more: a stream-ordered pool holds whole granules and keeps
   // what is freed, and no call the trace sees says how much (docs/measurements/).
@@ -444,7 +445,7 @@ std::string summary_text(const std::string& trace_path, const analysis::Summary&
       const analysis::DevicePeak& peak = summary.block_peaks[i];
       text += fmt::format("    peak live blocks, device {}: {} at +{}\n", peak.device,
                           format_bytes_exact(peak.bytes),
-                          format_seconds(peak.at_ns - summary.start_ns));
+                          format_seconds(peak.at_ns - summary.time_origin_ns));
       if (const std::optional<analysis::RoleTotals>& roles = block_peak_roles(summary, i))
         text += roles_line(*roles, several_devices);
     }

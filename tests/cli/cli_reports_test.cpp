@@ -167,9 +167,24 @@ TEST_F(CliReportsTest, SummaryTextShowsKindsPeaksAndFailures) {
   EXPECT_NE(text.find("data_loss ring_overflow = 3: events dropped while the ring was full"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("pid 4242 on node1, device 0: 22.0 MiB (23068672 bytes) at +800.000 ms"),
+  // One clock: "+D" counts from the trace's first allocation (100 ms after the first process
+  // began), as `peak` prints it and `--at +D` reads it.
+  EXPECT_NE(text.find("pid 4242 on node1, device 0: 22.0 MiB (23068672 bytes) at +700.000 ms"),
             std::string::npos)
       << text;
+  const CommandResult peak =
+      run_vramtrace({"peak", trace_.string(), "--pid", "4242", "--device", "0"}, scratch_.path());
+  EXPECT_NE(peak.out.find("(+700.000 ms)"), std::string::npos) << peak.out << peak.err;
+  const CommandResult at = run_vramtrace(
+      {"leaks", trace_.string(), "--pid", "4242", "--at", "+700ms", "--format", "json"},
+      scratch_.path());
+  ASSERT_EQ(at.exit_status, 0) << at.err;
+  const CommandResult at_peak =
+      run_vramtrace({"leaks", trace_.string(), "--pid", "4242", "--at", "peak", "--format", "json"},
+                    scratch_.path());
+  ASSERT_EQ(at_peak.exit_status, 0) << at_peak.err;
+  EXPECT_EQ(json::parse(at.out)["at"][0]["seq"], json::parse(at_peak.out)["at"][0]["seq"])
+      << at.out << at_peak.out;
   // The trace holds async allocations: the peak says what it cannot see of their pool.
   EXPECT_NE(text.find("  async counts the allocations' own bytes; the driver's pool behind them "
                       "holds more"),
@@ -211,10 +226,10 @@ TEST_F(CliReportsTest, SummaryNamesTheRolesAtTheProcesssBlocksPeak) {
   const CommandResult text = run_vramtrace({"summary", roles.string()}, scratch_.path());
   EXPECT_EQ(text.exit_status, 0) << text.err;
   EXPECT_TRUE(has(text.out,
-                  "    peak live blocks, device 0: 13.0 MiB (13631488 bytes) at +4.000 ms\n"
+                  "    peak live blocks, device 0: 13.0 MiB (13631488 bytes) at +3.000 ms\n"
                   "    by role, all devices at that moment: activation 8.0 MiB, temporary "
                   "4.0 MiB, parameter 1.0 MiB\n"
-                  "    peak live blocks, device 1: 256.0 KiB (262144 bytes) at +11.000 ms\n"
+                  "    peak live blocks, device 1: 256.0 KiB (262144 bytes) at +10.000 ms\n"
                   "  pid 4100: no allocator events"));
 
   const CommandResult result =
