@@ -54,13 +54,13 @@ std::vector<BlockLife> block_lives(const storage::TraceReader& trace, std::int64
   TrainingPhases phases(trace);
   phases.find(upid);
   std::vector<BlockLife> lives;
-  trace.for_each_allocation(
-      TrainingPhases::blocks_of(upid), [&](const storage::AllocationRecord& r) {
-        lives.push_back(
-            {r.allocation.alloc_seq, r.free ? r.free->free_seq : TrainingPhases::kNeverFreed,
-             r.allocation.alloc_ns, r.free ? std::optional(r.free->free_ns) : std::nullopt,
-             r.allocation.device, r.allocation.size, role_of(phases, r)});
-      });
+  trace.for_each_allocation(phases.tensor_filter(), [&](const storage::AllocationRecord& r) {
+    if (!phases.is_tensor(r)) return;
+    lives.push_back({r.allocation.alloc_seq,
+                     r.free ? r.free->free_seq : TrainingPhases::kNeverFreed, r.allocation.alloc_ns,
+                     r.free ? std::optional(r.free->free_ns) : std::nullopt, r.allocation.device,
+                     r.allocation.size, role_of(phases, r)});
+  });
   return lives;
 }
 
@@ -87,15 +87,27 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
                                             const ProcessSelection& processes,
                                             TrainingPhases* shared_phases) {
   const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  std::optional<TrainingPhases> own_phases;
+  TrainingPhases& phases = shared_phases ? *shared_phases : own_phases.emplace(trace);
   std::vector<ProcessMoment> moments;
   if (moment.kind == MomentSpec::Kind::kPeak) {
-    // The blocks' own peak: what the program held at most, max_memory_allocated's moment.
-    std::map<std::int64_t, storage::LiveBytesPeak> largest;
+    // The blocks' own peak: what the program held at most, max_memory_allocated's moment. A
+    // process whose tensors are not blocks (training_phases.h): its device memory's peak.
+    std::map<std::int64_t, storage::LiveBytesPeak> largest, device_largest;
     for (const storage::LiveBytesPeak& peak : index.peaks()) {
-      if (peak.group != kPeakGroupBlocks || !is_selected(processes, peak.upid)) continue;
-      auto [it, added] = largest.try_emplace(peak.upid, peak);
+      if (!is_selected(processes, peak.upid)) continue;
+      std::map<std::int64_t, storage::LiveBytesPeak>* of_group = nullptr;
+      if (peak.group == kPeakGroupBlocks)
+        of_group = &largest;
+      else if (peak.group == kPeakGroupDeviceMemory && !with_allocator.contains(peak.upid) &&
+               phases.ran_backward(peak.upid))
+        of_group = &device_largest;
+      else
+        continue;
+      auto [it, added] = of_group->try_emplace(peak.upid, peak);
       if (!added && peak.bytes > it->second.bytes) it->second = peak;
     }
+    largest.merge(device_largest);
     if (largest.empty()) throw BadMoment("no allocator block was live, so there is no peak");
     std::map<std::int64_t, std::uint32_t> pids;
     for (const storage::ProcessRecord& p : trace.processes()) pids[p.start.upid] = p.start.pid;
@@ -107,23 +119,21 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
   std::map<std::int64_t, std::optional<int>> world_sizes;
   for (const storage::ProcessRecord& p : trace.processes())
     world_sizes[p.start.upid] = p.start.world_size;
-  std::optional<TrainingPhases> own_phases;
-  TrainingPhases& phases = shared_phases ? *shared_phases : own_phases.emplace(trace);
   std::vector<ProcessRoles> report;
   for (const ProcessMoment& at : moments) {
-    if (!with_allocator.contains(at.upid)) continue;
+    // One pass over the process's tensors for its phases, then only what was live: memory
+    // follows the live set and the stacks, not the trace.
+    phases.find(at.upid);
+    if (!phases.has_tensors()) continue;
     ProcessRoles& roles = report.emplace_back();
     roles.upid = at.upid;
     roles.pid = at.pid;
     roles.world_size = world_sizes[at.upid];
     roles.seq = at.seq;
     roles.time_ns = at.time_ns;
-    // One pass over the process's blocks for its phases, then only what was live: memory
-    // follows the live set and the stacks, not the trace.
-    phases.find(at.upid);
     std::map<std::string, RoleSite> activation_sites;
     index.for_each_live_at(at.upid, at.seq, [&](const storage::AllocationRecord& record) {
-      if (record.allocation.kind != storage::allocation_kind::kBlock) return;
+      if (!phases.is_tensor(record)) return;
       const BlockRole role = role_of(phases, record);
       roles.live.add(role, record.allocation.size);
       if (!record.allocation.alloc_callsite_id) return;

@@ -100,11 +100,13 @@ std::map<std::int64_t, IterationPoints> iteration_points(const storage::TraceRea
   }
   if (!marker.empty()) return points;
   std::optional<TrainingPhases> own_phases;
-  TrainingPhases* phases = shared_phases;
-  for (const std::int64_t upid : index.processes_with_allocator_events()) {
+  TrainingPhases* phases = shared_phases ? shared_phases : &own_phases.emplace(trace);
+  const std::set<std::int64_t> with_allocator = index.processes_with_allocator_events();
+  for (const storage::ProcessRecord& process : trace.processes()) {
+    const std::int64_t upid = process.start.upid;
     if (!is_selected(options.processes, upid)) continue;
+    if (!with_allocator.contains(upid) && !phases->ran_backward(upid)) continue;
     if (auto it = points.find(upid); it != points.end() && it->second.seqs.size() >= 2) continue;
-    if (phases == nullptr) phases = &own_phases.emplace(trace);
     phases->find(upid);
     if (phases->iteration_ends().size() < 2) continue;
     points[upid] = {phases->iteration_ends(), "", phases->backward_starts().size()};

@@ -100,7 +100,8 @@ RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex
       p.top_leak_bytes = leaks.groups.front().bytes;
       p.top_leak_stack = leaks.groups.front().stack;
     }
-    if (p.allocator_events) judge_by_iterations(trace, index, leaks, phases, &p);
+    if (p.allocator_events || phases.ran_backward(upid))
+      judge_by_iterations(trace, index, leaks, phases, &p);
     for (const auto& [key, count] : out_of_memory) {
       if (key.first == upid) p.out_of_memory += count;
     }

@@ -55,6 +55,8 @@ StackFacts stack_facts(const std::vector<storage::StackFrame>& stack) {
   facts.site = site_of(stack);
   for (const storage::StackFrame& frame : stack) {
     if (frame.language != storage::FrameLanguage::kPython) {
+      if (storage::path_base_name(frame.module).starts_with("libc10_cuda"))
+        facts.torch_allocator = true;
       if (contains(frame.function, "torch::autograd::Engine::thread_main") ||
           contains(frame.function, "torch::autograd::Engine::execute"))
         facts.backward = true;
@@ -88,14 +90,17 @@ StackFacts stack_facts(const std::vector<storage::StackFrame>& stack) {
 }
 
 TrainingPhases::TrainingPhases(const storage::TraceReader& trace)
-    : trace_(trace), autograd_threads_(autograd_threads_of(trace)) {}
+    : trace_(trace), autograd_threads_(autograd_threads_of(trace)) {
+  for (const storage::ThreadRecord& thread : trace.threads()) {
+    if (autograd_threads_.contains(thread.utid)) with_backward_.insert(thread.upid);
+  }
+}
 
-storage::AllocationFilter TrainingPhases::blocks_of(std::int64_t upid) {
-  storage::AllocationFilter filter;
-  filter.upid = upid;
-  filter.kind = storage::allocation_kind::kBlock;
-  filter.outcome = storage::AllocationFilter::Outcome::kSucceeded;
-  return filter;
+bool TrainingPhases::is_tensor(const storage::AllocationRecord& record) {
+  const int kind = record.allocation.kind;
+  if (filter_.kind) return kind == *filter_.kind;
+  return (kind == storage::allocation_kind::kDevice || kind == storage::allocation_kind::kAsync) &&
+         facts(record.allocation.alloc_callsite_id).torch_allocator;
 }
 
 const StackFacts& TrainingPhases::facts(const std::optional<std::int64_t>& callsite) {
@@ -132,6 +137,22 @@ bool TrainingPhases::keeps_across_iterations(const std::optional<std::int64_t>& 
 void TrainingPhases::find(std::int64_t upid) {
   if (found_ == upid) return;
   found_ = upid;
+  // Blocks where the process has them; else, in a process that ran backward passes, what c10's
+  // allocator took from the driver directly. Found by trying the blocks first.
+  filter_ = {};
+  filter_.upid = upid;
+  filter_.kind = storage::allocation_kind::kBlock;
+  filter_.outcome = storage::AllocationFilter::Outcome::kSucceeded;
+  scan();
+  if (tensors_ == 0 && with_backward_.contains(upid)) {
+    filter_.kind.reset();
+    scan();
+  }
+}
+
+void TrainingPhases::scan() {
+  const std::int64_t upid = *filter_.upid;
+  tensors_ = 0;
   boundaries_.clear();
   backward_starts_.clear();
   iteration_ends_.clear();
@@ -164,7 +185,9 @@ void TrainingPhases::find(std::int64_t upid) {
   };
 
   Phase previous = Phase::kOther;
-  trace_.for_each_allocation(blocks_of(upid), [&](const storage::AllocationRecord& record) {
+  trace_.for_each_allocation(filter_, [&](const storage::AllocationRecord& record) {
+    if (!is_tensor(record)) return;
+    ++tensors_;
     const storage::AllocationRow& a = record.allocation;
     const Phase phase = phase_of(record);
     if (phase != previous) {

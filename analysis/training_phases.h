@@ -1,4 +1,7 @@
-// The rhythm of a PyTorch process, read from its blocks in the order made: where its backward
+// The rhythm of a PyTorch process, read from its tensors in the order made (the blocks of its
+// caching allocator; where it has none, because torch hands each tensor to the driver
+// (`backend:cudaMallocAsync`, PYTORCH_NO_CUDA_MEMORY_CACHING=1), the device memory c10's
+// allocator asked for): where its backward
 // passes and optimizer steps begin and end, where one iteration of its training loop ends and
 // the next begins (no marker needed), which lines keep tensors from one iteration to the next,
 // and which tensors made before training are its parameters. The roles (block_roles.h) and the
@@ -30,6 +33,7 @@ struct StackFacts {
   std::string optimizer_name;     // "Adam" of Adam._init_group
   bool backward = false;          // Tensor.backward / torch.autograd.backward, or the engine
   bool autocast = false;          // torch.autocast, torch.amp
+  bool torch_allocator = false;   // made by c10's CUDA allocator (a frame of libc10_cuda)
   std::string site;               // the user's line, as RoleSite::where
 };
 
@@ -42,13 +46,23 @@ class TrainingPhases {
  public:
   explicit TrainingPhases(const storage::TraceReader& trace);
 
-  // One pass over the process's blocks in the order made (none where it is the process found
+  // One pass over the process's tensors in the order made (none where it is the process found
   // last). Afterwards the accessors below speak of this process.
   void find(std::int64_t upid);
+
+  // The process found last has tensors: blocks, or device memory c10's allocator asked the
+  // driver for in a process that ran backward passes.
+  bool has_tensors() const { return tensors_ != 0; }
+  // Whether an allocation of the process found last is one of its tensors.
+  bool is_tensor(const storage::AllocationRecord& record);
+  // The allocations to read for its tensors (is_tensor() picks them out).
+  const storage::AllocationFilter& tensor_filter() const { return filter_; }
 
   Phase phase_of(const storage::AllocationRecord& record);
   const StackFacts& facts(const std::optional<std::int64_t>& callsite);
   bool on_autograd_thread(std::int64_t utid) const { return autograd_threads_.contains(utid); }
+  // Whether a process has an autograd engine thread: it ran backward passes.
+  bool ran_backward(std::int64_t upid) const { return with_backward_.contains(upid); }
 
   // Where the phase changes from one block to the next, and the program's own markers.
   const std::vector<std::uint64_t>& boundaries() const { return boundaries_; }
@@ -72,13 +86,17 @@ class TrainingPhases {
   // requires_grad=True), a device context).
   bool made_as_parameter(std::uint64_t alloc_seq) const { return parameters_.contains(alloc_seq); }
 
-  static storage::AllocationFilter blocks_of(std::int64_t upid);
   static constexpr std::uint64_t kNeverFreed = UINT64_MAX;
 
  private:
+  void scan();  // the pass of find() over filter_'s allocations
+
   const storage::TraceReader& trace_;
   const std::set<std::int64_t> autograd_threads_;
   std::optional<std::int64_t> found_;
+  std::set<std::int64_t> with_backward_;  // processes with an autograd thread
+  storage::AllocationFilter filter_;
+  std::uint64_t tensors_ = 0;
   std::unordered_map<std::int64_t, StackFacts> facts_by_callsite_;
   std::vector<std::uint64_t> boundaries_, backward_starts_, iteration_ends_;
   std::unordered_set<std::int64_t> kept_across_iterations_;

@@ -70,8 +70,9 @@ void training_parts(const analysis::ProcessDigest& p, bool whole, std::vector<st
                                 where(*line))
                   : fmt::format(" at {}", where(*line));
     }
+    const std::string unit = p.allocator_events ? "block" : "allocation";
     leak += fmt::format(" ({} in {} at its end, {})", format_bytes(p.leaked_bytes),
-                        count_of(p.leaked_count, "block", "blocks"), iterations);
+                        count_of(p.leaked_count, unit, unit + "s"), iterations);
     parts->insert(parts->begin(), std::move(leak));
   } else {
     parts->push_back(fmt::format(

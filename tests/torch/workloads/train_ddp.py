@@ -7,7 +7,7 @@ flat buckets (the tensors gradients are all-reduced in), and the gradients' bloc
 buckets. After the loop each rank marks "trained" and prints one JSON line with its rank, its
 pid and train_loop.trained_truth()'s block bytes by what holds them.
 
-Usage: torchrun --nproc_per_node 2 train_ddp.py [--steps N] [--leak-rank R]"""
+Usage: torchrun --standalone --nproc_per_node 2 train_ddp.py [--steps N] [--leak-rank R]"""
 
 import argparse
 import json
@@ -47,7 +47,9 @@ for step in range(args.steps):
 
 truth = trained_truth(model, optimizer, kept, [batch, target, output, loss])
 truth.update(rank=rank, world_size=dist.get_world_size(), steps=args.steps, pid=os.getpid())
-print(json.dumps(truth), flush=True)
-dist.barrier()
+for turn in range(dist.get_world_size()):  # one rank at a time: the lines never interleave
+    if turn == rank:
+        print(json.dumps(truth), flush=True)
+    dist.barrier()
 time.sleep(0.1)  # the autograd thread lets go of its graph first (tests/torch/README.md)
 dist.destroy_process_group()

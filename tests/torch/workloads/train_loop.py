@@ -21,6 +21,7 @@ the interpreter ends, as in any script."""
 
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -107,7 +108,12 @@ def make_optimizer(name: str, parameters):
 
 
 def block_sizes() -> dict:
-    """The allocator's live blocks, address -> size, as torch.cuda.memory_snapshot() has them."""
+    """The allocator's live blocks, address -> size, as torch.cuda.memory_snapshot() has them;
+    empty where torch hands each tensor to the driver (backend:cudaMallocAsync,
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1), whose allocations are the tensors' own bytes."""
+    if (torch.cuda.get_allocator_backend() != "native"
+            or os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"):
+        return {}
     blocks = {}
     for segment in torch.cuda.memory_snapshot():
         for block in segment["blocks"]:
@@ -117,22 +123,26 @@ def block_sizes() -> dict:
 
 
 def bytes_of(tensors, blocks: dict, seen: set) -> int:
-    """The block bytes of the tensors' storages, each block counted once across calls."""
+    """The block bytes of the tensors' storages (their own bytes where there are no blocks),
+    each storage counted once across calls."""
     total = 0
     for tensor in tensors:
         if tensor is None or not tensor.is_cuda:
             continue
-        address = tensor.untyped_storage().data_ptr()
-        if address in blocks and address not in seen:
-            seen.add(address)
-            total += blocks[address]
+        storage = tensor.untyped_storage()
+        address = storage.data_ptr()
+        if address in seen or (blocks and address not in blocks):
+            continue
+        seen.add(address)
+        total += blocks[address] if blocks else storage.nbytes()
     return total
 
 
 def trained_truth(model, optimizer, kept, last_step) -> dict:
     """Marks "trained" once the GPU is idle, and returns the block bytes then of the model's
     parameters and buffers, their gradients, the optimizer's state, the tensors `kept` (a leak)
-    and `last_step`, each block counted once, and memory_allocated()."""
+    and `last_step`, each block counted once, and memory_allocated() (null without caching,
+    where torch counts nothing)."""
     torch.cuda.synchronize()
     vramtrace.mark("trained")
     blocks = block_sizes()
@@ -145,7 +155,9 @@ def trained_truth(model, optimizer, kept, last_step) -> dict:
              if isinstance(t, torch.Tensor)], blocks, seen),
         "leak": bytes_of(kept, blocks, seen),
         "last_step": bytes_of(last_step, blocks, seen),
-        "allocated": torch.cuda.memory_allocated(),
+        # Without caching torch counts nothing: null.
+        "allocated": (None if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
+                      else torch.cuda.memory_allocated()),
     }
 
 
