@@ -37,25 +37,28 @@ class RoleTraceTest : public ::testing::Test {
     return w;
   }
 
-  // Block `id` of the caching allocator in process 1, made by thread `utid`.
+  // Block `id` of the caching allocator in process 1, made by thread `utid`; with `direct`, a
+  // cudaMalloc of its own instead, as torch makes a tensor without caching.
   static void add_block(storage::TraceWriter& w, std::int64_t id, std::uint64_t size,
-                        std::uint64_t seq, std::int64_t callsite, std::int64_t utid = 1) {
+                        std::uint64_t seq, std::int64_t callsite, std::int64_t utid = 1,
+                        bool direct = false) {
     const testing::ProcessWriter p{w, 1};
     storage::AllocationRow r =
-        p.row(id, storage::allocation_kind::kBlock, storage::api::kC10ReportMemoryUsage,
+        p.row(id, direct ? storage::allocation_kind::kDevice : storage::allocation_kind::kBlock,
+              direct ? storage::api::kCudaMalloc : storage::api::kC10ReportMemoryUsage,
               kSegment + static_cast<std::uint64_t>(id) * kBlockSpacing, size, seq, callsite);
-    r.segment_id = 1;
+    if (!direct) r.segment_id = 1;
     r.alloc_utid = utid;
     p.add(r);
   }
 
   static void add_free(storage::TraceWriter& w, std::int64_t id, std::uint64_t seq,
-                       std::int64_t utid = 1) {
+                       std::int64_t utid = 1, bool direct = false) {
     storage::FreeRow f;
     f.free_seq = seq;
     f.free_ns = testing::ns_of_seq(seq);
     f.free_utid = utid;
-    f.free_api = storage::api::kC10ReportMemoryUsage;
+    f.free_api = direct ? storage::api::kCudaFree : storage::api::kC10ReportMemoryUsage;
     w.set_free(id, f);
   }
 

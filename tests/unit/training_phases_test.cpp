@@ -36,20 +36,27 @@ enum Callsite : std::int64_t {
   kSgd,                 // _single_tensor_sgd < SGD.step < <module>:16
 };
 
-class TrainingPhasesTest : public RoleTraceTest {
+// Run twice: the tensors as the caching allocator's blocks, and as the cudaMalloc of each
+// tensor that torch makes without caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1; the same for
+// cudaMallocAsync), under a frame of libc10_cuda. The answers must be the same, and the segment
+// cudaMalloc'd outside c10 (a library's own memory) is no tensor.
+class TrainingPhasesTest : public RoleTraceTest, public ::testing::WithParamInterface<bool> {
  protected:
+  static constexpr std::int64_t kThroughC10 = 100;  // callsite + this: the same under c10
+
   void SetUp() override {
+    const bool direct = GetParam();
     auto w = start("training.db", 256 * kMiB);
     ASSERT_NE(w, nullptr);
     add_stacks(*w);
     std::int64_t id = 1;
     std::uint64_t seq = 1;
     const auto block = [&](std::uint64_t size, std::int64_t callsite, std::int64_t utid = 1) {
-      add_block(*w, ++id, size, ++seq, callsite, utid);
+      add_block(*w, ++id, size, ++seq, direct ? callsite + kThroughC10 : callsite, utid, direct);
       return id;
     };
     const auto free = [&](std::int64_t block_id, std::int64_t utid = 1) {
-      add_free(*w, block_id, ++seq, utid);
+      add_free(*w, block_id, ++seq, utid, direct);
     };
     block(1 * kMiB, kBareParameter);
     block(512 * kKiB, kLayer);
@@ -119,12 +126,22 @@ class TrainingPhasesTest : public RoleTraceTest {
     w.add_callsite(kEngine, std::nullopt, 12, 0);
     w.add_callsite(21, 7, 13, 1);  // SGD.step < <module>:16
     w.add_callsite(kSgd, 21, 14, 2);
+    // Each callsite again with c10's allocator innermost.
+    w.add_module(module, std::string(kTorch) + "/lib/libc10_cuda.so", "");
+    w.add_frame({16, module, 0x2000,
+                 "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc",
+                 std::nullopt, std::nullopt, false});
+    const std::pair<std::int64_t, int> depths[] = {{kBareParameter, 0}, {kLayer, 1},  {kInput, 0},
+                                                   {kForward, 1},       {kKept, 0},   {kWarmUp, 0},
+                                                   {kSeed, 2},          {kEngine, 0}, {kSgd, 2}};
+    for (const auto& [callsite, depth] : depths)
+      w.add_callsite(callsite + kThroughC10, callsite, 16, depth + 1);
   }
 
   std::vector<std::uint64_t> before_backward_;
 };
 
-TEST_F(TrainingPhasesTest, TheBackwardPassesAndTheEndsOfIterationsAreFound) {
+TEST_P(TrainingPhasesTest, TheBackwardPassesAndTheEndsOfIterationsAreFound) {
   TrainingPhases phases(*trace_);
   phases.find(1);
   EXPECT_EQ(phases.backward_starts().size(), 5u);
@@ -132,12 +149,13 @@ TEST_F(TrainingPhasesTest, TheBackwardPassesAndTheEndsOfIterationsAreFound) {
   ASSERT_EQ(phases.iteration_ends().size(), 4u);
   EXPECT_LT(phases.iteration_ends()[0], before_backward_[1]);
   EXPECT_GT(phases.iteration_ends()[0], before_backward_[0]);
-  EXPECT_TRUE(phases.keeps_across_iterations(kKept));
-  EXPECT_FALSE(phases.keeps_across_iterations(kForward));
-  EXPECT_FALSE(phases.keeps_across_iterations(kInput));  // made before training began
+  const std::int64_t c10 = GetParam() ? kThroughC10 : 0;
+  EXPECT_TRUE(phases.keeps_across_iterations(kKept + c10));
+  EXPECT_FALSE(phases.keeps_across_iterations(kForward + c10));
+  EXPECT_FALSE(phases.keeps_across_iterations(kInput + c10));  // made before training began
 }
 
-TEST_F(TrainingPhasesTest, AtTheEndEachTensorHasItsRoleAndTheKeptOnesNone) {
+TEST_P(TrainingPhasesTest, AtTheEndEachTensorHasItsRoleAndTheKeptOnesNone) {
   const RoleTotals roles = at("end");
   // The bare tensor takes the place of the 1 MiB gradient; the layer's is known by its stack.
   EXPECT_EQ(bytes(roles, BlockRole::kParameter), 1 * kMiB + 512 * kKiB);
@@ -149,13 +167,13 @@ TEST_F(TrainingPhasesTest, AtTheEndEachTensorHasItsRoleAndTheKeptOnesNone) {
   EXPECT_EQ(bytes(roles, BlockRole::kTemporary), 0u);
 }
 
-TEST_F(TrainingPhasesTest, BeforeTheLastBackwardItsActivationIsOneAndTheKeptTensorIsNot) {
+TEST_P(TrainingPhasesTest, BeforeTheLastBackwardItsActivationIsOneAndTheKeptTensorIsNot) {
   const RoleTotals roles = at("seq:" + std::to_string(before_backward_.back()));
   EXPECT_EQ(bytes(roles, BlockRole::kActivation), 8 * kMiB);
   EXPECT_EQ(bytes(roles, BlockRole::kUnknown), 3 * kMiB + kIterations * 2 * kMiB + 4 * kMiB);
 }
 
-TEST_F(TrainingPhasesTest, GrowthWithoutAMarkerIsTheKeptTensorsPerIterationNotTheWarmUp) {
+TEST_P(TrainingPhasesTest, GrowthWithoutAMarkerIsTheKeptTensorsPerIterationNotTheWarmUp) {
   const LeakGrowth growth = build_leak_growth(*trace_, *index_, "", 32);
   EXPECT_TRUE(growth.marker.empty());
   ASSERT_EQ(growth.processes.size(), 1u);
@@ -165,11 +183,13 @@ TEST_F(TrainingPhasesTest, GrowthWithoutAMarkerIsTheKeptTensorsPerIterationNotTh
             "5 iterations found from its backward passes");
   // The cache rose once, in the first half, and held: no leak.
   ASSERT_EQ(growth.growing.size(), 1u);
-  EXPECT_EQ(growth.growing[0].group.callsite_id, kKept);
+  EXPECT_EQ(growth.growing[0].group.callsite_id, kKept + (GetParam() ? kThroughC10 : 0));
   EXPECT_DOUBLE_EQ(growth.growing[0].bytes_per_iteration, 2.0 * kMiB);
   // A marker named must be there: no guess in its place.
   EXPECT_THROW(build_leak_growth(*trace_, *index_, "epoch", 32), BadMoment);
 }
+
+INSTANTIATE_TEST_SUITE_P(BlocksOrDriverAllocations, TrainingPhasesTest, ::testing::Bool());
 
 }  // namespace
 }  // namespace vramtrace::analysis

@@ -9,6 +9,10 @@ the leaks people plant without meaning to.
              device, then to_empty() and initialised), state_dict (.cuda(), then
              load_state_dict of a CPU copy)
   --optimizer  adam, adamw, sgd (with momentum), adam_foreach, adam_fused
+  --variant  fp32; bf16_autocast (forward under torch.autocast); checkpoint (the model under
+             torch.utils.checkpoint); accumulate (two micro-batches a step, gradients
+             accumulated); eval and eval_no_grad (three evaluation batches after training,
+             without and with torch.no_grad)
   --leak     none; list (a tensor of each step kept in a list); total_loss (a running metric
              summed with its autograd history, `total_loss += l1_loss(...)`: each step's graph
              and the tensor it saved stay); cache (a dict of outputs keyed by step)
@@ -16,10 +20,12 @@ the leaks people plant without meaning to.
 After the loop, once the GPU is idle, the script marks "trained" and prints one JSON line with
 the truth then, from its own objects and torch.cuda.memory_snapshot(): the block bytes of the
 parameters and buffers, of their gradients, of the optimizer's state, of what the leak kept
-(list and cache), of the last step's batch, target, output and loss, and memory_allocated(). The model, the optimizer and the leak stay referenced (globals) until
-the interpreter ends, as in any script."""
+(list and cache), of the last step's batch, target, output and loss, and memory_allocated().
+The model, the optimizer and the leak stay referenced (globals) until the interpreter ends, as
+in any script."""
 
 import argparse
+import contextlib
 import json
 import os
 import time
@@ -167,6 +173,9 @@ if __name__ == "__main__":  # the script at the top level: its names are globals
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--leak", default="none", choices=("none", "list", "total_loss", "cache"))
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--variant", default="fp32",
+                        choices=("fp32", "bf16_autocast", "checkpoint", "accumulate", "eval",
+                                 "eval_no_grad"))
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -175,20 +184,38 @@ if __name__ == "__main__":  # the script at the top level: its names are globals
     kept = []
     cache = {}
     total_loss = torch.zeros((), device="cuda")
+    micro_batches = 2 if args.variant == "accumulate" else 1
+
+    def forward(batch: torch.Tensor) -> torch.Tensor:
+        if args.variant == "bf16_autocast":
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return model(batch).float()
+        if args.variant == "checkpoint":
+            return torch.utils.checkpoint.checkpoint(model, batch, use_reentrant=False)
+        return model(batch)
+
     for step in range(args.steps):
-        batch = torch.randn(BATCH, FEATURES, device="cuda")
-        target = torch.randn(BATCH, FEATURES, device="cuda")
-        output = model(batch)
-        loss = nn.functional.mse_loss(output, target)
-        if args.leak == "list":
-            kept.append(torch.randn(LEAK_ELEMENTS, device="cuda"))  # PLANT: list
-        elif args.leak == "total_loss":
-            total_loss += nn.functional.l1_loss(output, target)  # PLANT: total_loss
-        elif args.leak == "cache":
-            cache[step] = output.detach().clone()  # PLANT: cache
-        loss.backward()
+        for micro_batch in range(micro_batches):
+            batch = torch.randn(BATCH // micro_batches, FEATURES, device="cuda")
+            target = torch.randn(BATCH // micro_batches, FEATURES, device="cuda")
+            output = forward(batch)
+            loss = nn.functional.mse_loss(output, target) / micro_batches
+            if args.leak == "list":
+                kept.append(torch.randn(LEAK_ELEMENTS, device="cuda"))  # PLANT: list
+            elif args.leak == "total_loss":
+                total_loss += nn.functional.l1_loss(output, target)  # PLANT: total_loss
+            elif args.leak == "cache":
+                cache[step] = output.detach().clone()  # PLANT: cache
+            loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=False)
+    if args.variant.startswith("eval"):  # an evaluation after training, as people write it
+        model.eval()
+        with torch.no_grad() if args.variant == "eval_no_grad" else contextlib.nullcontext():
+            for _ in range(3):
+                batch = torch.randn(BATCH, FEATURES, device="cuda")
+                output = model(batch)
+                loss = nn.functional.mse_loss(output, target)
 
     truth = trained_truth(model, optimizer, kept + list(cache.values()),
                           [batch, target, output, loss, total_loss])
