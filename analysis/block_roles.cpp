@@ -139,6 +139,9 @@ std::vector<ProcessRoles> build_role_report(const storage::TraceReader& trace,
       if (!record.allocation.alloc_callsite_id) return;
       const StackFacts& facts = phases.facts(record.allocation.alloc_callsite_id);
       roles.autocast_seen = roles.autocast_seen || facts.autocast;
+      if (facts.library_workspace &&
+          (role == BlockRole::kActivation || role == BlockRole::kTemporary))
+        roles.workspace_bytes += record.allocation.size;
       if (role == BlockRole::kOptimizerState && roles.optimizer.empty())
         roles.optimizer = facts.optimizer_name;
       if (role == BlockRole::kActivation) {

@@ -56,6 +56,9 @@ struct ProcessRoles {
   std::optional<std::int64_t> time_ns;  // when
   RoleTotals live;
   std::vector<RoleSite> activation_sites;  // the live activations by site, largest first
+  // Of the live activations and temporaries, the bytes of torch's cuBLAS workspaces, which
+  // stay the same whatever the batch.
+  std::uint64_t workspace_bytes = 0;
   bool autocast_seen = false;  // a live block's stack runs through torch.autocast or torch.amp
   std::string optimizer;       // the optimizer whose state is live ("Adam"); empty: none seen
 };

@@ -57,17 +57,24 @@ std::vector<Advice> role_advice(const ProcessRoles& roles, std::string_view mome
           {"top_site_bytes", roles.activation_sites.empty() ? 0 : roles.activation_sites[0].bytes},
           {"saving_bytes", activations}},
          std::nullopt});
-    const std::uint64_t halved = (activations + temporaries) / 2;
+    // torch's cuBLAS workspaces are the same size whatever the batch.
+    const std::uint64_t with_batch = activations + temporaries - roles.workspace_bytes;
+    const std::uint64_t halved = with_batch / 2;
     advice.push_back(
         {kAdviceMicroBatches,
          fmt::format("Half the micro-batch, with gradients accumulated over two, halves what grows "
-                     "with the batch: the activations ({}) and the temporaries ({}) at {}, "
+                     "with the batch: the activations ({}) and the temporaries ({}{}) at {}, "
                      "about {} less.",
-                     advice_bytes(activations), advice_bytes(temporaries), moment,
-                     advice_bytes(halved)),
+                     advice_bytes(activations), advice_bytes(temporaries),
+                     roles.workspace_bytes == 0
+                         ? ""
+                         : fmt::format(", {} of them cuBLAS workspaces, which do not",
+                                       advice_bytes(roles.workspace_bytes)),
+                     moment, advice_bytes(halved)),
          {{"pid", roles.pid},
           {"activation_bytes", activations},
           {"temporary_bytes", temporaries},
+          {"workspace_bytes", roles.workspace_bytes},
           {"saving_bytes", halved}},
          std::nullopt});
   }

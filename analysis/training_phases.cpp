@@ -57,6 +57,9 @@ StackFacts stack_facts(const std::vector<storage::StackFrame>& stack) {
     if (frame.language != storage::FrameLanguage::kPython) {
       if (storage::path_base_name(frame.module).starts_with("libc10_cuda"))
         facts.torch_allocator = true;
+      if (contains(frame.function, "at::cuda::allocateCUDABlasWorkspace") ||
+          contains(frame.function, "at::cuda::getCUDABlasLtWorkspace"))
+        facts.library_workspace = true;
       if (contains(frame.function, "torch::autograd::Engine::thread_main") ||
           contains(frame.function, "torch::autograd::Engine::execute"))
         facts.backward = true;

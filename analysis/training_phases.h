@@ -25,16 +25,17 @@ namespace vramtrace::analysis {
 // for anywhere in the stack: a dispatch mode (MemTracker's, say) puts frames of its own
 // innermost.
 struct StackFacts {
-  bool module_apply = false;      // nn.Module._apply: .cuda(), .to(), to_empty() on parameters
-  bool module_init = false;       // a layer of torch.nn made on the device, or a checkpoint loaded
-  bool gradient_buckets = false;  // DDP's reducer: the flat tensors gradients are reduced in
-  bool optimizer_init = false;    // an optimizer's _init_group: its state, made at the first step
-  bool optimizer = false;         // any frame of torch/optim: the step
-  std::string optimizer_name;     // "Adam" of Adam._init_group
-  bool backward = false;          // Tensor.backward / torch.autograd.backward, or the engine
-  bool autocast = false;          // torch.autocast, torch.amp
-  bool torch_allocator = false;   // made by c10's CUDA allocator (a frame of libc10_cuda)
-  std::string site;               // the user's line, as RoleSite::where
+  bool module_apply = false;       // nn.Module._apply: .cuda(), .to(), to_empty() on parameters
+  bool module_init = false;        // a layer of torch.nn made on the device, or a checkpoint loaded
+  bool gradient_buckets = false;   // DDP's reducer: the flat tensors gradients are reduced in
+  bool optimizer_init = false;     // an optimizer's _init_group: its state, made at the first step
+  bool optimizer = false;          // any frame of torch/optim: the step
+  std::string optimizer_name;      // "Adam" of Adam._init_group
+  bool backward = false;           // Tensor.backward / torch.autograd.backward, or the engine
+  bool autocast = false;           // torch.autocast, torch.amp
+  bool torch_allocator = false;    // made by c10's CUDA allocator (a frame of libc10_cuda)
+  bool library_workspace = false;  // torch's cuBLAS workspace: its size is not the batch's
+  std::string site;                // the user's line, as RoleSite::where
 };
 
 StackFacts stack_facts(const std::vector<storage::StackFrame>& stack);

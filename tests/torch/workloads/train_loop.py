@@ -164,6 +164,7 @@ def trained_truth(model, optimizer, kept, last_step) -> dict:
         # Without caching torch counts nothing: null.
         "allocated": (None if os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING") == "1"
                       else torch.cuda.memory_allocated()),
+        "max_allocated": torch.cuda.max_memory_allocated(),
     }
 
 
