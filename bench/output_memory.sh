@@ -62,3 +62,5 @@ measure "$allocations allocations: export --perfetto" \
   "$vramtrace" export "$long" --perfetto "$out/trace.pftrace"
 measure "$allocations allocations: export --perfetto --no-allocation-events" \
   "$vramtrace" export "$long" --perfetto "$out/trace.pftrace" --no-allocation-events
+measure "$allocations allocations: export --memory-viz (rank 0, half the allocations)" \
+  "$vramtrace" export "$long" --memory-viz "$out/snapshot.pickle" --rank 0

@@ -39,18 +39,18 @@ void write_file(const std::string& trace, const std::string& path, bool force,
   write_output_file(path, write);
 }
 
-std::string contents(const analysis::ExportTimeline& timeline) {
-  return fmt::format("{} processes, {} counters, {} ranges, {} instants", timeline.processes.size(),
-                     timeline.counters.size(), timeline.slices.size(), timeline.instants.size());
+std::string contents(const analysis::ExportCounts& counts) {
+  return fmt::format("{} processes, {} counters, {} ranges, {} instants", counts.processes,
+                     counts.counters, counts.slices, counts.instants);
 }
 
-std::string contents(const analysis::MemoryVizSnapshot& snapshot) {
+std::string contents(const analysis::MemoryVizSnapshot& snapshot, std::size_t entries) {
   return fmt::format("pid {} at seq {}: {} segments, {} active blocks, {} trace entries",
                      snapshot.at.pid, snapshot.at.seq, snapshot.segments.size(),
-                     snapshot.active_blocks(), snapshot.entries.size());
+                     snapshot.active_blocks(), entries);
 }
 
-// The Perfetto and Chrome files, from one timeline.
+// The Perfetto and Chrome files: each reads the trace once, as it writes.
 std::string write_timelines(const storage::TraceReader& trace, const Options& options,
                             const ReportScope& scope) {
   analysis::ExportOptions export_options;
@@ -58,19 +58,21 @@ std::string write_timelines(const storage::TraceReader& trace, const Options& op
   export_options.allocations = scope.allocations;
   export_options.level = scope.level.value_or(analysis::MemoryLevel::kBlock);
   export_options.allocation_instants = !options.no_allocation_events;
-  const analysis::ExportTimeline timeline = analysis::build_export_timeline(trace, export_options);
   std::string said;
+  analysis::ExportCounts counts;
   if (options.perfetto) {
-    write_file(options.trace, *options.perfetto, options.force,
-               [&](std::ostream& out) { analysis::write_perfetto_trace(timeline, out); });
+    write_file(options.trace, *options.perfetto, options.force, [&](std::ostream& out) {
+      counts = analysis::write_perfetto_trace(trace, export_options, out);
+    });
     said += fmt::format("vramtrace export: wrote {} (Perfetto trace: {})\n", *options.perfetto,
-                        contents(timeline));
+                        contents(counts));
   }
   if (options.chrome) {
-    write_file(options.trace, *options.chrome, options.force,
-               [&](std::ostream& out) { analysis::write_chrome_trace(timeline, out); });
+    write_file(options.trace, *options.chrome, options.force, [&](std::ostream& out) {
+      counts = analysis::write_chrome_trace(trace, export_options, out);
+    });
     said += fmt::format("vramtrace export: wrote {} (Chrome trace events: {})\n", *options.chrome,
-                        contents(timeline));
+                        contents(counts));
   }
   return said;
 }
@@ -88,10 +90,12 @@ std::string write_memory_viz(const storage::TraceReader& trace, const Options& o
   } catch (const analysis::BadMoment& several) {
     throw ReportRefusal(several.what());
   }
-  write_file(options.trace, path, options.force,
-             [&](std::ostream& out) { analysis::write_memory_viz(trace, snapshot, out); });
+  std::size_t entries = 0;
+  write_file(options.trace, path, options.force, [&](std::ostream& out) {
+    entries = analysis::write_memory_viz(trace, snapshot, out);
+  });
   return fmt::format("vramtrace export: wrote {} (PyTorch memory snapshot: {})\n", path,
-                     contents(snapshot));
+                     contents(snapshot, entries));
 }
 
 }  // namespace

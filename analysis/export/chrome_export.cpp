@@ -3,8 +3,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "analysis/export/perfetto_export.h"
-
 namespace vramtrace::analysis {
 namespace {
 
@@ -44,71 +42,88 @@ class EventStream {
   bool first_ = true;
 };
 
-}  // namespace
+// Each event is written as it comes: the format wants no order (its viewers sort).
+class ChromeSink : public ExportSink {
+ public:
+  explicit ChromeSink(std::ostream& out) : stream_(out) {}
 
-void write_chrome_trace(const ExportTimeline& timeline, std::ostream& out) {
-  EventStream stream(out);
-  std::map<std::int64_t, std::uint32_t> pids;
-  std::map<std::int64_t, std::uint32_t> tids;
-  for (const ExportProcess& process : timeline.processes) {
-    const std::uint32_t pid = pids[process.upid] = export_pid(timeline, process);
-    stream.write({{"ph", "M"},
-                  {"name", "process_name"},
-                  {"pid", pid},
-                  {"tid", 0},
-                  {"args", {{"name", process.name}}}});
-    for (int lane = 1; lane <= process.lanes; ++lane) {
-      stream.write({{"ph", "M"},
-                    {"name", "thread_name"},
-                    {"pid", pid},
-                    {"tid", kChromeLaneTidBase + lane},
-                    {"args", {{"name", "ranges (lane " + std::to_string(lane) + ")"}}}});
-    }
+  void process(const ExportProcess& process) override {
+    pids_[process.upid] = process.shown_pid;
+    stream_.write({{"ph", "M"},
+                   {"name", "process_name"},
+                   {"pid", process.shown_pid},
+                   {"tid", 0},
+                   {"args", {{"name", process.name}}}});
   }
-  for (const ExportThread& thread : timeline.threads) {
-    tids[thread.utid] = thread.tid;
-    if (thread.name.empty()) continue;
-    stream.write({{"ph", "M"},
-                  {"name", "thread_name"},
-                  {"pid", pids.at(thread.upid)},
-                  {"tid", thread.tid},
-                  {"args", {{"name", thread.name}}}});
+
+  void thread(const ExportThread& thread) override {
+    tids_[thread.utid] = thread.tid;
+    if (thread.name.empty()) return;
+    stream_.write({{"ph", "M"},
+                   {"name", "thread_name"},
+                   {"pid", pids_.at(thread.upid)},
+                   {"tid", thread.tid},
+                   {"args", {{"name", thread.name}}}});
   }
-  const auto tid_of = [&](const ExportPlace& where) -> std::int64_t {
-    if (where.utid) return tids.at(*where.utid);
+
+  void lane(std::int64_t upid, int lane) override {
+    stream_.write({{"ph", "M"},
+                   {"name", "thread_name"},
+                   {"pid", pids_.at(upid)},
+                   {"tid", kChromeLaneTidBase + lane},
+                   {"args", {{"name", "ranges (lane " + std::to_string(lane) + ")"}}}});
+  }
+
+  void counter(const ExportCounter&) override {}
+
+  void counter_point(const ExportCounter& counter, std::int64_t ns, std::uint64_t bytes) override {
+    stream_.write({{"ph", "C"},
+                   {"name", counter.name},
+                   {"pid", pids_.at(counter.upid)},
+                   {"tid", 0},
+                   {"ts", microseconds(ns)},
+                   {"args", {{"bytes", bytes}}}});
+  }
+
+  void slice(const ExportSlice& s) override {
+    stream_.write({{"ph", "X"},
+                   {"name", s.name},
+                   {"cat", s.category},
+                   {"pid", pids_.at(s.place.upid)},
+                   {"tid", tid_of(s.place)},
+                   {"ts", microseconds(s.start_ns)},
+                   {"dur", microseconds(s.end_ns - s.start_ns)},
+                   {"args", args_json(s.args)}});
+  }
+
+  void instant(const ExportInstant& i) override {
+    stream_.write({{"ph", "i"},
+                   {"name", i.name},
+                   {"cat", i.category},
+                   {"s", i.place.utid ? "t" : "p"},
+                   {"pid", pids_.at(i.place.upid)},
+                   {"tid", tid_of(i.place)},
+                   {"ts", microseconds(i.ns)},
+                   {"args", args_json(i.args)}});
+  }
+
+ private:
+  std::int64_t tid_of(const ExportPlace& where) const {
+    if (where.utid) return tids_.at(*where.utid);
     if (where.lane > 0) return kChromeLaneTidBase + where.lane;
     return 0;
-  };
-  for (const ExportCounter& counter : timeline.counters) {
-    for (const CounterPoint& point : counter.points) {
-      stream.write({{"ph", "C"},
-                    {"name", counter.name},
-                    {"pid", pids.at(counter.upid)},
-                    {"tid", 0},
-                    {"ts", microseconds(point.ns)},
-                    {"args", {{"bytes", point.bytes}}}});
-    }
   }
-  for (const ExportSlice& s : timeline.slices) {
-    stream.write({{"ph", "X"},
-                  {"name", s.name},
-                  {"cat", s.category},
-                  {"pid", pids.at(s.place.upid)},
-                  {"tid", tid_of(s.place)},
-                  {"ts", microseconds(s.start_ns)},
-                  {"dur", microseconds(s.end_ns - s.start_ns)},
-                  {"args", args_json(s.args)}});
-  }
-  for (const ExportInstant& i : timeline.instants) {
-    stream.write({{"ph", "i"},
-                  {"name", i.name},
-                  {"cat", i.category},
-                  {"s", i.place.utid ? "t" : "p"},
-                  {"pid", pids.at(i.place.upid)},
-                  {"tid", tid_of(i.place)},
-                  {"ts", microseconds(i.ns)},
-                  {"args", args_json(i.args)}});
-  }
+
+  EventStream stream_;
+  std::map<std::int64_t, std::uint32_t> pids_, tids_;
+};
+
+}  // namespace
+
+ExportCounts write_chrome_trace(const storage::TraceReader& trace, const ExportOptions& options,
+                                std::ostream& out) {
+  ChromeSink sink(out);
+  return export_timeline(trace, options, sink);
 }
 
 }  // namespace vramtrace::analysis

@@ -7,6 +7,7 @@
 // - "X" complete events for ranges (ts and dur),
 // - "i" instant events for marks, allocations and frees ("s": "t", on their thread) and OOMs
 //   ("s": "p", on the process).
+// Events in the order they are found, not in time order (the format's viewers sort them).
 // Times ("ts", "dur") in microseconds, as the format wants, with the nanoseconds as decimals.
 #pragma once
 
@@ -18,7 +19,9 @@ namespace vramtrace::analysis {
 
 inline constexpr std::int64_t kChromeLaneTidBase = 1'000'000'000;
 
-// Writes the JSON document to `out`; the caller checks the stream.
-void write_chrome_trace(const ExportTimeline& timeline, std::ostream& out);
+// Writes the JSON document to `out`, each event as it is found (memory stays bounded whatever
+// the trace's size); the caller checks the stream. Throws what export_timeline() throws.
+ExportCounts write_chrome_trace(const storage::TraceReader& trace, const ExportOptions& options,
+                                std::ostream& out);
 
 }  // namespace vramtrace::analysis

@@ -1,5 +1,7 @@
 // A trace as a timeline for other viewers: the tracks, counters, slices and instants that the
-// Perfetto and Chrome exports both write, built once so that the two files always agree.
+// Perfetto and Chrome exports both write, made by one reading of the trace so that the two files
+// always agree, and handed to a sink as they are found: the export never holds the trace's
+// events, so its memory does not grow with the trace.
 //
 // - Tracks: one per process, one per thread that made an event, and one per (process, device,
 //   kind) counter of live bytes.
@@ -12,6 +14,10 @@
 // - Instants: marks (on their thread), every allocation and free (on its thread, named "alloc
 //   device 4.0 MiB" with its address, size and callsite), and every out-of-memory failure (on
 //   the process track).
+//
+// The sink hears of every process first; of a thread, a lane or a counter just before its first
+// event; then of events process by process, not in time order (a format that wants time order
+// sorts them, as the Perfetto export does).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +40,11 @@ struct ExportArg {
 struct ExportProcess {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
+  // The pid it is shown with: its own, unless two exported processes share it (traces merged
+  // from several hosts), then 1000000 + upid, so that tracks never merge.
+  std::uint32_t shown_pid = 0;
   std::string name;  // the executable's file name
   std::vector<std::string> argv;
-  int lanes = 0;  // extra lanes for ranges that do not nest (lane 1..lanes)
 };
 
 struct ExportThread {
@@ -45,17 +53,12 @@ struct ExportThread {
   std::string name;  // "" when the trace has none
 };
 
-struct CounterPoint {
-  std::int64_t ns = 0;
-  std::uint64_t bytes = 0;
-};
-
 struct ExportCounter {
+  std::size_t index = 0;  // 0, 1, ... in the order the sink hears of them
   std::int64_t upid = 0;
   int device = 0;
   std::string kind;
-  std::string name;                  // "device 0 device live bytes"
-  std::vector<CounterPoint> points;  // time order
+  std::string name;  // "device 0 device live bytes"
 };
 
 // Where a slice or an instant is drawn.
@@ -79,13 +82,22 @@ struct ExportInstant {
   std::vector<ExportArg> args;
 };
 
-struct ExportTimeline {
-  std::int64_t start_ns = 0, end_ns = 0;
-  std::vector<ExportProcess> processes;  // by upid
-  std::vector<ExportThread> threads;     // by utid; only threads with an event
-  std::vector<ExportCounter> counters;   // by upid, device, kind
-  std::vector<ExportSlice> slices;       // by start
-  std::vector<ExportInstant> instants;   // by time
+class ExportSink {
+ public:
+  virtual ~ExportSink() = default;
+  virtual void process(const ExportProcess& process) = 0;  // each, before any event
+  virtual void thread(const ExportThread& thread) = 0;
+  virtual void lane(std::int64_t upid, int lane) = 0;  // lane 1, 2, ... of a process
+  virtual void counter(const ExportCounter& counter) = 0;
+  virtual void counter_point(const ExportCounter& counter, std::int64_t ns,
+                             std::uint64_t bytes) = 0;
+  virtual void slice(const ExportSlice& slice) = 0;
+  virtual void instant(const ExportInstant& instant) = 0;
+};
+
+// What an export held, for its one-line report.
+struct ExportCounts {
+  std::size_t processes = 0, counters = 0, slices = 0, instants = 0;
 };
 
 struct ExportOptions {
@@ -95,7 +107,9 @@ struct ExportOptions {
   bool allocation_instants = true;          // one instant per allocation and free
 };
 
-ExportTimeline build_export_timeline(const storage::TraceReader& trace,
-                                     const ExportOptions& options = {});
+// Reads the trace once, telling `sink` what it finds. Throws storage::TraceError when the trace
+// cannot be read, and whatever the sink throws.
+ExportCounts export_timeline(const storage::TraceReader& trace, const ExportOptions& options,
+                             ExportSink& sink);
 
 }  // namespace vramtrace::analysis

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
+#include <queue>
 #include <set>
 #include <string>
 #include <string_view>
@@ -40,7 +42,6 @@ std::uint64_t requested_of(const storage::AllocationRow& row) {
 }
 
 using Action = MemoryVizAction;
-using Entry = MemoryVizEntry;
 using Block = MemoryVizBlock;
 using Segment = MemoryVizSegment;
 
@@ -152,64 +153,80 @@ std::vector<Segment> raw_segments(const std::vector<storage::AllocationRecord>& 
   return out;
 }
 
-// The process's allocator events through event `last_seq`, in sequence order.
-std::vector<Entry> trace_entries(const storage::TraceReader& trace, std::int64_t upid,
-                                 std::uint64_t last_seq, bool allocator_events,
-                                 const std::unordered_set<std::int64_t>& segment_ids,
-                                 std::optional<int> device) {
-  std::vector<Entry> entries;
+// One entry of a device trace.
+struct Entry {
+  std::uint64_t seq = 0;
+  std::int64_t ns = 0;
+  std::uint64_t address = 0, size = 0, stream = 0;
+  std::optional<std::int64_t> callsite;
+  Action action = Action::kAlloc;
+  bool operator>(const Entry& other) const {
+    return std::pair(seq, action) > std::pair(other.seq, other.action);
+  }
+};
+
+// The process's allocator events on `device` through event `last_seq`, in (sequence, action)
+// order. Allocations come in sequence order; the entries of their frees wait in a heap until an
+// event after them lets them out, so memory holds what is live, not the trace.
+void for_each_entry(const storage::TraceReader& trace, const MemoryVizSnapshot& snapshot,
+                    int device, const std::function<void(const Entry&)>& visit) {
+  const std::uint64_t last_seq = snapshot.at.seq;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> frees;
+  const auto free_before = [&](std::uint64_t seq) {
+    while (!frees.empty() && frees.top().seq < seq) {
+      visit(frees.top());
+      frees.pop();
+    }
+  };
   std::unordered_map<std::int64_t, std::uint64_t> segment_stream;
   storage::AllocationFilter filter;
-  filter.upid = upid;
+  filter.upid = snapshot.at.upid;
   trace.for_each_allocation(filter, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& row = record.allocation;
-    if (row.device < 0 || (device && row.device != *device) || row.alloc_seq > last_seq) return;
+    if (row.device != device || row.alloc_seq > last_seq) return;
     const bool block = row.kind == kind::kBlock;
-    const bool segment = allocator_events ? segment_ids.contains(row.id)
-                                          : !block && occupies_device_memory(row.kind);
-    if (!(allocator_events ? block || segment : segment)) return;
-    const auto add = [&](Action action, std::uint64_t seq, std::int64_t ns, std::uint64_t size,
-                         std::optional<std::int64_t> callsite, std::uint64_t stream) {
-      entries.push_back({seq, ns, row.address, size, stream, callsite, row.device, action});
-    };
+    const bool segment = snapshot.allocator_events ? snapshot.segment_ids.contains(row.id)
+                                                   : !block && occupies_device_memory(row.kind);
+    if (!(snapshot.allocator_events ? block || segment : segment)) return;
+    free_before(row.alloc_seq);
     std::uint64_t stream = row.stream;
     if (block && row.segment_id) {
       if (const auto found = segment_stream.find(*row.segment_id); found != segment_stream.end())
         stream = found->second;
     }
+    // The allocation's entries go out now, in action order; its free's wait.
+    const auto made = [&](Action action, std::uint64_t size) {
+      visit(
+          {row.alloc_seq, row.alloc_ns, row.address, size, stream, row.alloc_callsite_id, action});
+    };
     const std::uint64_t requested = requested_of(row);
+    const bool allocator_block = block || !snapshot.allocator_events;
     if (row.result != 0) {
       // The allocator's out-of-memory (a block), or a program's failed allocation.
-      if (block || !allocator_events)
-        add(Action::kOom, row.alloc_seq, row.alloc_ns, requested, row.alloc_callsite_id, stream);
+      if (allocator_block) made(Action::kOom, requested);
       return;
     }
     const bool mapping = row.kind == kind::kVmmMapping;
     if (segment) {
       segment_stream.emplace(row.id, row.stream);
-      add(mapping ? Action::kSegmentMap : Action::kSegmentAlloc, row.alloc_seq, row.alloc_ns,
-          row.size, row.alloc_callsite_id, stream);
+      made(mapping ? Action::kSegmentMap : Action::kSegmentAlloc, row.size);
     }
-    if (block || !allocator_events)
-      add(Action::kAlloc, row.alloc_seq, row.alloc_ns, requested, row.alloc_callsite_id, stream);
+    if (allocator_block) made(Action::kAlloc, requested);
     if (!record.free || record.free->free_seq > last_seq) return;
     const storage::FreeRow& free = *record.free;
     // As torch does when the free's own stack was not recorded: the allocation's.
     const std::optional<std::int64_t> free_stack =
         free.free_callsite_id ? free.free_callsite_id : row.alloc_callsite_id;
-    if (block || !allocator_events) {
-      add(Action::kFreeRequested, free.free_seq, free.free_ns, requested, free_stack, stream);
-      add(Action::kFreeCompleted, free.free_seq, free.free_ns, requested, free_stack, stream);
+    const auto freed = [&](Action action, std::uint64_t size) {
+      frees.push({free.free_seq, free.free_ns, row.address, size, stream, free_stack, action});
+    };
+    if (allocator_block) {
+      freed(Action::kFreeRequested, requested);
+      freed(Action::kFreeCompleted, requested);
     }
-    if (segment) {
-      add(mapping ? Action::kSegmentUnmap : Action::kSegmentFree, free.free_seq, free.free_ns,
-          row.size, free_stack, stream);
-    }
+    if (segment) freed(mapping ? Action::kSegmentUnmap : Action::kSegmentFree, row.size);
   });
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& x, const Entry& y) {
-    return std::pair(x.seq, x.action) < std::pair(y.seq, y.action);
-  });
-  return entries;
+  free_before(UINT64_MAX);
 }
 
 // A dict's key (interned: every dict of a kind has the same keys) and its number.
@@ -343,18 +360,26 @@ MemoryVizSnapshot build_memory_viz(const storage::TraceReader& trace,
   snapshot.segments =
       report.allocator_events ? allocator_segments(report.layout, live) : raw_segments(live);
   live.clear();
-  snapshot.entries = trace_entries(trace, report.at.upid, report.at.seq, report.allocator_events,
-                                   index->allocator_segments(), options.device);
+  if (snapshot.allocator_events) snapshot.segment_ids = index->allocator_segments();
+  snapshot.device = options.device;
+  // A list for every device up to the last one the process has events on (as torch's snapshot
+  // has one per device), found from the trace's totals rather than a pass over its events.
   snapshot.devices = options.device ? *options.device + 1 : 1;
   for (const Segment& segment : snapshot.segments)
     snapshot.devices = std::max(snapshot.devices, segment.device + 1);
-  for (const Entry& entry : snapshot.entries)
-    snapshot.devices = std::max(snapshot.devices, entry.device + 1);
+  if (!options.device) {
+    for (const storage::AllocationTotalsRow& totals : trace.allocation_totals()) {
+      if (totals.upid == report.at.upid && totals.device >= 0 &&
+          (totals.kind == kind::kBlock || occupies_device_memory(totals.kind)))
+        snapshot.devices = std::max(snapshot.devices, totals.device + 1);
+    }
+  }
   return snapshot;
 }
 
-void write_memory_viz(const storage::TraceReader& trace, const MemoryVizSnapshot& snapshot,
-                      std::ostream& stream) {
+std::size_t write_memory_viz(const storage::TraceReader& trace, const MemoryVizSnapshot& snapshot,
+                             std::ostream& stream) {
+  std::size_t entries = 0;
   PickleWriter out(stream);
   FrameWriter frames(trace, out);
   out.begin_dict();
@@ -366,14 +391,19 @@ void write_memory_viz(const storage::TraceReader& trace, const MemoryVizSnapshot
   out.begin_list();
   for (int device = 0; device < snapshot.devices; ++device) {
     out.begin_list();
-    // Entries are in sequence order across devices: each device's list takes its own.
-    for (const Entry& entry : snapshot.entries)
-      if (entry.device == device) write_entry(out, frames, entry);
+    // A device that is not the one asked for has an empty list, as in torch's snapshot.
+    if (!snapshot.device || *snapshot.device == device) {
+      for_each_entry(trace, snapshot, device, [&](const Entry& entry) {
+        write_entry(out, frames, entry);
+        ++entries;
+      });
+    }
     out.end_list();
   }
   out.end_list();
   out.end_dict();
   out.finish();
+  return entries;
 }
 
 }  // namespace vramtrace::analysis

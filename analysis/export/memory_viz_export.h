@@ -29,6 +29,7 @@
 #include <optional>
 #include <ostream>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "analysis/moment.h"
@@ -70,22 +71,17 @@ enum class MemoryVizAction : std::uint8_t {
   kOom,
 };
 
-// One entry of a device trace.
-struct MemoryVizEntry {
-  std::uint64_t seq = 0;
-  std::int64_t ns = 0;
-  std::uint64_t address = 0, size = 0, stream = 0;
-  std::optional<std::int64_t> callsite;
-  int device = 0;
-  MemoryVizAction action = MemoryVizAction::kAlloc;
-};
-
+// The snapshot's segments, and what its device traces are made of when it is written: those
+// are read from the trace then, one event at a time, so that a process of millions of
+// allocations is written in bounded memory.
 struct MemoryVizSnapshot {
   ProcessMoment at;
   bool allocator_events = false;
   std::vector<MemoryVizSegment> segments;  // (device, address) order
-  std::vector<MemoryVizEntry> entries;     // sequence order, every device
-  int devices = 1;                         // device_traces has this many lists
+  // The allocations that are the allocator's segments (their rows make segment_* entries).
+  std::unordered_set<std::int64_t> segment_ids;
+  std::optional<int> device;  // only this device's events
+  int devices = 1;            // device_traces has this many lists
   std::size_t active_blocks() const;
 };
 
@@ -95,9 +91,10 @@ struct MemoryVizSnapshot {
 MemoryVizSnapshot build_memory_viz(const storage::TraceReader& trace,
                                    const MemoryVizOptions& options);
 
-// The pickle, its stacks read from `trace`. The stream is the caller's to check.
-void write_memory_viz(const storage::TraceReader& trace, const MemoryVizSnapshot& snapshot,
-                      std::ostream& out);
+// The pickle, its device traces and stacks read from `trace`; returns how many trace entries
+// it wrote. The stream is the caller's to check.
+std::size_t write_memory_viz(const storage::TraceReader& trace, const MemoryVizSnapshot& snapshot,
+                             std::ostream& out);
 
 // "segment_alloc", "alloc", ...
 std::string_view memory_viz_action_name(MemoryVizAction action);

@@ -8,6 +8,9 @@
 // time order: TYPE_COUNTER with counter_value, TYPE_SLICE_BEGIN/END for ranges, TYPE_INSTANT
 // for marks, allocations, frees and OOMs, with debug annotations for their arguments. All on one
 // packet sequence (trusted_packet_sequence_id 1), timestamps in the trace's nanoseconds.
+//
+// The events are put in time order by an external sort (spilled_sort.h): memory stays bounded
+// whatever the trace's size, and $TMPDIR needs room for about the output's size meanwhile.
 #pragma once
 
 #include <ostream>
@@ -16,11 +19,10 @@
 
 namespace vramtrace::analysis {
 
-// The pid each exported process is shown with: its own, unless two exported processes share
-// it (traces merged from several hosts), then 1000000 + upid, so that tracks never merge.
-std::uint32_t export_pid(const ExportTimeline& timeline, const ExportProcess& process);
-
-// Writes the trace to `out`; the caller checks the stream.
-void write_perfetto_trace(const ExportTimeline& timeline, std::ostream& out);
+// Writes the trace's timeline to `out`; the caller checks the stream. Throws what
+// export_timeline() throws, and std::runtime_error when the sort's temporary files cannot be
+// written.
+ExportCounts write_perfetto_trace(const storage::TraceReader& trace, const ExportOptions& options,
+                                  std::ostream& out);
 
 }  // namespace vramtrace::analysis

@@ -74,11 +74,18 @@ class ExportTest : public ::testing::Test {
     storage::OpenFailure failure;
     trace_ = storage::TraceReader::open(dir_ / "t.db", &failure);
     ASSERT_TRUE(trace_) << failure.message;
-    timeline_ = analysis::build_export_timeline(*trace_);
+  }
+  std::string perfetto() const {
+    std::ostringstream out;
+    const analysis::ExportCounts counts = analysis::write_perfetto_trace(*trace_, {}, out);
+    EXPECT_EQ(counts.processes, 1u);
+    EXPECT_EQ(counts.counters, 2u);
+    EXPECT_EQ(counts.slices, 3u);
+    EXPECT_EQ(counts.instants, 6u);  // 3 allocations, 1 free, the mark, the OOM
+    return out.str();
   }
   testing::TempDir dir_;
   std::unique_ptr<storage::TraceReader> trace_;
-  analysis::ExportTimeline timeline_;
 };
 
 // A decoded Perfetto trace, indexed for the checks below.
@@ -111,9 +118,7 @@ Decoded decode(const std::string& bytes) {
 }
 
 TEST_F(ExportTest, PerfettoTraceDecodesToTracksCountersAndSlices) {
-  std::ostringstream out;
-  analysis::write_perfetto_trace(timeline_, out);
-  const Decoded d = decode(out.str());
+  const Decoded d = decode(perfetto());
 
   const std::uint64_t process = d.uuid_by_name.at("process python3");
   EXPECT_EQ(d.tracks.at(process).process().pid(), 5000);
@@ -172,9 +177,7 @@ TEST_F(ExportTest, PerfettoTraceDecodesToTracksCountersAndSlices) {
 }
 
 TEST_F(ExportTest, PerfettoAnnotationsCarryTheAllocationsNumbers) {
-  std::ostringstream out;
-  analysis::write_perfetto_trace(timeline_, out);
-  const Decoded d = decode(out.str());
+  const Decoded d = decode(perfetto());
   for (const pb::TracePacket& packet : d.events) {
     const pb::TrackEvent& e = packet.track_event();
     if (e.name() != "alloc block 8.0 MiB") continue;
@@ -194,10 +197,8 @@ TEST_F(ExportTest, PerfettoAnnotationsCarryTheAllocationsNumbers) {
 // published schema (google/perfetto protos/perfetto/trace/trace.proto, trace_packet.proto,
 // track_event/track_descriptor.proto, track_event.proto), written here by hand.
 TEST_F(ExportTest, PerfettoWireFieldsAreUpstreamsNumbers) {
-  std::ostringstream out;
-  analysis::write_perfetto_trace(timeline_, out);
   google::protobuf::UnknownFieldSet trace;
-  ASSERT_TRUE(trace.ParseFromString(out.str()));
+  ASSERT_TRUE(trace.ParseFromString(perfetto()));
   constexpr int kTracePacket = 1;                                    // Trace.packet
   constexpr int kTimestamp = 8, kTrackEvent = 11, kSequenceId = 10;  // TracePacket
   constexpr int kTrackDescriptor = 60;                               // TracePacket
@@ -250,17 +251,20 @@ TEST_F(ExportTest, PerfettoWireFieldsAreUpstreamsNumbers) {
 
 TEST_F(ExportTest, ChromeJsonHasCountersSlicesAndInstants) {
   std::ostringstream out;
-  analysis::write_chrome_trace(timeline_, out);
+  const analysis::ExportCounts counts = analysis::write_chrome_trace(*trace_, {}, out);
+  EXPECT_EQ(counts.instants, 6u);
   const nlohmann::json doc = nlohmann::json::parse(out.str());
   EXPECT_EQ(doc["displayTimeUnit"], "ns");
   std::vector<std::pair<double, std::uint64_t>> blocks;
   std::map<std::string, nlohmann::json> by_name;
+  std::map<std::int64_t, std::string> thread_names;  // by tid
   for (const nlohmann::json& e : doc["traceEvents"]) {
     EXPECT_EQ(e["pid"], 5000);
     if (e["ph"] == "C" && e["name"] == "device 0 block live bytes")
       blocks.emplace_back(e["ts"].get<double>(), e["args"]["bytes"].get<std::uint64_t>());
     if (e["ph"] != "C")
       by_name[e["name"].get<std::string>() + "/" + e["ph"].get<std::string>()] = e;
+    if (e["name"] == "thread_name") thread_names[e["tid"]] = e["args"]["name"];
   }
   EXPECT_EQ(blocks,
             (std::vector<std::pair<double, std::uint64_t>>{
@@ -270,7 +274,9 @@ TEST_F(ExportTest, ChromeJsonHasCountersSlicesAndInstants) {
   EXPECT_EQ(by_name.at("step/X")["dur"], 7000.0);
   EXPECT_EQ(by_name.at("step/X")["tid"], 5001);
   EXPECT_EQ(by_name.at("overlap/X")["tid"], analysis::kChromeLaneTidBase + 1);
-  EXPECT_EQ(by_name.at("thread_name/M")["tid"], 5001);  // "main", written after the lane's name
+  EXPECT_EQ(thread_names,
+            (std::map<std::int64_t, std::string>{
+                {5001, "main"}, {analysis::kChromeLaneTidBase + 1, "ranges (lane 1)"}}));
   EXPECT_EQ(by_name.at("checkpoint/i")["s"], "t");
   const nlohmann::json& oom = by_name.at("OOM: cudaMalloc device 64.0 MiB/i");
   EXPECT_EQ(oom["s"], "p");
@@ -278,20 +284,50 @@ TEST_F(ExportTest, ChromeJsonHasCountersSlicesAndInstants) {
   EXPECT_EQ(oom["args"]["requested_bytes"], 64 * M);
 }
 
+// What the timeline tells a sink, kept.
+struct Recorded : analysis::ExportSink {
+  void process(const analysis::ExportProcess&) override {}
+  void thread(const analysis::ExportThread&) override {}
+  void lane(std::int64_t, int) override {}
+  void counter(const analysis::ExportCounter& counter) override { counters.push_back(counter); }
+  void counter_point(const analysis::ExportCounter& counter, std::int64_t ns,
+                     std::uint64_t bytes) override {
+    points.push_back(counter.kind + " " + std::to_string(bytes / M) + "M @" +
+                     std::to_string((ns - ns_of_seq(0)) / 1'000'000));
+  }
+  void slice(const analysis::ExportSlice&) override {}
+  void instant(const analysis::ExportInstant& instant) override {
+    instants.push_back(instant.name);
+  }
+  std::vector<analysis::ExportCounter> counters;
+  std::vector<std::string> points, instants;
+};
+
 TEST_F(ExportTest, FiltersAndLevelNarrowTheTimeline) {
   analysis::ExportOptions options;
   options.level = analysis::MemoryLevel::kSegment;
   options.allocation_instants = false;
-  const analysis::ExportTimeline segment = analysis::build_export_timeline(*trace_, options);
+  Recorded segment;
+  analysis::export_timeline(*trace_, options, segment);
   ASSERT_EQ(segment.counters.size(), 1u);
   EXPECT_EQ(segment.counters[0].kind, "device");
-  // Left: the mark and the OOM.
-  EXPECT_EQ(segment.instants.size(), 2u);
+  EXPECT_EQ(segment.instants,
+            (std::vector<std::string>{"OOM: cudaMalloc device 64.0 MiB", "checkpoint"}));
   options = {};
   options.allocations.kind = kind::kBlock;
-  const analysis::ExportTimeline blocks = analysis::build_export_timeline(*trace_, options);
+  Recorded blocks;
+  analysis::export_timeline(*trace_, options, blocks);
   ASSERT_EQ(blocks.counters.size(), 1u);
   EXPECT_EQ(blocks.counters[0].kind, "block");
+}
+
+// A counter moves in its process's sequence order whatever order the allocations' frees come
+// in: the free of seq 3's block (at seq 7) waits until after seq 5's allocation.
+TEST_F(ExportTest, CounterPointsFollowTheProcesssSequence) {
+  Recorded all;
+  analysis::export_timeline(*trace_, {}, all);
+  EXPECT_EQ(all.points, (std::vector<std::string>{"device 0M @1", "device 20M @1", "block 0M @3",
+                                                  "block 4M @3", "block 12M @5", "block 8M @7"}));
 }
 
 }  // namespace
