@@ -4,6 +4,8 @@
 
 #include <iterator>
 
+#include "analysis/callsite_tree.h"
+
 namespace vramtrace::analysis {
 
 std::string advice_bytes(std::uint64_t bytes) {
@@ -19,7 +21,7 @@ std::string advice_bytes(std::uint64_t bytes) {
 
 std::string advice_callsite(const std::vector<storage::StackFrame>& stack) {
   if (stack.empty()) return "no recorded stack";
-  const storage::StackFrame& frame = stack.front();
+  const storage::StackFrame& frame = *first_line_of(stack);
   std::string text = frame.function.value_or("??");
   if (frame.file) text += fmt::format(" ({}:{})", *frame.file, frame.line.value_or(0));
   return text;

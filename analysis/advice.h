@@ -41,7 +41,8 @@ inline constexpr const char* kAdvicePinnedMemory = "pinned_memory";
 // "4.0 MiB": advice text is for people; the exact numbers are in its evidence.
 std::string advice_bytes(std::uint64_t bytes);
 
-// "forward (model.py:42)": the innermost frame of a stack, as advice names a callsite.
+// "forward (model.py:42)": a stack's first line (callsite_tree.h's first_line_of: the user's
+// Python line, else the program's own native frame), as advice names a callsite.
 std::string advice_callsite(const std::vector<storage::StackFrame>& stack);
 
 // The remedies for too much live tensor memory, in one wording for every rule that names them.

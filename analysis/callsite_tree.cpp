@@ -118,6 +118,30 @@ const storage::StackFrame* user_python_frame(const std::vector<storage::StackFra
   return innermost;
 }
 
+bool framework_module(std::string_view path) {
+  if (python_library_file(path)) return true;
+  const std::size_t slash = path.rfind('/');
+  const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  static constexpr std::string_view kPrefixes[] = {
+      "libc10",      "libtorch",    "libcuda",   "libcudart",    "libcublas", "libcudnn",
+      "libnccl",     "libnvrtc",    "libnvJit",  "libcupti",     "libcufft",  "libcurand",
+      "libcusparse", "libcusolver", "libpython", "libstdc++",    "libc.so",   "libc-",
+      "libpthread",  "libgcc_s",    "ld-linux",  "libvramtrace", "libdl",     "libm.so"};
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](std::string_view prefix) { return name.starts_with(prefix); });
+}
+
+const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack) {
+  if (const storage::StackFrame* python = user_python_frame(stack)) return python;
+  for (const storage::StackFrame& frame : stack) {
+    if (frame.language == storage::FrameLanguage::kNative &&
+        frame.cut == storage::StackCut::kNone && !frame.module.empty() &&
+        !framework_module(frame.module))
+      return &frame;
+  }
+  return stack.empty() ? nullptr : &stack.front();
+}
+
 std::vector<CallsiteNode> build_callsite_tree(const std::vector<StackBytes>& stacks,
                                               TreeDirection direction) {
   std::vector<CallsiteNode> roots;

@@ -51,6 +51,18 @@ bool python_library_file(std::string_view path);
 // Frames marking a stack cut are passed over.
 const storage::StackFrame* user_python_frame(const std::vector<storage::StackFrame>& stack);
 
+// Whether a native module is a framework's or a runtime's, not the program's own: PyTorch's
+// libraries (libc10, libtorch), CUDA's (libcuda, libcudart, cuBLAS, cuDNN, NCCL, ...), the
+// interpreter's, the C and C++ runtimes', the loader's, vramtrace's own, and native code
+// installed under a Python library folder (python_library_file).
+bool framework_module(std::string_view path);
+
+// The line a person reads first in a stack (innermost frame first), the one every one-line
+// summary names: the user's Python line (user_python_frame), else the innermost native frame of
+// the program's own code (not of a framework_module), else the innermost frame. Null for an
+// empty stack.
+const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack);
+
 enum class TreeDirection { kTopDown, kBottomUp };
 
 // The roots of the tree. An allocation with no recorded stack is a root whose frame has no

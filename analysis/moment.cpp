@@ -4,10 +4,12 @@
 #include <charconv>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include "analysis/live_bytes_rollups.h"
 #include "analysis/oom_report.h"
+#include "storage/schema_enums.h"
 
 namespace vramtrace::analysis {
 namespace {
@@ -111,13 +113,20 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
       break;
     }
     case Kind::kOom: {
+      // The failure the program saw: in a PyTorch process the first its allocator raised
+      // (torch.OutOfMemoryError), not a device allocation it failed and then went past or
+      // retried; elsewhere the first failure.
       storage::AllocationFilter failed;
       failed.outcome = storage::AllocationFilter::Outcome::kFailed;
+      std::set<std::int64_t> raised;
       trace.for_each_allocation(failed, [&](const storage::AllocationRecord& record) {
         const storage::AllocationRow& a = record.allocation;
-        if (a.result != kOutOfMemoryResult || !pids.contains(a.upid) || found.contains(a.upid))
+        if (a.result != kOutOfMemoryResult || !pids.contains(a.upid) || raised.contains(a.upid))
           return;
+        const bool by_allocator = a.kind == storage::allocation_kind::kBlock;
+        if (found.contains(a.upid) && !by_allocator) return;
         found[a.upid] = {a.upid, pids[a.upid], a.alloc_seq, a.alloc_ns};
+        if (by_allocator) raised.insert(a.upid);
       });
       if (found.empty()) throw BadMoment("no out-of-memory failure in the trace");
       break;

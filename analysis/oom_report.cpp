@@ -8,8 +8,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "analysis/callsite_tree.h"
 #include "analysis/process_history.h"
 #include "analysis/time_index.h"
+#include "analysis/training_phases.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {
@@ -149,7 +151,117 @@ std::vector<Advice> advise(const OomRecord& oom, const std::vector<LiveGroup>& g
   return advice;
 }
 
+// Each failure's outcome, by the failure's allocation id, with the id of the raised one a
+// retried one led to. A failed device allocation of PyTorch's allocator is retried when a raised
+// one of the same thread follows it with nothing the thread allocated in between still live
+// then (torch frees its cache and tries again within the one request); else the allocator got
+// past it. `failures`: every failure of the processes, in (upid, seq) order.
+struct Judged {
+  OomOutcome outcome = OomOutcome::kReturned;
+  std::optional<std::int64_t> raised;
+};
+
+std::unordered_map<std::int64_t, Judged> judge_outcomes(
+    const storage::TraceReader& trace, const ProcessHistory& history,
+    const std::vector<storage::AllocationRecord>& failures) {
+  std::unordered_map<std::int64_t, Judged> judged;
+  std::unordered_map<std::int64_t, bool> by_allocator;  // by callsite
+  const auto torch_allocator = [&](const storage::AllocationRow& a) {
+    const auto [it, inserted] = by_allocator.try_emplace(a.alloc_callsite_id.value_or(-1), false);
+    if (inserted) it->second = made_by_torch_allocator(trace.stack(a.alloc_callsite_id));
+    return it->second;
+  };
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    const storage::AllocationRow& a = failures[i].allocation;
+    Judged& verdict = judged[a.id];
+    if (a.kind == kind::kBlock) {
+      verdict.outcome = OomOutcome::kRaised;
+      continue;
+    }
+    if (!torch_allocator(a)) continue;  // returned
+    verdict.outcome = OomOutcome::kRecovered;
+    for (std::size_t j = i + 1; j < failures.size(); ++j) {
+      const storage::AllocationRow& b = failures[j].allocation;
+      if (b.upid != a.upid) break;
+      if (b.alloc_utid != a.alloc_utid) continue;
+      if (b.kind != kind::kBlock) {
+        if (torch_allocator(b)) continue;  // another try of the same request
+        break;
+      }
+      const std::vector<storage::AllocationRecord> live = history.live_at(a.upid, b.alloc_seq);
+      const bool went_on = std::any_of(live.begin(), live.end(), [&](const auto& r) {
+        return r.allocation.alloc_seq > a.alloc_seq && r.allocation.alloc_seq < b.alloc_seq &&
+               r.allocation.alloc_utid == a.alloc_utid;
+      });
+      if (!went_on) verdict = {OomOutcome::kRetried, b.id};
+      break;
+    }
+  }
+  return judged;
+}
+
+// Sets backward_call on the failures made in a backward pass with no Python line of their own:
+// one pass over each such process's allocations finds its backward() calls (the tensors made
+// under torch.autograd.backward from a line of the user's: the seed gradient, at least).
+void find_backward_calls(const storage::TraceReader& trace, std::vector<OomRecord>* report) {
+  std::set<std::int64_t> processes;
+  for (const OomRecord& oom : *report) {
+    if (user_python_frame(oom.stack) == nullptr && stack_facts(oom.stack).backward)
+      processes.insert(oom.upid);
+  }
+  for (const std::int64_t upid : processes) {
+    std::unordered_map<std::int64_t, std::optional<storage::StackFrame>> call_of;  // by callsite
+    std::vector<std::pair<std::uint64_t, storage::StackFrame>> calls;              // by alloc_seq
+    storage::AllocationFilter filter;
+    filter.upid = upid;
+    trace.for_each_allocation(filter, [&](const storage::AllocationRecord& r) {
+      const std::int64_t callsite = r.allocation.alloc_callsite_id.value_or(-1);
+      auto [it, inserted] = call_of.try_emplace(callsite);
+      if (inserted) {
+        const std::vector<storage::StackFrame> stack = trace.stack(r.allocation.alloc_callsite_id);
+        const storage::StackFrame* line = user_python_frame(stack);
+        if (line != nullptr && stack_facts(stack).backward) it->second = *line;
+      }
+      if (it->second) calls.emplace_back(r.allocation.alloc_seq, *it->second);
+    });
+    std::sort(calls.begin(), calls.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (OomRecord& oom : *report) {
+      if (oom.upid != upid || user_python_frame(oom.stack) != nullptr ||
+          !stack_facts(oom.stack).backward)
+        continue;
+      const auto after =
+          std::lower_bound(calls.begin(), calls.end(), oom.seq,
+                           [](const auto& call, std::uint64_t seq) { return call.first < seq; });
+      if (after != calls.begin()) oom.backward_call = std::prev(after)->second;
+    }
+  }
+}
+
 }  // namespace
+
+std::string_view oom_outcome_name(OomOutcome outcome) {
+  switch (outcome) {
+    case OomOutcome::kRaised:
+      return "raised";
+    case OomOutcome::kRetried:
+      return "retried";
+    case OomOutcome::kRecovered:
+      return "recovered";
+    case OomOutcome::kReturned:
+      break;
+  }
+  return "returned";
+}
+
+bool made_by_torch_allocator(const std::vector<storage::StackFrame>& stack) {
+  return std::any_of(stack.begin(), stack.end(), [](const storage::StackFrame& frame) {
+    const std::size_t slash = frame.module.rfind('/');
+    const std::string_view name =
+        std::string_view(frame.module).substr(slash == std::string::npos ? 0 : slash + 1);
+    return name.starts_with("libc10_cuda");
+  });
+}
 
 std::vector<storage::AllocationRecord> find_out_of_memory_failures(
     const storage::TraceReader& trace, const ProcessSelection& processes) {
@@ -168,6 +280,9 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   const bool block_level = options.level == MemoryLevel::kBlock;
   std::vector<storage::AllocationRecord> ooms =
       find_out_of_memory_failures(trace, options.processes);
+  // Judged before the filters: a retried failure is one whatever part of it is shown.
+  const ProcessHistory history(trace);
+  const std::unordered_map<std::int64_t, Judged> judged = judge_outcomes(trace, history, ooms);
   std::erase_if(ooms, [&](const storage::AllocationRecord& r) {
     return !options.allocations.matches(r.allocation) ||
            (!block_level && r.allocation.kind == kind::kBlock);
@@ -182,7 +297,7 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   for (const auto& t : trace.threads()) tids.emplace(t.utid, t.tid);
 
   // Each failure reads the live set it met, not its process's history (process_history.h).
-  const ProcessHistory history(trace);
+  std::unordered_map<std::int64_t, std::size_t> index_of;  // allocation id -> report index
   const std::unordered_set<std::int64_t> no_segments;
   for (const auto& failure : ooms) {
     const storage::AllocationRow& a = failure.allocation;
@@ -196,10 +311,12 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     }
     const std::unordered_set<std::int64_t>& segments =
         allocator_events ? history.allocator_segments() : no_segments;
+    index_of[a.id] = report.size();
     OomRecord oom;
     oom.upid = a.upid;
     if (const auto p = processes.find(a.upid); p != processes.end()) {
       oom.pid = p->second.start.pid;
+      oom.rank = p->second.start.rank;
     }
     if (const auto t = tids.find(a.alloc_utid); t != tids.end()) oom.tid = t->second;
     oom.time_ns = a.alloc_ns;
@@ -232,6 +349,15 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     if (groups.size() > options.top) groups.resize(options.top);
     oom.live.top = std::move(groups);
     report.push_back(std::move(oom));
+  }
+  find_backward_calls(trace, &report);
+  for (std::size_t i = 0; i < ooms.size(); ++i) {
+    const Judged& verdict = judged.at(ooms[i].allocation.id);
+    report[i].outcome = verdict.outcome;
+    if (verdict.raised) {
+      if (const auto it = index_of.find(*verdict.raised); it != index_of.end())
+        report[i].raised = it->second;
+    }
   }
   return report;
 }

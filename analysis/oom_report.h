@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/advice.h"
@@ -47,9 +48,25 @@ struct LiveAtOom {
 using SegmentAtOom = SegmentState;
 using AllocatorAtOom = AllocatorState;
 
+// What became of a failure: what the program saw of it.
+enum class OomOutcome {
+  kReturned,   // the error went back to the program (the call was not PyTorch's allocator's)
+  kRaised,     // PyTorch's allocator gave up: torch.OutOfMemoryError was raised
+  kRetried,    // a device allocation of PyTorch's allocator that failed on the way to a raised
+               // one: the allocator freed its cache and tried again, in vain
+  kRecovered,  // a device allocation of PyTorch's allocator that failed, and the allocator went
+               // on (it freed its cache and the next try succeeded): the program saw nothing
+};
+
+// "raised", "retried", "recovered", "returned".
+std::string_view oom_outcome_name(OomOutcome outcome);
+
 struct OomRecord {
+  OomOutcome outcome = OomOutcome::kReturned;
+  std::optional<std::size_t> raised;  // kRetried: the index of the raised one in the report
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
+  std::optional<int> rank;  // in a distributed job
   std::optional<std::uint32_t> tid;
   std::int64_t time_ns = 0;
   std::int64_t time_origin_ns = 0;  // the trace's (time_index.h): "+D" counts from it
@@ -58,6 +75,9 @@ struct OomRecord {
   std::string api_name, kind_name;
   std::uint64_t requested_bytes = 0;  // the row's size: what the allocator asked for, rounded
   std::vector<storage::StackFrame> stack;
+  // Made in a backward pass, on autograd's own thread (whose stacks have no Python line): the
+  // user's line of the backward() call it ran under, the latest that made a tensor before it.
+  std::optional<storage::StackFrame> backward_call;
   LiveAtOom live;
   std::optional<AllocatorAtOom> allocator;  // set for a process with allocator events
   std::vector<Advice> advice;
@@ -78,6 +98,9 @@ struct OomReportOptions {
 // processes, in (upid, seq) order.
 std::vector<storage::AllocationRecord> find_out_of_memory_failures(
     const storage::TraceReader& trace, const ProcessSelection& processes = std::nullopt);
+
+// Whether a stack is a call of PyTorch's CUDA caching allocator (a frame of libc10_cuda).
+bool made_by_torch_allocator(const std::vector<storage::StackFrame>& stack);
 
 // In (upid, seq) order.
 std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,

@@ -12,11 +12,6 @@
 
 namespace vramtrace::analysis {
 
-const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack) {
-  if (const storage::StackFrame* python = user_python_frame(stack)) return python;
-  return stack.empty() ? nullptr : &stack.front();
-}
-
 namespace {
 
 // Iterations to look at for growth, as the gate looks at them.

@@ -55,9 +55,4 @@ struct RunDigest {
 
 RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex& index);
 
-// The line of a stack a person reads first: the user's Python line (callsite_tree.h's
-// user_python_frame: past installed packages such as torch's own Python), else its innermost
-// frame. Null for an empty stack.
-const storage::StackFrame* first_line_of(const std::vector<storage::StackFrame>& stack);
-
 }  // namespace vramtrace::analysis

@@ -1,10 +1,15 @@
 #include "cli/oom_command.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <memory>
 
+#include "analysis/callsite_tree.h"
 #include "analysis/cuda_errors.h"
+#include "analysis/process_chains.h"
+#include "analysis/training_phases.h"
 #include "cli/advice_output.h"
 #include "cli/csv_table.h"
 #include "cli/stack_json.h"
@@ -120,7 +125,164 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
   return text;
 }
 
+// c10's format_size: how torch's OutOfMemoryError message writes a size, so that the numbers
+// read the same in both.
+std::string torch_size(std::uint64_t bytes) {
+  if (bytes <= 1024) return fmt::format("{} bytes", bytes);
+  if (bytes <= 1024 * 1024) return fmt::format("{:.2f} KiB", static_cast<double>(bytes) / 1024);
+  if (bytes <= 1024 * 1024 * 1024)
+    return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1024 * 1024 * 1024));
+}
+
+std::string first_line(const std::vector<storage::StackFrame>& stack) {
+  const storage::StackFrame* line = analysis::first_line_of(stack);
+  return line ? text::frame_where(*line) : "(no stack recorded)";
+}
+
+// A stack of autograd's own thread has no Python line: it is named by the backward() call it
+// ran under.
+std::string first_line(const std::vector<storage::StackFrame>& stack,
+                       const std::optional<storage::StackFrame>& backward_call) {
+  if (backward_call && analysis::user_python_frame(stack) == nullptr &&
+      analysis::stack_facts(stack).backward)
+    return text::frame_where(*backward_call) + " (its backward pass)";
+  return first_line(stack);
+}
+
+bool seen_by_program(const analysis::OomRecord& oom) {
+  return oom.outcome == analysis::OomOutcome::kRaised ||
+         oom.outcome == analysis::OomOutcome::kReturned;
+}
+
+std::string failure_title(const analysis::OomRecord& oom) {
+  const std::string who = analysis::process_label(oom.pid, oom.rank);
+  const std::string when = format_seconds(oom.time_ns - oom.time_origin_ns);
+  if (oom.outcome == analysis::OomOutcome::kRaised) {
+    return fmt::format("torch.OutOfMemoryError in {} at +{}, device {}: tried to allocate {}", who,
+                       when, oom.device, torch_size(oom.requested_bytes));
+  }
+  return fmt::format("{} of {} failed in {} at +{}, device {}: {}", oom.api_name,
+                     format_bytes_exact(oom.requested_bytes), who, when, oom.device,
+                     error_name(oom));
+}
+
+// What was live by the line that made it: the groups (stack, kind) the report kept, merged by
+// their first line, largest first.
+std::string live_by_line(const analysis::OomRecord& oom) {
+  struct Line {
+    std::string where, kind;
+    std::uint64_t bytes = 0, count = 0;
+  };
+  std::vector<Line> lines;
+  for (const analysis::LiveGroup& group : oom.live.top) {
+    const std::string where = first_line(group.stack, oom.backward_call);
+    auto found = std::find_if(lines.begin(), lines.end(), [&](const Line& line) {
+      return line.where == where && line.kind == group.kind_name;
+    });
+    if (found == lines.end()) found = lines.insert(lines.end(), {where, group.kind_name});
+    found->bytes += group.bytes;
+    found->count += group.count;
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const Line& a, const Line& b) { return a.bytes > b.bytes; });
+  std::string text = fmt::format(
+      "  live then, by line: {} in {}{}\n", format_bytes(oom.live.total_bytes),
+      count_of(oom.live.total_count, "allocation", "allocations"),
+      oom.live.groups > oom.live.top.size()
+          ? fmt::format(" (the {} largest stacks of {})", oom.live.top.size(), oom.live.groups)
+          : "");
+  for (const Line& line : lines) {
+    text += fmt::format("    {:>10} in {:<18} {}\n", format_bytes(line.bytes),
+                        count_of(line.count, line.kind + " allocation", line.kind + " allocations"),
+                        line.where);
+  }
+  return text;
+}
+
+std::string allocator_brief(const analysis::OomRecord& oom) {
+  if (!oom.allocator) return "";
+  const analysis::AllocatorAtOom& a = *oom.allocator;
+  std::string text;
+  if (oom.outcome == analysis::OomOutcome::kRaised && a.allocated && a.reserved) {
+    // As torch's message puts it: "Of the allocated memory X is allocated by PyTorch, and Y is
+    // reserved by PyTorch but unallocated."
+    text += fmt::format("  PyTorch then: {} allocated, {} reserved but unallocated ({} reserved)\n",
+                        torch_size(*a.allocated),
+                        torch_size(*a.reserved - std::min(*a.reserved, *a.allocated)),
+                        torch_size(*a.reserved));
+  }
+  text +=
+      fmt::format("  allocator: {} in {}, {} free in them; largest free gap {}",
+                  format_bytes(a.segment_bytes), count_of(a.segments.size(), "segment", "segments"),
+                  format_bytes(a.total_free), format_bytes(a.largest_free_gap));
+  if (a.total_free != 0)
+    text += fmt::format(" (external fragmentation {:.2f})", a.external_fragmentation);
+  return text + "\n";
+}
+
+// A failure inside PyTorch's allocator, in a line.
+std::string inside_allocator(const analysis::OomRecord& oom) {
+  return fmt::format("{} of {} at +{}", oom.api_name, format_bytes(oom.requested_bytes),
+                     format_seconds(oom.time_ns - oom.time_origin_ns));
+}
+
 }  // namespace
+
+std::string oom_brief_text(const std::string& trace_path,
+                           const std::vector<analysis::OomRecord>& ooms, const std::string& scope) {
+  const std::string where = scope.empty() ? trace_path : trace_path + ", " + scope;
+  if (ooms.empty()) return fmt::format("vramtrace: no out-of-memory in {}\n", where);
+  std::size_t seen = 0, raised = 0;
+  for (const analysis::OomRecord& oom : ooms) {
+    seen += seen_by_program(oom);
+    raised += oom.outcome == analysis::OomOutcome::kRaised;
+  }
+  const std::size_t inside = ooms.size() - seen;
+  std::string text = fmt::format(
+      "vramtrace: {} in {}",
+      count_of(seen, "out-of-memory error the program saw", "out-of-memory errors the program saw"),
+      where);
+  if (raised != 0) text += fmt::format(" ({} torch.OutOfMemoryError)", raised);
+  if (inside != 0)
+    text += fmt::format(", and {} inside PyTorch's allocator",
+                        count_of(inside, "failed device allocation", "failed device allocations"));
+  text += "\n";
+  for (std::size_t i = 0; i < ooms.size(); ++i) {
+    const analysis::OomRecord& oom = ooms[i];
+    if (!seen_by_program(oom)) continue;
+    text += "\n" + failure_title(oom) + "\n";
+    text += "  at " + first_line(oom.stack, oom.backward_call) + "\n";
+    text += allocator_brief(oom);
+    text += live_by_line(oom);
+    if (!oom.advice.empty()) text += "  advice:\n" + advice_text(oom.advice, "    ");
+    std::vector<std::string> tries;
+    for (const analysis::OomRecord& other : ooms)
+      if (other.raised == i) tries.push_back(inside_allocator(other));
+    if (!tries.empty()) {
+      text += fmt::format(
+          "  before it: {} failed inside PyTorch's allocator, which freed its "
+          "cache and tried again, in vain\n",
+          fmt::join(tries, ", "));
+    }
+  }
+  std::vector<const analysis::OomRecord*> recovered;
+  for (const analysis::OomRecord& oom : ooms)
+    if (oom.outcome == analysis::OomOutcome::kRecovered) recovered.push_back(&oom);
+  if (!recovered.empty()) {
+    text += fmt::format(
+        "\n{} the program did not see (PyTorch's allocator freed its cache and "
+        "went on):\n",
+        count_of(recovered.size(), "failure", "failures"));
+    for (const analysis::OomRecord* oom : recovered)
+      text += fmt::format("  {} from {}\n", inside_allocator(*oom), first_line(oom->stack));
+  }
+  text += fmt::format(
+      "\nmore: vramtrace oom {} --all (every failure, with whole stacks and the "
+      "allocator's segments)\n",
+      trace_path);
+  return text;
+}
 
 Json oom_report_json(const std::string& trace_path, const std::vector<analysis::OomRecord>& ooms) {
   Json records = Json::array();
@@ -133,6 +295,7 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
                      {"stack", stack_json(group.stack)}});
     }
     records.push_back({
+        {"outcome", analysis::oom_outcome_name(oom.outcome)},
         {"upid", oom.upid},
         {"pid", oom.pid},
         {"tid", oom.tid ? Json(*oom.tid) : Json(nullptr)},
@@ -194,6 +357,7 @@ std::string oom_report_csv(const std::vector<analysis::OomRecord>& ooms) {
 
 void register_oom_command(CLI::App& app, int* exit_status) {
   auto top = std::make_shared<std::size_t>(10);
+  auto all = std::make_shared<bool>(false);
   const auto report = [top](const storage::TraceReader& trace, const ReportScope& scope) {
     analysis::OomReportOptions options;
     options.processes = scope.processes;
@@ -209,16 +373,22 @@ void register_oom_command(CLI::App& app, int* exit_status) {
        "allocator's cache and fragmentation, and advice",
        [report](const std::string& path, const storage::TraceReader& trace,
                 const ReportScope& scope) { return oom_report_json(path, report(trace, scope)); },
-       [report](const std::string& path, const storage::TraceReader& trace,
-                const ReportScope& scope) {
-         return oom_report_text(path, report(trace, scope), scope.describe(), scope.stacks);
+       [report, all](const std::string& path, const storage::TraceReader& trace,
+                     const ReportScope& scope) {
+         if (*all)
+           return oom_report_text(path, report(trace, scope), scope.describe(), scope.stacks);
+         return oom_brief_text(path, report(trace, scope), scope.describe());
        },
        [report](const std::string&, const storage::TraceReader& trace, const ReportScope& scope) {
          return oom_report_csv(report(trace, scope));
        },
-       [top](CLI::App* sub) {
+       [top, all](CLI::App* sub) {
          sub->add_option("--top", *top, "Live stacks listed per OOM, largest first (default 10)")
              ->check(CLI::PositiveNumber);
+         sub->add_flag("--all", *all,
+                       "Text: every failure in full (whole stacks, every segment of the "
+                       "allocator), the failures inside PyTorch's allocator too. By default, "
+                       "each failure the program saw on a screen and the others a line each");
        },
        true});
 }

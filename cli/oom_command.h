@@ -19,7 +19,13 @@ void register_oom_command(CLI::App& app, int* exit_status);
 // The JSON document of docs/cli.md, for the trace named `trace_path`.
 nlohmann::ordered_json oom_report_json(const std::string& trace_path,
                                        const std::vector<analysis::OomRecord>& ooms);
-// One section per OOM. `scope` as in leak_report_text().
+// The failures the program saw, each on a screen: the one that raised first, torch's own
+// numbers, what was live by the user's line, the allocator's gaps and the advice; the failures
+// inside PyTorch's allocator a line each. `scope` as in leak_report_text().
+std::string oom_brief_text(const std::string& trace_path,
+                           const std::vector<analysis::OomRecord>& ooms,
+                           const std::string& scope = {});
+// `--all`: one section per failure, whole stacks and every segment.
 std::string oom_report_text(const std::string& trace_path,
                             const std::vector<analysis::OomRecord>& ooms,
                             const std::string& scope = {},

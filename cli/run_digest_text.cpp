@@ -5,7 +5,9 @@
 
 #include <vector>
 
+#include "analysis/callsite_tree.h"
 #include "analysis/process_chains.h"
+#include "text/stack_text.h"
 #include "text/text_style.h"
 
 namespace vramtrace::cli {
@@ -16,25 +18,6 @@ using text::format_bytes;
 
 // Enough for a job's ranks on one node; the summary lists them all.
 constexpr std::size_t kProcessesShown = 8;
-
-// A C++ function's name without its parameters and anonymous namespaces, for a line that
-// names it: "fill_cache" for "(anonymous namespace)::fill_cache(std::vector<void*>&)".
-std::string short_function(std::string name) {
-  constexpr std::string_view kAnonymous = "(anonymous namespace)::";
-  for (std::size_t at; (at = name.find(kAnonymous)) != std::string::npos;)
-    name.erase(at, kAnonymous.size());
-  if (const std::size_t open = name.find('('); open != std::string::npos && open > 0)
-    name.resize(open);
-  return name;
-}
-
-// "train.py:23 in Residual.forward", or "fill_cache (libfoo.so)" without line information.
-std::string where(const storage::StackFrame& frame) {
-  const std::string function = short_function(frame.function.value_or("??"));
-  if (frame.file && frame.line)
-    return fmt::format("{}:{} in {}", storage::path_base_name(*frame.file), *frame.line, function);
-  return fmt::format("{} ({})", function, storage::path_base_name(frame.module));
-}
 
 // "held at its end: 2.0 MiB parameters, 2.0 MiB gradients, ...": the roles that hold bytes.
 std::string held_by_role(const analysis::RoleTotals& held) {
@@ -67,8 +50,8 @@ void training_parts(const analysis::ProcessDigest& p, bool whole, std::vector<st
     if (const storage::StackFrame* line = analysis::first_line_of(p.top_growth_stack)) {
       leak += p.top_growth_per_iteration < p.growth_per_iteration
                   ? fmt::format(", most ({}) at {}", per_iteration(p.top_growth_per_iteration),
-                                where(*line))
-                  : fmt::format(" at {}", where(*line));
+                                text::frame_where(*line))
+                  : fmt::format(" at {}", text::frame_where(*line));
     }
     const std::string unit = p.allocator_events ? "block" : "allocation";
     leak += fmt::format(" ({} in {} at its end, {})", format_bytes(p.leaked_bytes),
@@ -101,7 +84,8 @@ std::string process_line(const analysis::ProcessDigest& p) {
     std::string leak = fmt::format("leaked {} in {} at its end", format_bytes(p.leaked_bytes),
                                    count_of(p.leaked_count, unit, unit + "s"));
     if (const storage::StackFrame* line = analysis::first_line_of(p.top_leak_stack))
-      leak += fmt::format(", most ({}) from {}", format_bytes(p.top_leak_bytes), where(*line));
+      leak += fmt::format(", most ({}) from {}", format_bytes(p.top_leak_bytes),
+                          text::frame_where(*line));
     parts.push_back(std::move(leak));
   }
   if (p.library_bytes != 0) {

@@ -33,4 +33,25 @@ std::string format_stack(const std::vector<storage::StackFrame>& stack, StackVie
   return text;
 }
 
+namespace {
+
+std::string short_function(std::string name) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)::";
+  for (std::size_t at; (at = name.find(kAnonymous)) != std::string::npos;)
+    name.erase(at, kAnonymous.size());
+  if (const std::size_t open = name.find('('); open != std::string::npos && open > 0)
+    name.resize(open);
+  return name;
+}
+
+}  // namespace
+
+std::string frame_where(const storage::StackFrame& frame) {
+  if (!frame.function) return fmt::format("code in {}", storage::path_base_name(frame.module));
+  const std::string function = short_function(frame.function.value_or("??"));
+  if (frame.file && frame.line)
+    return fmt::format("{}:{} in {}", storage::path_base_name(*frame.file), *frame.line, function);
+  return fmt::format("{} ({})", function, storage::path_base_name(frame.module));
+}
+
 }  // namespace vramtrace::text

@@ -25,4 +25,9 @@ std::string format_stack(const std::vector<storage::StackFrame>& stack, StackVie
                          std::string_view indent,
                          std::size_t max_lines = std::numeric_limits<std::size_t>::max());
 
+// One frame as a one-line summary names it: "train.py:23 in Residual.forward", or
+// "fill_cache (libfoo.so)" without line information (a C++ name without its parameters and
+// anonymous namespaces), "code in libfoo.so" without a name.
+std::string frame_where(const storage::StackFrame& frame);
+
 }  // namespace vramtrace::text

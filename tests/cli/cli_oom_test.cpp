@@ -83,13 +83,29 @@ TEST_F(CliOomTest, TopAndFiltersNarrowTheReport) {
   EXPECT_NE(other.out.find("no out-of-memory in"), std::string::npos) << other.out;
 }
 
-TEST_F(CliOomTest, TextHasOneSectionPerOom) {
-  const CommandResult result = run_vramtrace({"oom", trace_.string()}, scratch_.path());
+TEST_F(CliOomTest, AllHasOneSectionPerOom) {
+  const CommandResult result = run_vramtrace({"oom", trace_.string(), "--all"}, scratch_.path());
   ASSERT_EQ(result.exit_status, 0) << result.err;
   EXPECT_NE(result.out.find("1 out-of-memory failure in"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("OOM 1 of 1: pid 4242"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("cudaErrorMemoryAllocation (2)"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("[top_callsites]"), std::string::npos) << result.out;
+}
+
+// A failure that is not PyTorch's allocator's went back to the program: it has its screen.
+TEST_F(CliOomTest, ByDefaultEachFailureTheProgramSawHasAScreen) {
+  const CommandResult result = run_vramtrace({"oom", trace_.string()}, scratch_.path());
+  ASSERT_EQ(result.exit_status, 0) << result.err;
+  EXPECT_NE(result.out.find("1 out-of-memory error the program saw in"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("failed in pid 4242 at +"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(": cudaErrorMemoryAllocation (2)\n  at "), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("[top_callsites]"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find(" --all (every failure"), std::string::npos) << result.out;
+  const json doc =
+      json::parse(run_vramtrace({"oom", trace_.string(), "--format", "json"}, scratch_.path()).out);
+  EXPECT_EQ(doc["ooms"][0]["outcome"], "returned");
 }
 
 TEST_F(CliOomTest, ATraceWithoutOomSaysSoAndExitsZero) {

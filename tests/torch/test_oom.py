@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 import unittest
 
 import torch_run
@@ -85,3 +86,70 @@ class FragmentationSampleTest(TempDirTest):
 
 if __name__ == "__main__":
     torch_run.main()
+
+
+class TrainingUntilOomTest(TempDirTest):
+    """A training loop that dies of torch.OutOfMemoryError: `oom`'s first screen is the failure
+    that raised, with torch's own numbers and the script's line from its traceback."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.script = WORKLOADS / "train_until_oom.py"
+        cls.trace = cls.path("train.db")
+        result = torch_run.record(cls.trace, torch_run.python(cls.script), memory="768MiB",
+                                  check=False)
+        cls.stderr = result.stderr
+        cls.message = next((line for line in result.stderr.splitlines()
+                            if line.startswith("torch.OutOfMemoryError: ")), None)
+        # The traceback's last line of the script: where the error came out of the user's code.
+        lines = re.findall(rf'File "{re.escape(str(cls.script))}", line (\d+)', result.stderr)
+        cls.raised_line = int(lines[-1]) if lines else None
+        text = subprocess.run([torch_run.vramtrace_binary(), "oom", cls.trace],
+                              capture_output=True, text=True, timeout=120)
+        cls.text = text.stdout
+        cls.ooms = torch_run.report("oom", cls.trace)["ooms"]
+
+    def torch_said(self, pattern: str) -> str:
+        self.assertIsNotNone(self.message, self.stderr)
+        match = re.search(pattern, self.message)
+        self.assertIsNotNone(match, self.message)
+        return match.group(1)
+
+    def test_the_process_died_of_the_error(self) -> None:
+        self.assertIsNotNone(self.message, self.stderr)
+        self.assertIsNotNone(self.raised_line, self.stderr)
+
+    def test_first_screen_is_the_failure_that_raised(self) -> None:
+        lines = self.text.splitlines()
+        self.assertLessEqual(len(lines), 40, self.text)
+        requested = self.torch_said(r"Tried to allocate ([0-9.]+ (?:bytes|KiB|MiB|GiB))")
+        first = next(line for line in lines[1:] if line.strip())
+        self.assertTrue(first.startswith("torch.OutOfMemoryError in pid "), self.text)
+        self.assertTrue(first.endswith(f"tried to allocate {requested}"), self.text)
+
+    def test_torchs_numbers_as_its_message_gives_them(self) -> None:
+        allocated = self.torch_said(r"([0-9.]+ (?:bytes|KiB|MiB|GiB)) is allocated by PyTorch")
+        unallocated = self.torch_said(
+            r"([0-9.]+ (?:bytes|KiB|MiB|GiB)) is reserved by PyTorch but unallocated")
+        self.assertIn(f"PyTorch then: {allocated} allocated, {unallocated} reserved but "
+                      "unallocated", self.text)
+
+    def test_the_line_is_the_scripts_that_raised(self) -> None:
+        at = next(line for line in self.text.splitlines() if line.startswith("  at "))
+        self.assertTrue(at.startswith(f"  at {self.script.name}:{self.raised_line} in <module>"),
+                        f"{at!r}; the traceback says line {self.raised_line}\n{self.text}")
+
+    def test_one_raised_and_the_allocators_own_tries(self) -> None:
+        outcomes = [oom["outcome"] for oom in self.ooms]
+        self.assertEqual(outcomes.count("raised"), 1, outcomes)
+        raised = next(oom for oom in self.ooms if oom["outcome"] == "raised")
+        self.assertEqual(raised["kind"], "block")
+        # Every failed cudaMalloc of torch's allocator before it was one of its tries.
+        for oom in self.ooms:
+            if oom["kind"] == "device":
+                self.assertIn(oom["outcome"], ("retried", "recovered"), oom)
+        self.assertIn("retried", outcomes)
+        # `--at oom` is the one that raised.
+        roles = torch_run.report("roles", self.trace, "--at", "oom")
+        self.assertEqual(roles["processes"][0]["seq"], raised["seq"], roles)
