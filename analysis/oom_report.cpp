@@ -299,6 +299,8 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   // Each failure reads the live set it met, not its process's history (process_history.h).
   std::unordered_map<std::int64_t, std::size_t> index_of;  // allocation id -> report index
   const std::unordered_set<std::int64_t> no_segments;
+  const std::map<std::int64_t, storage::DeviceMemoryRow> device_memory =
+      trace.failure_device_memory();
   for (const auto& failure : ooms) {
     const storage::AllocationRow& a = failure.allocation;
     std::vector<storage::AllocationRecord> live = history.live_at(a.upid, a.alloc_seq);
@@ -329,6 +331,8 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
     oom.api_name = trace.api_name(a.api);
     oom.kind_name = trace.kind_name(a.kind);
     oom.requested_bytes = a.size;
+    if (const auto memory = device_memory.find(a.id); memory != device_memory.end())
+      oom.device_memory = memory->second;
     oom.stack = trace.stack(a.alloc_callsite_id);
     std::vector<LiveGroup> groups =
         live_groups(trace, live, segments, a.alloc_seq, options.allocations, &oom.live);

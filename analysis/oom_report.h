@@ -78,6 +78,9 @@ struct OomRecord {
   // Made in a backward pass, on autograd's own thread (whose stacks have no Python line): the
   // user's line of the backward() call it ran under, the latest that made a tensor before it.
   std::optional<storage::StackFrame> backward_call;
+  // The device's free and total bytes right after the failure (cuMemGetInfo), where the trace
+  // recorded them: the numbers torch's OutOfMemoryError message starts with.
+  std::optional<storage::DeviceMemoryRow> device_memory;
   LiveAtOom live;
   std::optional<AllocatorAtOom> allocator;  // set for a process with allocator events
   std::vector<Advice> advice;

@@ -89,6 +89,8 @@ std::string allocator_text(const analysis::AllocatorAtOom& a) {
   return text;
 }
 
+std::string device_memory_text(const analysis::OomRecord& oom);
+
 std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::size_t total,
                      text::StackView stacks) {
   std::string text =
@@ -97,6 +99,7 @@ std::string oom_text(const analysis::OomRecord& oom, std::size_t index, std::siz
                   format_seconds(oom.time_ns - oom.time_origin_ns), oom.seq, oom.device);
   text += fmt::format("  {} ({}) of {} failed: {}\n", oom.api_name, oom.kind_name,
                       format_bytes_exact(oom.requested_bytes), error_name(oom));
+  text += device_memory_text(oom);
   text += oom.stack.empty() ? "  (no stack recorded)\n" : "  requested from:\n";
   text += format_stack(oom.stack, stacks, "    ");
 
@@ -221,6 +224,13 @@ std::string allocator_brief(const analysis::OomRecord& oom) {
   return text + "\n";
 }
 
+// As torch's message starts: "GPU 0 has a total capacity of X of which Y is free."
+std::string device_memory_text(const analysis::OomRecord& oom) {
+  if (!oom.device_memory) return "";
+  return fmt::format("  device {} then: {} total capacity, {} free\n", oom.device,
+                     torch_size(oom.device_memory->total), torch_size(oom.device_memory->free));
+}
+
 // A failure inside PyTorch's allocator, in a line.
 std::string inside_allocator(const analysis::OomRecord& oom) {
   return fmt::format("{} of {} at +{}", oom.api_name, format_bytes(oom.requested_bytes),
@@ -253,6 +263,7 @@ std::string oom_brief_text(const std::string& trace_path,
     if (!seen_by_program(oom)) continue;
     text += "\n" + failure_title(oom) + "\n";
     text += "  at " + first_line(oom.stack, oom.backward_call) + "\n";
+    text += device_memory_text(oom);
     text += allocator_brief(oom);
     text += live_by_line(oom);
     if (!oom.advice.empty()) text += "  advice:\n" + advice_text(oom.advice, "    ");
@@ -306,6 +317,9 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
         {"kind", oom.kind_name},
         {"requested_bytes", oom.requested_bytes},
         {"result", oom.result},
+        {"device_memory", oom.device_memory ? Json{{"free", oom.device_memory->free},
+                                                   {"total", oom.device_memory->total}}
+                                            : Json(nullptr)},
         {"stack", stack_json(oom.stack)},
         {"live",
          {{"total_bytes", oom.live.total_bytes},

@@ -45,6 +45,8 @@ void AllocationTracker::on_alloc(ProcessAllocations& p, const ring::RecordHeader
   }
   if (m.correlation_id() != 0) row.correlation_id = m.correlation_id();
   writer_.add_allocation(row);
+  if (m.result() != 0 && m.has_device_free() && m.has_device_total())
+    writer_.add_failure_device_memory(row.id, m.device_free(), m.device_total());
   p.correlations.on_alloc(m.correlation_id(), m.address(), row.id);
 
   if (m.result() != 0) return;  // a failed allocation holds nothing

@@ -158,6 +158,8 @@ void clear_alloc_fields(wire::Alloc& m, std::uint64_t fields) {
       case wire::Alloc::kCorrelationIdFieldNumber: m.clear_correlation_id(); break;
       case wire::Alloc::kStackNameFieldNumber: m.clear_stack_name(); break;
       case wire::Alloc::kOffsetFieldNumber: m.clear_offset(); break;
+      case wire::Alloc::kDeviceFreeFieldNumber: m.clear_device_free(); break;
+      case wire::Alloc::kDeviceTotalFieldNumber: m.clear_device_total(); break;
       default: break;
     }
     // clang-format on
@@ -288,6 +290,8 @@ bool HotRecordDecoder::decode_alloc(const unsigned char* data, std::uint32_t siz
       case wire::Alloc::kCorrelationIdFieldNumber: m.set_correlation_id(as_uint32(v)); return true;
       case wire::Alloc::kStackNameFieldNumber: m.set_stack_name(as_uint32(v)); return true;
       case wire::Alloc::kOffsetFieldNumber: m.set_offset(v); return true;
+      case wire::Alloc::kDeviceFreeFieldNumber: m.set_device_free(v); return true;
+      case wire::Alloc::kDeviceTotalFieldNumber: m.set_device_total(v); return true;
       default: return false;
     }
         // clang-format on

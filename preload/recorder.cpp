@@ -572,7 +572,29 @@ void prepare_to_record() {
   g_ring.prepare_to_write();
 }
 
+namespace {
+
+std::atomic<void*> g_real_cuMemGetInfo{nullptr};
+
+// A failure for lack of memory: the device's free and total bytes right after it, as the driver
+// gives them to whoever asks (torch asks the same just before it raises, for its message). The
+// driver's call, so that runtime, driver and PyTorch failures are answered alike; it reads the
+// current context and changes nothing.
+void add_device_memory(AllocEvent& e) {
+  using MemGetInfoFn = int (*)(size_t*, size_t*);
+  auto get = real_function<MemGetInfoFn>(g_real_cuMemGetInfo, "cuMemGetInfo_v2", "libcuda.so");
+  size_t free_bytes = 0, total_bytes = 0;
+  if (get == nullptr || get(&free_bytes, &total_bytes) != 0) return;
+  e.has_device_memory = true;
+  e.device_free = free_bytes;
+  e.device_total = total_bytes;
+}
+
+}  // namespace
+
 void record_alloc(AllocEvent& e) {
+  constexpr int32_t kOutOfMemory = 2;  // cudaErrorMemoryAllocation, CUDA_ERROR_OUT_OF_MEMORY
+  if (e.result == kOutOfMemory && !e.has_device_memory) add_device_memory(e);
   record_event(e, &encode_alloc);
 }
 

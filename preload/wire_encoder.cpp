@@ -211,6 +211,10 @@ size_t encode_alloc(const AllocEvent& e, const Stack& stack, uint8_t* out, size_
     w.present_varint(vramtrace_wire_Alloc_allocator_reserved_tag, e.allocator_reserved);
   }
   w.varint(vramtrace_wire_Alloc_correlation_id_tag, e.correlation_id);
+  if (e.has_device_memory) {
+    w.present_varint(vramtrace_wire_Alloc_device_free_tag, e.device_free);
+    w.present_varint(vramtrace_wire_Alloc_device_total_tag, e.device_total);
+  }
   write_stack(w, stack, VRAMTRACE_STACK_TAGS(Alloc));
   return wrap_in_envelope(vramtrace_wire_Envelope_alloc_tag, body, w.size(), out, capacity);
 }

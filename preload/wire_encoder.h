@@ -32,6 +32,11 @@ struct AllocEvent {
   uint64_t allocator_allocated;
   uint64_t allocator_reserved;
   uint32_t correlation_id;  // the CUPTI backend's: CUPTI's id of the API call; 0 from the shim
+  // A failure for lack of memory: the device's free and total bytes after it; encoded only when
+  // has_device_memory is set.
+  bool has_device_memory;
+  uint64_t device_free;
+  uint64_t device_total;
 };
 
 struct FreeEvent {

@@ -192,6 +192,11 @@ CREATE TABLE marker(
   color INTEGER,                   -- ARGB; NULL: none given
   category INTEGER                 -- NULL: none given
 );
+CREATE TABLE failure_device_memory(  -- a failure for lack of memory: the device then
+  id INTEGER PRIMARY KEY REFERENCES allocation_compact(id),  -- the failed allocation
+  device_free INTEGER NOT NULL,    -- bytes free on the device, as cuMemGetInfo gave them after it
+  device_total INTEGER NOT NULL    -- the device's bytes
+);
 CREATE TABLE memory_activity(     -- CUPTI's MEMORY2 and MEMORY_POOL activity records
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),

@@ -53,7 +53,8 @@ struct Statements {
   Statement set_meta, add_process, end_process, add_thread, set_thread_name, add_module,
       add_mapping, add_frame, add_callsite, add_site, add_free_site, add_pending_allocations,
       add_pending_details, set_free, set_free_detail, clear_free, clear_free_detail, add_bad_free,
-      fail_bad_free, add_marker, end_marker, set_stat, add_memory_activity;
+      fail_bad_free, add_marker, end_marker, set_stat, add_memory_activity,
+      add_failure_device_memory;
 };
 
 struct StatementSql {
@@ -61,7 +62,7 @@ struct StatementSql {
   std::string_view sql;
 };
 
-constexpr std::array<StatementSql, 21> kStatementSql{{
+constexpr std::array<StatementSql, 22> kStatementSql{{
     {&Statements::set_meta,
      "INSERT INTO meta(key, value) VALUES(?1, ?2) "
      "ON CONFLICT(key) DO UPDATE SET value = excluded.value"},
@@ -105,6 +106,8 @@ constexpr std::array<StatementSql, 21> kStatementSql{{
     {&Statements::add_bad_free,
      "INSERT INTO bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason) "
      "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"},
+    {&Statements::add_failure_device_memory,
+     "INSERT INTO failure_device_memory(id, device_free, device_total) VALUES(?1, ?2, ?3)"},
     {&Statements::fail_bad_free,
      "UPDATE bad_free SET result = ?2, callsite_id = ifnull(callsite_id, ?3) WHERE id = ?1"},
     {&Statements::add_marker,
@@ -1027,6 +1030,17 @@ void TraceFileWriter::add_bad_free(const BadFreeRow& row) {
   statement.bind_optional_int64(9, row.callsite_id);
   statement.bind_text(10, row.reason);
   impl_->run(statement, "adding a bad free");
+}
+
+void TraceFileWriter::add_failure_device_memory(std::int64_t allocation_id,
+                                                std::uint64_t device_free,
+                                                std::uint64_t device_total) {
+  if (!impl_->begin_write()) return;
+  Statement& statement = impl_->statements.add_failure_device_memory;
+  statement.bind_int64(1, allocation_id);
+  statement.bind_uint64(2, device_free);
+  statement.bind_uint64(3, device_total);
+  impl_->run(statement, "adding a failure's device memory");
 }
 
 void TraceFileWriter::fail_bad_free(std::int64_t bad_free_id, std::int32_t result,

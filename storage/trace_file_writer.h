@@ -85,6 +85,10 @@ class TraceFileWriter {
   // The free failed after all: the allocation is live again.
   void clear_free(std::int64_t allocation_id);
   void add_bad_free(const BadFreeRow& row);
+  // A failure for lack of memory (the allocation row of `allocation_id`): the device's free and
+  // total bytes after it.
+  void add_failure_device_memory(std::int64_t allocation_id, std::uint64_t device_free,
+                                 std::uint64_t device_total);
   // The real free of a bad_free row failed too: its result, and the failed call's stack where
   // the row has none.
   void fail_bad_free(std::int64_t bad_free_id, std::int32_t result,

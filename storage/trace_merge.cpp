@@ -184,6 +184,12 @@ SELECT id + :memory_activity, upid + :upid, operation, kind, correlation_id, add
        source, allocation_id + :allocation
 FROM input.memory_activity ORDER BY id)sql"};
 
+// The device's memory at each failure, where the input has the table.
+constexpr CopyStep kCopyFailureDeviceMemory{"copying failures' device memory", R"sql(
+INSERT INTO main.failure_device_memory(id, device_free, device_total)
+SELECT id + :allocation, device_free, device_total FROM input.failure_device_memory
+ORDER BY id)sql"};
+
 // An input's allocations: their tables are copied as they are, ids shifted.
 // Sites stay distinct: each names a thread, and every input's threads are new to the output.
 constexpr std::array<CopyStep, 4> kCopyCompactAllocations{{
@@ -320,6 +326,7 @@ class MergedTrace {
     if (input_has("allocation_chunk")) copy_chunks(shifts);
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
     if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
+    if (input_has("failure_device_memory")) run(kCopyFailureDeviceMemory, shifts, std::nullopt);
     execute("COMMIT", "committing");
     execute("DETACH DATABASE input", "detaching");
     input_.reset();

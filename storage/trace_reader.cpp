@@ -181,6 +181,7 @@ struct TraceReader::Impl {
   sqlite::Database db;
   int schema_version = 0;
   bool complete = false;
+  bool has_failure_device_memory = false;  // a trace written before the table was has none
   std::map<std::string, std::string, std::less<>> meta;
   std::map<int, std::string> kind_names;
   std::map<int, std::string> api_names;
@@ -331,6 +332,7 @@ struct TraceReader::Impl {
     std::set<std::string, std::less<>> tables;
     Statement list = prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
     each_row(list, [&](const Statement& row) { tables.insert(row.text(0)); });
+    has_failure_device_memory = tables.contains("failure_device_memory");
     for (const std::string_view table : required_tables()) {
       if (!tables.contains(table)) {
         return OpenFailure{Reason::kNotATrace, name + ": not a vramtrace trace (no '" +
@@ -732,6 +734,18 @@ void TraceReader::for_each_allocation_event(
                                                        return true;
                                                      });
   if (rc != SQLITE_DONE) impl_->fail(rc);
+}
+
+std::map<std::int64_t, DeviceMemoryRow> TraceReader::failure_device_memory() const {
+  std::map<std::int64_t, DeviceMemoryRow> rows;
+  if (!impl_->has_failure_device_memory) return rows;
+  Statement statement =
+      impl_->prepare("SELECT id, device_free, device_total FROM failure_device_memory ORDER BY id");
+  impl_->each_row(statement, [&](const Statement& row) {
+    impl_->check_row(row, "failure_device_memory", {0, 1, 2});
+    rows[row.int64(0)] = {row.uint64(1), row.uint64(2)};
+  });
+  return rows;
 }
 
 std::vector<BadFreeRow> TraceReader::bad_frees() const {

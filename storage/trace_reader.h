@@ -130,6 +130,10 @@ class TraceReader {
                                  std::optional<std::int64_t> upid = std::nullopt) const;
 
   std::vector<BadFreeRow> bad_frees() const;  // in (upid, seq) order
+  // The device's free and total bytes after each failure for lack of memory that recorded them,
+  // by the failed allocation's id (few: one per failure). Empty for a trace written before
+  // vramtrace recorded them.
+  std::map<std::int64_t, DeviceMemoryRow> failure_device_memory() const;
   // The processes that recorded anything of the GPU: an allocation (a failed one too), a bad
   // free, or a marker of the program's own (not the shim's). By upid. Cheap: one index
   // search per process found, not a scan of the allocations.

@@ -67,6 +67,11 @@ struct AllocationRow {
   std::optional<std::uint32_t> correlation_id;  // CUPTI's; unset from the shim
 };
 
+// The device's memory as the driver gave it (cuMemGetInfo).
+struct DeviceMemoryRow {
+  std::uint64_t free = 0, total = 0;
+};
+
 struct FreeRow {
   std::uint64_t free_seq = 0;
   std::int64_t free_ns = 0, free_utid = 0;

@@ -66,6 +66,10 @@ struct ClearFree {
 struct AddBadFree {
   BadFreeRow row;
 };
+struct AddFailureDeviceMemory {
+  std::int64_t allocation_id = 0;
+  std::uint64_t device_free = 0, device_total = 0;
+};
 struct FailBadFree {
   std::int64_t bad_free_id = 0;
   std::int32_t result = 0;
@@ -89,10 +93,10 @@ struct SetStat {
 };
 struct Flush {};
 
-using Call =
-    std::variant<SetMeta, SetCommand, AddProcess, EndProcess, AddThread, SetThreadName, AddModule,
-                 AddMapping, AddFrame, AddCallsite, AddAllocation, SetFree, ClearFree, AddBadFree,
-                 FailBadFree, AddMarker, EndMarker, AddMemoryActivity, SetStat, Flush>;
+using Call = std::variant<SetMeta, SetCommand, AddProcess, EndProcess, AddThread, SetThreadName,
+                          AddModule, AddMapping, AddFrame, AddCallsite, AddAllocation, SetFree,
+                          ClearFree, AddBadFree, AddFailureDeviceMemory, FailBadFree, AddMarker,
+                          EndMarker, AddMemoryActivity, SetStat, Flush>;
 
 // Each call replayed on the file, as the caller made it.
 void replay(TraceFileWriter& f, const SetMeta& c) {
@@ -136,6 +140,9 @@ void replay(TraceFileWriter& f, const ClearFree& c) {
 }
 void replay(TraceFileWriter& f, const AddBadFree& c) {
   f.add_bad_free(c.row);
+}
+void replay(TraceFileWriter& f, const AddFailureDeviceMemory& c) {
+  f.add_failure_device_memory(c.allocation_id, c.device_free, c.device_total);
 }
 void replay(TraceFileWriter& f, const FailBadFree& c) {
   f.fail_bad_free(c.bad_free_id, c.result, c.callsite_id);
@@ -271,6 +278,10 @@ void TraceWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
 }
 void TraceWriter::clear_free(std::int64_t allocation_id) {
   impl_->call(ClearFree{allocation_id});
+}
+void TraceWriter::add_failure_device_memory(std::int64_t allocation_id, std::uint64_t device_free,
+                                            std::uint64_t device_total) {
+  impl_->call(AddFailureDeviceMemory{allocation_id, device_free, device_total});
 }
 void TraceWriter::add_bad_free(const BadFreeRow& row) {
   impl_->call(AddBadFree{row});

@@ -64,6 +64,8 @@ class TraceWriter {
   void set_free(std::int64_t allocation_id, const FreeRow& row);
   void clear_free(std::int64_t allocation_id);
   void add_bad_free(const BadFreeRow& row);
+  void add_failure_device_memory(std::int64_t allocation_id, std::uint64_t device_free,
+                                 std::uint64_t device_total);
   void fail_bad_free(std::int64_t bad_free_id, std::int32_t result,
                      std::optional<std::int64_t> callsite_id);
   void add_marker(const MarkerRow& row);

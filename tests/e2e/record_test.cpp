@@ -180,6 +180,13 @@ TEST_F(RecordTest, FailedAllocationIsInTheTraceWithItsErrorAndIsNoLeak) {
   EXPECT_EQ(failed[0][1], "0");
   EXPECT_EQ(failed[0][2], std::to_string(int64_t{1} << 50));
   EXPECT_EQ(failed[0][3], "NULL");
+  // The device's memory after it, as the driver gave it: what torch's message starts with.
+  const auto memory = q.rows(
+      "SELECT m.device_free, m.device_total FROM failure_device_memory m "
+      "JOIN allocation a ON a.id = m.id WHERE a.result = 2");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_GT(std::stoull(memory[0][1]), 0u);
+  EXPECT_LE(std::stoull(memory[0][0]), std::stoull(memory[0][1]));
   // The program saw the same error.
   EXPECT_NE(run.out.find("returned 2 (cudaErrorMemoryAllocation)"), std::string::npos) << run.out;
 }

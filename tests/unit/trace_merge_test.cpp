@@ -213,6 +213,31 @@ TEST_F(TraceMergeTest, CuptisColumnsAndActivityRecordsAreKept) {
             table_count(b_, "allocation"));
 }
 
+// Each failure keeps the device's memory after it, on its own (renumbered) allocation (rows put
+// on some allocations of c, which has no failure of its own); an input
+// written before the table was (here: b, without it) merges as it is.
+TEST_F(TraceMergeTest, FailuresKeepTheDevicesMemory) {
+  ASSERT_EQ(execute_sql(c_, R"sql(
+      INSERT INTO failure_device_memory(id, device_free, device_total)
+      SELECT id, 1000 + id, 80000 FROM allocation_compact WHERE id % 7 = 0;)sql"),
+            "");
+  ASSERT_EQ(execute_sql(b_, "DROP TABLE failure_device_memory"), "");
+  ASSERT_NE(table_count(c_, "failure_device_memory"), "0");
+  const auto merged = dir_ / "merged.db";
+  const MergeResult result = merge({a_, b_, c_}, merged);
+  ASSERT_TRUE(result.ok) << result.error;
+  EXPECT_EQ(table_count(merged, "failure_device_memory"), table_count(c_, "failure_device_memory"));
+  EXPECT_EQ(query_one(merged,
+                      "SELECT group_concat(DISTINCT p.host) FROM failure_device_memory m JOIN "
+                      "allocation a ON a.id = m.id JOIN process p ON p.upid = a.upid WHERE "
+                      "m.device_total = 80000"),
+            "node-c");
+  const auto reader = open_or_fail(merged);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(std::to_string(reader->failure_device_memory().size()),
+            table_count(c_, "failure_device_memory"));
+}
+
 TEST_F(TraceMergeTest, SharedModulesFramesAndCallsitesAreStoredOnce) {
   const auto merged = dir_ / "ab.db";
   ASSERT_TRUE(merge({a_, b_}, merged).ok);
