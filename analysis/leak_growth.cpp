@@ -167,7 +167,9 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
       for (const LeakGroup& group : live.groups) {
         GrowingGroup& entry = series[{group.callsite_id, group.kind}];
         entry.bytes.resize(taken, 0);
+        entry.counts.resize(taken, 0);
         entry.bytes[i] = group.bytes;
+        entry.counts[i] = group.count;
         if (i + 1 == taken) entry.group = group;
       }
     }
@@ -180,6 +182,7 @@ LeakGrowth build_leak_growth(const storage::TraceReader& trace, const storage::T
     const double span = static_cast<double>(process.sampled.back() - process.sampled.front());
     for (auto& [key, entry] : series) {
       entry.bytes.resize(taken, 0);
+      entry.counts.resize(taken, 0);
       std::size_t rises = 0;
       for (std::size_t i = middle; i + 1 < taken; ++i) rises += entry.bytes[i + 1] > entry.bytes[i];
       const bool rising =

@@ -31,9 +31,14 @@ namespace vramtrace::analysis {
 struct GrowingGroup {
   std::int64_t upid = 0;
   std::uint32_t pid = 0;
-  LeakGroup group;                   // bytes, count: at the last iteration looked at
-  std::vector<std::uint64_t> bytes;  // at each iteration looked at
+  LeakGroup group;                    // bytes, count: at the last iteration looked at
+  std::vector<std::uint64_t> bytes;   // at each iteration looked at
+  std::vector<std::uint64_t> counts;  // allocations, at each iteration looked at
   double bytes_per_iteration = 0;
+  // More allocations held at the last iteration looked at than at the first: what iterations
+  // made is kept, a leak. Otherwise the same allocations are remade larger each iteration (a
+  // batch that grows, a tensor concatenated onto): memory grows, nothing is kept.
+  bool kept() const { return !counts.empty() && counts.back() > counts.front(); }
 };
 
 // The marker that counts iterations where no marker is named and a process has it.

@@ -28,12 +28,15 @@ bool larger_first(const LiveGroup& a, const LiveGroup& b) {
 }
 
 // `rows`: at least those live just after `seq`. `allocator_segments`: empty at the segment level.
+// `roles`: each block's role by its alloc_seq (block_lives), empty where the process has none.
 std::vector<LiveGroup> live_groups(const storage::TraceReader& trace,
                                    const std::vector<storage::AllocationRecord>& rows,
                                    const std::unordered_set<std::int64_t>& allocator_segments,
                                    std::uint64_t seq, const AllocationScope& allocations,
+                                   const std::unordered_map<std::uint64_t, BlockRole>& roles,
                                    LiveAtOom* live) {
   std::map<std::pair<std::optional<std::int64_t>, int>, LiveGroup> groups;
+  std::map<std::pair<std::optional<std::int64_t>, int>, RoleTotals> group_roles;
   for (const auto& r : rows) {
     const storage::AllocationRow& a = r.allocation;
     if (a.alloc_seq >= seq) break;
@@ -41,6 +44,8 @@ std::vector<LiveGroup> live_groups(const storage::TraceReader& trace,
     // The allocator's segments are described at the block level, not listed (leaks does so).
     if (allocator_segments.contains(a.id)) continue;
     LiveGroup& group = groups[{a.alloc_callsite_id, a.kind}];
+    if (const auto role = roles.find(a.alloc_seq); a.kind == kind::kBlock && role != roles.end())
+      group_roles[{a.alloc_callsite_id, a.kind}].add(role->second, a.size);
     group.bytes += a.size;
     group.count += 1;
     live->total_bytes += a.size;
@@ -49,6 +54,11 @@ std::vector<LiveGroup> live_groups(const storage::TraceReader& trace,
   }
   std::vector<LiveGroup> sorted;
   for (auto& [key, group] : groups) {
+    if (const auto found = group_roles.find(key); found != group_roles.end()) {
+      const auto& bytes = found->second.bytes;
+      group.role =
+          static_cast<BlockRole>(std::max_element(bytes.begin(), bytes.end()) - bytes.begin());
+    }
     group.callsite_id = key.first;
     group.kind = key.second;
     group.kind_name = trace.kind_name(group.kind);
@@ -299,8 +309,19 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
   // Each failure reads the live set it met, not its process's history (process_history.h).
   std::unordered_map<std::int64_t, std::size_t> index_of;  // allocation id -> report index
   const std::unordered_set<std::int64_t> no_segments;
+  const std::unordered_map<std::uint64_t, BlockRole> no_roles;
   const std::map<std::int64_t, storage::DeviceMemoryRow> device_memory =
       trace.failure_device_memory();
+  // Each PyTorch process's blocks by role, read once for all its failures.
+  std::map<std::int64_t, std::unordered_map<std::uint64_t, BlockRole>> roles_by_process;
+  const auto roles_of = [&](std::int64_t upid) -> const auto& {
+    const auto [it, inserted] = roles_by_process.try_emplace(upid);
+    if (inserted && history.has_allocator_events(upid)) {
+      for (const BlockLife& block : block_lives(trace, upid))
+        it->second[block.alloc_seq] = block.role;
+    }
+    return it->second;
+  };
   for (const auto& failure : ooms) {
     const storage::AllocationRow& a = failure.allocation;
     std::vector<storage::AllocationRecord> live = history.live_at(a.upid, a.alloc_seq);
@@ -335,7 +356,8 @@ std::vector<OomRecord> build_oom_report(const storage::TraceReader& trace,
       oom.device_memory = memory->second;
     oom.stack = trace.stack(a.alloc_callsite_id);
     std::vector<LiveGroup> groups =
-        live_groups(trace, live, segments, a.alloc_seq, options.allocations, &oom.live);
+        live_groups(trace, live, segments, a.alloc_seq, options.allocations,
+                    allocator_events ? roles_of(a.upid) : no_roles, &oom.live);
     if (allocator_events) {
       oom.allocator = allocator_layout(live, a.alloc_seq, segments);
       const auto totals = trace.allocator_totals_at(a.upid, a.alloc_seq);

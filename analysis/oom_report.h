@@ -20,6 +20,7 @@
 #include "analysis/advice.h"
 #include "analysis/allocation_scope.h"
 #include "analysis/allocator_state.h"
+#include "analysis/block_roles.h"
 #include "analysis/process_filter.h"
 #include "storage/trace_reader.h"
 
@@ -35,6 +36,8 @@ struct LiveGroup {  // live allocations of one (stack, kind), as a leak group
   std::string kind_name;
   std::uint64_t bytes = 0, count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
+  // Blocks of a PyTorch process: the role (block_roles.h) of most of their bytes.
+  std::optional<BlockRole> role;
 };
 
 struct LiveAtOom {

@@ -9,6 +9,7 @@
 #include "analysis/oom_report.h"
 #include "analysis/process_chains.h"
 #include "analysis/trace_warnings.h"
+#include "storage/schema_enums.h"
 
 namespace vramtrace::analysis {
 
@@ -34,13 +35,21 @@ void judge_by_iterations(const storage::TraceReader& trace, const storage::TimeI
   p->iterations = growth.processes.front().iterations;
   p->iteration_marker = growth.processes.front().marker;
   std::set<std::optional<std::int64_t>> growing;
-  for (const GrowingGroup& entry : growth.growing) {
+  for (const GrowingGroup& entry : growth.growing) {  // fastest first
+    if (!entry.kept()) {
+      if (p->top_larger_stack.empty()) {
+        p->top_larger_stack = entry.group.stack;
+        p->top_larger_count = entry.counts.back();
+      }
+      p->larger_per_iteration += entry.bytes_per_iteration;
+      continue;
+    }
+    if (p->top_growth_stack.empty()) {
+      p->top_growth_stack = entry.group.stack;
+      p->top_growth_per_iteration = entry.bytes_per_iteration;
+    }
     p->growth_per_iteration += entry.bytes_per_iteration;
     growing.insert(entry.group.callsite_id);
-  }
-  if (!growth.growing.empty()) {
-    p->top_growth_stack = growth.growing.front().group.stack;
-    p->top_growth_per_iteration = growth.growing.front().bytes_per_iteration;
   }
   p->leaked_bytes = p->leaked_count = p->top_leak_bytes = 0;
   p->top_leak_stack.clear();
@@ -98,7 +107,9 @@ RunDigest digest_run(const storage::TraceReader& trace, const storage::TimeIndex
     if (p.allocator_events || phases.ran_backward(upid))
       judge_by_iterations(trace, index, leaks, phases, &p);
     for (const auto& [key, count] : out_of_memory) {
-      if (key.first == upid) p.out_of_memory += count;
+      if (key.first != upid) continue;
+      p.out_of_memory += count;
+      if (key.second == storage::allocation_kind::kBlock) p.torch_out_of_memory += count;
     }
   }
   return digest;

@@ -33,13 +33,21 @@ struct ProcessDigest {
   // is what grows from one iteration to the next (leak_growth.h), and what it holds at its end
   // is told by role (block_roles.h); the leaks above are then those growing stacks, their
   // bytes live at its end.
-  std::uint64_t iterations = 0;     // 0: not a training process
-  std::string iteration_marker;     // the marker that counted them; empty: the backward passes
-  double growth_per_iteration = 0;  // summed over the growing stacks
-  std::vector<storage::StackFrame> top_growth_stack;  // the fastest's; empty: none grows
+  std::uint64_t iterations = 0;  // 0: not a training process
+  std::string iteration_marker;  // the marker that counted them; empty: the backward passes
+  // The stacks that grow and keep what they made (leak_growth.h's kept()): leaks.
+  double growth_per_iteration = 0;                    // summed over them
+  std::vector<storage::StackFrame> top_growth_stack;  // the fastest's; empty: none
   double top_growth_per_iteration = 0;
-  std::optional<RoleTotals> held;   // at its end, by role
+  // The stacks that grow by remaking their allocations larger, keeping none.
+  double larger_per_iteration = 0;                    // summed over them
+  std::vector<storage::StackFrame> top_larger_stack;  // the fastest's; empty: none
+  std::uint64_t top_larger_count = 0;                 // its allocations at the end
+  std::optional<RoleTotals> held;                     // at its end, by role
   std::uint64_t out_of_memory = 0;  // failed allocations that returned out of memory
+  // Of those, the reports of PyTorch's allocator: each a torch.OutOfMemoryError raised (its
+  // other failures are the device allocations it failed on the way, or went past).
+  std::uint64_t torch_out_of_memory = 0;
   // What CUDA libraries held for themselves at its end (library_memory.h): no leak.
   std::uint64_t library_bytes = 0;
   std::vector<std::string> libraries;  // their file names, most bytes first

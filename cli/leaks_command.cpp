@@ -266,6 +266,8 @@ Json leak_growth_json(const std::string& trace_path, const analysis::LeakGrowth&
                        {"kind", entry.group.kind_name},
                        {"level", entry.group.level},
                        {"bytes_per_iteration", entry.bytes_per_iteration},
+                       {"counts", entry.counts},
+                       {"kept", entry.kept()},
                        {"bytes", entry.bytes},
                        {"count", entry.group.count},
                        {"stack", stack_json(entry.group.stack)}});
@@ -302,9 +304,16 @@ std::string leak_growth_text(const std::string& trace_path, const analysis::Leak
                       count_of(growth.growing.size(), "stack grows", "stacks grow"),
                       iteration_word(growth), where, growth.level);
   for (const analysis::GrowingGroup& entry : growth.growing) {
-    text += fmt::format("\n+{} per iteration in pid {}, {}: {} at the last looked at, from:\n",
-                        format_bytes(static_cast<std::uint64_t>(entry.bytes_per_iteration + 0.5)),
-                        entry.pid, entry.group.kind_name, format_bytes(entry.bytes.back()));
+    const std::string unit = entry.group.kind_name + " allocation";
+    text +=
+        fmt::format("\n+{} per iteration in pid {}, {}: {} at the last looked at, {}, from:\n",
+                    format_bytes(static_cast<std::uint64_t>(entry.bytes_per_iteration + 0.5)),
+                    entry.pid, entry.group.kind_name, format_bytes(entry.bytes.back()),
+                    entry.kept() ? fmt::format("kept: {} where the first looked at had {}",
+                                               count_of(entry.counts.back(), unit, unit + "s"),
+                                               entry.counts.front())
+                                 : fmt::format("the same {}, larger each iteration (nothing kept)",
+                                               count_of(entry.counts.back(), unit, unit + "s")));
     if (entry.group.stack.empty()) text += "    (no stack recorded)\n";
     text += format_stack(entry.group.stack, stacks, "    ");
   }

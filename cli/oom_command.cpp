@@ -176,14 +176,21 @@ std::string live_by_line(const analysis::OomRecord& oom) {
   struct Line {
     std::string where, kind;
     std::uint64_t bytes = 0, count = 0;
+    std::string role;
   };
   std::vector<Line> lines;
   for (const analysis::LiveGroup& group : oom.live.top) {
     const std::string where = first_line(group.stack, oom.backward_call);
+    std::string role;
+    if (group.role) {
+      role = analysis::block_role_name(*group.role);
+      std::replace(role.begin(), role.end(), '_', ' ');
+    }
     auto found = std::find_if(lines.begin(), lines.end(), [&](const Line& line) {
-      return line.where == where && line.kind == group.kind_name;
+      return line.where == where && line.kind == group.kind_name && line.role == role;
     });
-    if (found == lines.end()) found = lines.insert(lines.end(), {where, group.kind_name});
+    if (found == lines.end())
+      found = lines.insert(lines.end(), {where, group.kind_name, 0, 0, role});
     found->bytes += group.bytes;
     found->count += group.count;
   }
@@ -196,9 +203,9 @@ std::string live_by_line(const analysis::OomRecord& oom) {
           ? fmt::format(" (the {} largest stacks of {})", oom.live.top.size(), oom.live.groups)
           : "");
   for (const Line& line : lines) {
-    text += fmt::format("    {:>10} in {:<18} {}\n", format_bytes(line.bytes),
+    text += fmt::format("    {:>10} in {:<24} {:<16} {}\n", format_bytes(line.bytes),
                         count_of(line.count, line.kind + " allocation", line.kind + " allocations"),
-                        line.where);
+                        line.role.empty() ? "-" : line.role, line.where);
   }
   return text;
 }
@@ -300,10 +307,12 @@ Json oom_report_json(const std::string& trace_path, const std::vector<analysis::
   for (const analysis::OomRecord& oom : ooms) {
     Json top = Json::array();
     for (const analysis::LiveGroup& group : oom.live.top) {
-      top.push_back({{"kind", group.kind_name},
-                     {"bytes", group.bytes},
-                     {"count", group.count},
-                     {"stack", stack_json(group.stack)}});
+      top.push_back(
+          {{"kind", group.kind_name},
+           {"role", group.role ? Json(analysis::block_role_name(*group.role)) : Json(nullptr)},
+           {"bytes", group.bytes},
+           {"count", group.count},
+           {"stack", stack_json(group.stack)}});
     }
     records.push_back({
         {"outcome", analysis::oom_outcome_name(oom.outcome)},

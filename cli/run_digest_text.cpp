@@ -61,6 +61,18 @@ void training_parts(const analysis::ProcessDigest& p, bool whole, std::vector<st
     parts->push_back(fmt::format(
         "{} over {}", whole ? "nothing leaked" : "no leak in what was recorded", iterations));
   }
+  if (p.larger_per_iteration > 0) {
+    // Memory that grows with nothing kept: the same tensors remade larger (a growing batch).
+    const std::string unit = p.allocator_events ? "block" : "allocation";
+    std::string larger =
+        fmt::format("GROWS {} per iteration",
+                    format_bytes(static_cast<std::uint64_t>(p.larger_per_iteration + 0.5)));
+    if (const storage::StackFrame* line = analysis::first_line_of(p.top_larger_stack))
+      larger += " at " + text::frame_where(*line);
+    larger += fmt::format(" (the same {}, larger each iteration: nothing kept)",
+                          count_of(p.top_larger_count, unit, unit + "s"));
+    parts->insert(parts->begin() + (p.growth_per_iteration > 0 ? 1 : 0), std::move(larger));
+  }
   if (p.held) parts->push_back(held_by_role(*p.held));
 }
 
@@ -93,8 +105,16 @@ std::string process_line(const analysis::ProcessDigest& p) {
                                 fmt::join(p.libraries, ", "),
                                 p.libraries.size() == 1 ? "itself" : "themselves"));
   }
-  if (p.out_of_memory != 0)
+  if (p.torch_out_of_memory != 0) {
+    std::string raised = count_of(p.torch_out_of_memory, "torch.OutOfMemoryError raised",
+                                  "torch.OutOfMemoryErrors raised");
+    if (p.out_of_memory > p.torch_out_of_memory)
+      raised += fmt::format(" ({} in all)", count_of(p.out_of_memory, "out-of-memory failure",
+                                                     "out-of-memory failures"));
+    parts.push_back(std::move(raised));
+  } else if (p.out_of_memory != 0) {
     parts.push_back(count_of(p.out_of_memory, "out-of-memory failure", "out-of-memory failures"));
+  }
   // A distributed job's process is named by its rank first, as people name them.
   const std::string who = analysis::process_label(p.process.start.pid, p.process.start.rank);
   return fmt::format("{} {}: {}", who, analysis::image_name(p.process), fmt::join(parts, "; "));

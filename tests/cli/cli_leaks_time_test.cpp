@@ -91,6 +91,8 @@ TEST_F(CliLeaksTimeTest, GrowthFindsTheStackThatRisesEachIteration) {
   EXPECT_EQ(growing["bytes_per_iteration"], 1.0 * M);
   EXPECT_EQ(growing["bytes"], json({0, 0, 2 * M}));
   EXPECT_EQ(growing["count"], 2);
+  EXPECT_EQ(growing["counts"], json({0, 0, 2}));
+  EXPECT_EQ(growing["kept"], true);
   EXPECT_EQ(growing["stack"][0]["function"], "init_workspace");
 
   const CommandResult text = leaks({"--growth", "iter"});
@@ -102,7 +104,7 @@ TEST_F(CliLeaksTimeTest, GrowthFindsTheStackThatRisesEachIteration) {
                 " (block level)\n"
                 "\n"
                 "+1.0 MiB per iteration in pid 5000, device: 2.0 MiB at the last "
-                "looked at, from:\n"
+                "looked at, kept: 2 device allocations where the first looked at had 0, from:\n"
                 "    #0 init_workspace at lib.cu:3 (/usr/lib/libwork.so)\n"
                 "    #1 main at train.py:1 (/usr/bin/python3)\n");
 }

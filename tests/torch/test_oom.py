@@ -100,6 +100,7 @@ class TrainingUntilOomTest(TempDirTest):
         result = torch_run.record(cls.trace, torch_run.python(cls.script), memory="768MiB",
                                   check=False)
         cls.stderr = result.stderr
+        cls.steps = torch_run.json_lines(result.stdout)
         cls.message = next((line for line in result.stderr.splitlines()
                             if line.startswith("torch.OutOfMemoryError: ")), None)
         # The traceback's last line of the script: where the error came out of the user's code.
@@ -134,11 +135,37 @@ class TrainingUntilOomTest(TempDirTest):
             r"([0-9.]+ (?:bytes|KiB|MiB|GiB)) is reserved by PyTorch but unallocated")
         self.assertIn(f"PyTorch then: {allocated} allocated, {unallocated} reserved but "
                       "unallocated", self.text)
+        capacity = self.torch_said(r"total capacity of ([0-9.]+ (?:bytes|KiB|MiB|GiB))")
+        free = self.torch_said(r"of which ([0-9.]+ (?:bytes|KiB|MiB|GiB)) is free")
+        self.assertIn(f"device 0 then: {capacity} total capacity, {free} free", self.text)
+        raised = next(oom for oom in self.ooms if oom["outcome"] == "raised")
+        self.assertEqual(raised["device_memory"]["total"], torch_run.parse_torch_size(capacity))
 
     def test_the_line_is_the_scripts_that_raised(self) -> None:
         at = next(line for line in self.text.splitlines() if line.startswith("  at "))
         self.assertTrue(at.startswith(f"  at {self.script.name}:{self.raised_line} in <module>"),
                         f"{at!r}; the traceback says line {self.raised_line}\n{self.text}")
+
+    def test_a_growing_batch_grows_and_leaks_nothing(self) -> None:
+        digest = [line for line in self.stderr.splitlines() if line.startswith("vramtrace:")]
+        self.assertFalse(any("LEAKS" in line for line in digest), digest)
+        self.assertTrue(any("1 torch.OutOfMemoryError raised" in line for line in digest), digest)
+        line = torch_run.planted_line(self.script, "batch")
+        self.assertTrue(any(re.search(rf"GROWS [0-9.]+ \w+ per iteration at {self.script.name}:"
+                                      rf"{line} in <module> \(the same 1 block, larger", text)
+                            for text in digest), digest)
+
+    def test_live_roles_are_the_programs_own_objects(self) -> None:
+        self.assertTrue(self.steps, self.stderr)
+        truth = self.steps[-1]  # the model and Adam's state, as they were at the error
+        raised = next(oom for oom in self.ooms if oom["outcome"] == "raised")
+        by_role = {}
+        for group in raised["live"]["top"]:
+            if group["role"] is not None:
+                by_role[group["role"]] = by_role.get(group["role"], 0) + group["bytes"]
+        self.assertEqual(by_role.get("parameter"), truth["parameter"], raised["live"]["top"])
+        self.assertEqual(by_role.get("optimizer_state"), truth["optimizer_state"])
+        self.assertIn("optimizer state", self.text)
 
     def test_one_raised_and_the_allocators_own_tries(self) -> None:
         outcomes = [oom["outcome"] for oom in self.ooms]

@@ -185,6 +185,9 @@ TEST_P(TrainingPhasesTest, GrowthWithoutAMarkerIsTheKeptTensorsPerIterationNotTh
   ASSERT_EQ(growth.growing.size(), 1u);
   EXPECT_EQ(growth.growing[0].group.callsite_id, kKept + (GetParam() ? kThroughC10 : 0));
   EXPECT_DOUBLE_EQ(growth.growing[0].bytes_per_iteration, 2.0 * kMiB);
+  // One more tensor kept each iteration: a leak, not one tensor remade larger.
+  EXPECT_TRUE(growth.growing[0].kept());
+  EXPECT_GT(growth.growing[0].counts.back(), growth.growing[0].counts.front());
   // A marker named must be there: no guess in its place.
   EXPECT_THROW(build_leak_growth(*trace_, *index_, "epoch", 32), BadMoment);
 }
