@@ -156,6 +156,33 @@ TEST_F(CliDiffTest, DeviceFilterKeepsThatDevicesAllocations) {
   EXPECT_EQ(doc["filters"], json({{"device", 1}}));
 }
 
+// Two processes of one trace (A's and B's, merged into one file) side by side: the same diff as
+// of the two traces.
+TEST_F(CliDiffTest, TwoProcessesOfOneTraceCompareAsTwoTraces) {
+  const auto merged = dir_ / "merged.db";
+  const CommandResult merge =
+      run_vramtrace({"merge", a_.string(), b_.string(), "-o", merged.string()}, scratch_.path());
+  ASSERT_EQ(merge.exit_status, 0) << merge.err;
+  const CommandResult traces = diff({"--format", "json"});
+  const CommandResult processes =
+      run_vramtrace({"diff", merged.string(), "--pid", "100", "--b-pid", "200", "--format", "json"},
+                    scratch_.path());
+  ASSERT_EQ(processes.exit_status, 0) << processes.err;
+  const json by_traces = json::parse(traces.out), by_processes = json::parse(processes.out);
+  EXPECT_EQ(by_processes["changes"], by_traces["changes"]);
+  EXPECT_EQ(by_processes["peak"], by_traces["peak"]);
+  EXPECT_EQ(by_processes["leaked"], by_traces["leaked"]);
+  EXPECT_EQ(by_processes["b"], merged.string());
+  EXPECT_EQ(by_processes["filters_b"]["pid"], 200);
+  const CommandResult text =
+      run_vramtrace({"diff", merged.string(), "--pid", "100", "--b-pid", "200"}, scratch_.path());
+  EXPECT_EQ(text.out.rfind("vramtrace diff: " + merged.string() + " (--pid 100) -> " +
+                               merged.string() + " (--pid 200) (block level)\n",
+                           0),
+            0u)
+      << text.out;
+}
+
 TEST_F(CliDiffTest, ErrorsAreOneLineAndExitTwo) {
   const CommandResult missing_b =
       run_vramtrace({"diff", a_.string(), (dir_ / "none.db").string()}, scratch_.path());
@@ -166,6 +193,7 @@ TEST_F(CliDiffTest, ErrorsAreOneLineAndExitTwo) {
   const CommandResult one_file = run_vramtrace({"diff", a_.string()}, scratch_.path());
   EXPECT_EQ(one_file.exit_status, 2);
   EXPECT_EQ(line_count(one_file.err), 1u) << one_file.err;
+  EXPECT_NE(one_file.err.find("--b-rank"), std::string::npos) << one_file.err;
   const CommandResult bad_kind = diff({"--kind", "tensor"});
   EXPECT_EQ(bad_kind.exit_status, 2);
   EXPECT_EQ(line_count(bad_kind.err), 1u) << bad_kind.err;

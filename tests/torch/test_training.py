@@ -223,6 +223,17 @@ class TrainingTest(TempDirTest):
                 else:
                     self.assertIn(f"nothing leaked over {STEPS} iterations", line)
                     self.assertEqual(got["unknown"], 0, got)
+        # Rank 1 against rank 0 of the same trace: the planted leak is rank 1's difference.
+        diff = torch_run.report("diff", trace, "--rank", "0", "--b-rank", "1")
+        first = diff["changes"][0]
+        self.assertEqual((first["leaked"]["a"], first["leaked"]["b"]), (0, truths[1]["leak"]),
+                         first)
+        self.assertIn({"file": str(DDP_SCRIPT), "line": planted},
+                      [{"file": frame.get("file"), "line": frame.get("line")}
+                       for frame in first["stack"]], first["stack"])
+        text = subprocess.run([torch_run.vramtrace_binary(), "diff", trace, "--rank", "0",
+                               "--b-rank", "1"], capture_output=True, text=True, timeout=120)
+        self.assertIn(f"vramtrace diff: {trace} (--rank 0) -> {trace} (--rank 1)", text.stdout)
         gate = subprocess.run([torch_run.vramtrace_binary(), "gate", trace, "--max-growth",
                                "1MiB"], capture_output=True, text=True, timeout=120)
         self.assertEqual(gate.returncode, 1, gate.stdout + gate.stderr)
