@@ -24,14 +24,16 @@ bool larger_first(const LeakGroup& a, const LeakGroup& b) {
   const auto a_callsite = callsite_order(a.callsite_id);
   const auto b_callsite = callsite_order(b.callsite_id);
   if (a_callsite != b_callsite) return a_callsite < b_callsite;
-  return a.kind < b.kind;
+  if (a.kind != b.kind) return a.kind < b.kind;
+  return a.upid < b.upid;
 }
 
 }  // namespace
 
 LiveGrouper::LiveGrouper(bool block_level,
-                         const std::unordered_set<std::int64_t>& allocator_segments)
-    : block_level_(block_level), allocator_segments_(allocator_segments) {}
+                         const std::unordered_set<std::int64_t>& allocator_segments,
+                         bool by_process)
+    : block_level_(block_level), allocator_segments_(allocator_segments), by_process_(by_process) {}
 
 void LiveGrouper::add(const storage::AllocationRow& a, std::uint64_t count) {
   const bool is_block = a.kind == storage::allocation_kind::kBlock;
@@ -48,7 +50,7 @@ void LiveGrouper::add(const storage::AllocationRow& a, std::uint64_t count) {
       return;
     }
   }
-  LeakGroup& group = groups_[{a.alloc_callsite_id, a.kind}];
+  LeakGroup& group = groups_[{by_process_ ? a.upid : -1, a.alloc_callsite_id, a.kind}];
   group.bytes = add_bytes(group.bytes, a.size, &bytes_overflowed_);
   group.count += count;
 }
@@ -64,8 +66,10 @@ LiveGroups LiveGrouper::take() {
   }
   out.groups.reserve(groups_.size());
   for (auto& [key, group] : groups_) {
-    group.callsite_id = key.first;
-    group.kind = key.second;
+    const auto& [upid, callsite, kind] = key;
+    group.callsite_id = callsite;
+    group.kind = kind;
+    if (by_process_) group.upid = upid;
     out.groups.push_back(std::move(group));
   }
   out.bytes_overflowed = bytes_overflowed_;
@@ -77,7 +81,16 @@ LiveGroups LiveGrouper::take() {
 }
 
 void finish_groups(const storage::TraceReader& trace, std::vector<LeakGroup>* groups) {
+  std::map<std::int64_t, std::pair<std::uint32_t, std::optional<int>>> processes;
+  if (std::any_of(groups->begin(), groups->end(), [](const LeakGroup& g) { return g.upid; })) {
+    for (const storage::ProcessRecord& p : trace.processes())
+      processes[p.start.upid] = {p.start.pid, p.start.rank};
+  }
   for (LeakGroup& group : *groups) {
+    if (group.upid) {
+      if (const auto found = processes.find(*group.upid); found != processes.end())
+        std::tie(group.pid, group.rank) = found->second;
+    }
     group.kind_name = trace.kind_name(group.kind);
     group.level = group.kind == storage::allocation_kind::kBlock ? "block" : "segment";
     group.stack = trace.stack(group.callsite_id);
@@ -97,6 +110,16 @@ ProcessSelection selected_processes(const LeakReportOptions& options) {
       selected = std::set<std::int64_t>{};
   }
   return selected;
+}
+
+// Whether the report keeps processes apart: two selected processes or more recorded a rank.
+bool keep_ranks_apart(const storage::TraceReader& trace, const LeakReportOptions& options,
+                      const ProcessSelection& selected) {
+  if (options.merge_ranks) return false;
+  std::size_t ranks = 0;
+  for (const storage::ProcessRecord& process : trace.processes())
+    ranks += process.start.rank.has_value() && is_selected(selected, process.start.upid);
+  return ranks >= 2;
 }
 
 // Within the allocation range asked for, if any.
@@ -209,7 +232,8 @@ LeakReport build_leak_report(const storage::TraceReader& trace, const LeakReport
   live_at_end.in_table_order = true;
   live_at_end.columns = storage::AllocationFilter::Columns::kLiveByStackAndSegment;
   const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
-  LiveGrouper live(block_level, allocator.allocator_segments);
+  LiveGrouper live(block_level, allocator.allocator_segments,
+                   keep_ranks_apart(trace, options, selected));
   trace.for_each_allocation(live_at_end, [&](const storage::AllocationRecord& record) {
     const storage::AllocationRow& allocation = record.allocation;
     if (!is_selected(selected, allocation.upid) || !options.allocations.matches(allocation)) return;
@@ -245,7 +269,7 @@ LeakReport build_leak_report_at(const storage::TraceReader& trace, const storage
   }
   const bool block_level = options.level.value_or(LeakLevel::kBlock) == LeakLevel::kBlock;
   const std::unordered_set<std::int64_t> allocator_segments = index.allocator_segments();
-  LiveGrouper live(block_level, allocator_segments);
+  LiveGrouper live(block_level, allocator_segments, keep_ranks_apart(trace, options, selected));
   // At a process's last event, what it left live is kept added up: unless a range of
   // allocations is asked for, the groups are read rather than the allocations.
   const bool groups_at_end = !since && !options.allocated_in;

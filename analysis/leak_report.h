@@ -24,6 +24,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -47,6 +48,11 @@ struct LeakGroup {
   std::uint64_t bytes = 0;  // sum of size (bytes reserved, not requested)
   std::uint64_t count = 0;
   std::vector<storage::StackFrame> stack;  // innermost first
+  // The process, where the report keeps processes apart (the ranks of a job); unset where
+  // groups add up every process's allocations of the stack. Its pid and rank with it.
+  std::optional<std::int64_t> upid;
+  std::uint32_t pid = 0;
+  std::optional<int> rank;
 };
 
 using LeakLevel = MemoryLevel;  // allocation_scope.h
@@ -96,6 +102,9 @@ struct LeakReportOptions {
     std::uint64_t first = 0, last = UINT64_MAX;
   };
   std::optional<SeqRange> allocated_in;
+  // The ranks of a job (two selected processes or more that recorded a rank) are kept apart, a
+  // group per process, unless this asks to add them up.
+  bool merge_ranks = false;
 };
 
 LeakReport build_leak_report(const storage::TraceReader& trace,
@@ -131,7 +140,9 @@ struct LiveGroups {
 };
 class LiveGrouper {
  public:
-  LiveGrouper(bool block_level, const std::unordered_set<std::int64_t>& allocator_segments);
+  // `by_process`: a group per (process, stack, kind), its upid set; else per (stack, kind).
+  LiveGrouper(bool block_level, const std::unordered_set<std::int64_t>& allocator_segments,
+              bool by_process = false);
   // `count` allocations of live's kind, device, callsite and segment, live.size bytes in all
   // (TimeIndex::for_each_live_at_end's groups); an allocator segment is one.
   void add(const storage::AllocationRow& live, std::uint64_t count = 1);
@@ -140,7 +151,9 @@ class LiveGrouper {
  private:
   bool block_level_;
   const std::unordered_set<std::int64_t>& allocator_segments_;
-  std::map<std::pair<std::optional<std::int64_t>, int>, LeakGroup> groups_;
+  bool by_process_;
+  // (upid or -1, callsite, kind)
+  std::map<std::tuple<std::int64_t, std::optional<std::int64_t>, int>, LeakGroup> groups_;
   std::unordered_map<std::int64_t, std::uint64_t> live_block_bytes_in_;  // by segment id
   std::vector<std::pair<std::int64_t, std::uint64_t>> live_segments_;    // (id, size)
   bool bytes_overflowed_ = false;

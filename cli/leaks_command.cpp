@@ -60,13 +60,17 @@ Json leak_report_json(const std::string& trace_path, const analysis::LeakReport&
   Json leaks = Json::array();
   for (const analysis::LeakGroup& group : report.groups) {
     Json stack = stack_json(group.stack);
-    leaks.push_back({
-        {"kind", group.kind_name},
-        {"bytes", group.bytes},
-        {"count", group.count},
-        {"stack", std::move(stack)},
-        {"level", group.level},
-    });
+    Json entry = {
+        {"kind", group.kind_name},   {"bytes", group.bytes}, {"count", group.count},
+        {"stack", std::move(stack)}, {"level", group.level},
+    };
+    // Ranks kept apart: each group's process.
+    if (group.upid) {
+      entry["upid"] = *group.upid;
+      entry["pid"] = group.pid;
+      entry["rank"] = group.rank ? Json(*group.rank) : Json(nullptr);
+    }
+    leaks.push_back(std::move(entry));
   }
   return {
       {"trace", trace_path},
@@ -132,6 +136,7 @@ std::string leak_report_text(const std::string& trace_path, const analysis::Leak
     text += fmt::format(
         "\n{} in {}", format_bytes_exact(group.bytes),
         count_of(group.count, group.kind_name + " allocation", group.kind_name + " allocations"));
+    if (group.upid) text += " in " + analysis::process_label(group.pid, group.rank);
     text += group.stack.empty() ? " (no stack recorded)\n" : " from:\n";
     text += format_stack(group.stack, stacks, "    ");
   }
@@ -159,6 +164,7 @@ struct LeaksWhen {
   bool growth = false;        // --growth, with or without a marker
   std::string growth_marker;  // empty: found per process (analysis/leak_growth.h)
   std::size_t iterations = 32;
+  bool merge_ranks = false;  // --merge-ranks
 };
 
 Json moments_json(const std::vector<analysis::ProcessMoment>& moments) {
@@ -179,11 +185,12 @@ std::string moments_text(const std::vector<analysis::ProcessMoment>& moments) {
   return text;
 }
 
-analysis::LeakReportOptions options_for(const ReportScope& scope) {
+analysis::LeakReportOptions options_for(const ReportScope& scope, const LeaksWhen& when) {
   analysis::LeakReportOptions options;
   options.processes = scope.processes;
   options.level = scope.level;
   options.allocations = scope.allocations;
+  options.merge_ranks = when.merge_ranks;
   return options;
 }
 
@@ -192,7 +199,7 @@ analysis::LeakReportOptions options_for(const ReportScope& scope) {
 // allocation).
 analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
                                  const LeaksWhen& when) {
-  const analysis::LeakReportOptions options = options_for(scope);
+  const analysis::LeakReportOptions options = options_for(scope, when);
   const bool moment = !when.at.empty() || !when.between.empty();
   const std::unique_ptr<storage::TimeIndex> time_index =
       moment ? analysis::open_time_index(trace) : analysis::open_time_index_if_kept(trace);
@@ -210,7 +217,7 @@ analysis::LeakGrowth leak_growth(const storage::TraceReader& trace, const Report
                                  const LeaksWhen& when) {
   return with_time_index("leaks", trace, [&](const storage::TimeIndex& index) {
     return analysis::build_leak_growth(trace, index, when.growth_marker, when.iterations,
-                                       options_for(scope));
+                                       options_for(scope, when));
   });
 }
 
@@ -359,6 +366,10 @@ void register_leaks_command(CLI::App& app, int* exit_status) {
                  ->group(kWhen);
          at->excludes(between)->excludes(growth);
          between->excludes(growth);
+         sub->add_flag("--merge-ranks", when->merge_ranks,
+                       "Add up the ranks of a distributed job: one group per stack and kind. By "
+                       "default, where two selected processes or more recorded a rank, each "
+                       "group is one process's, named by its rank");
          sub->add_option("--iterations", when->iterations,
                          "With --growth: iterations looked at, evenly spaced, first and last "
                          "included (default 32)")

@@ -223,6 +223,18 @@ class TrainingTest(TempDirTest):
                 else:
                     self.assertIn(f"nothing leaked over {STEPS} iterations", line)
                     self.assertEqual(got["unknown"], 0, got)
+        # `leaks` keeps the ranks apart: the planted line's group is rank 1's, with its bytes.
+        leaks = torch_run.report("leaks", trace)
+        self.assertTrue(all(group["rank"] in (0, 1) for group in leaks["leaks"]), leaks["leaks"])
+        planted_groups = [group for group in leaks["leaks"]
+                          if {"file": str(DDP_SCRIPT), "line": planted} in
+                          [{"file": f.get("file"), "line": f.get("line")} for f in group["stack"]]]
+        self.assertEqual([(g["rank"], g["pid"], g["bytes"]) for g in planted_groups],
+                         [(1, truths[1]["pid"], truths[1]["leak"])], planted_groups)
+        merged = torch_run.report("leaks", trace, "--merge-ranks")
+        self.assertEqual(merged["total_bytes"], leaks["total_bytes"])
+        self.assertLess(len(merged["leaks"]), len(leaks["leaks"]))
+        self.assertFalse(any("rank" in group for group in merged["leaks"]))
         # Rank 1 against rank 0 of the same trace: the planted leak is rank 1's difference.
         diff = torch_run.report("diff", trace, "--rank", "0", "--b-rank", "1")
         first = diff["changes"][0]

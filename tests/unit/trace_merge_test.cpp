@@ -172,9 +172,17 @@ TEST_F(TraceMergeTest, TheMergesLeakReportIsTheUnionOfTheInputs) {
   // odd ranks' leaks, and each node's own libtrain build leaks under its own stack.
   const auto trace = open_or_fail(merged);
   ASSERT_NE(trace, nullptr);
-  const analysis::LeakReport report = analysis::build_leak_report(*trace);
+  analysis::LeakReportOptions merge_ranks;
+  merge_ranks.merge_ranks = true;
+  const analysis::LeakReport report = analysis::build_leak_report(*trace, merge_ranks);
   EXPECT_EQ(report.total_bytes, 2 * (2 * kGiB + 256 * kMiB + 2 * kMiB));
   EXPECT_EQ(report.groups.size(), 7u);  // 3 VMM kinds x 2 libtrain builds, 1 shared device
+  // By default the ranks stay apart: each leaking rank's groups are its own.
+  const analysis::LeakReport by_rank = analysis::build_leak_report(*trace);
+  EXPECT_EQ(by_rank.total_bytes, report.total_bytes);
+  EXPECT_EQ(by_rank.groups.size(), 14u);  // each of the 7 split between the 2 ranks leaking it
+  for (const analysis::LeakGroup& group : by_rank.groups)
+    EXPECT_TRUE(group.rank) << group.kind_name;
   const analysis::LeakGroup& device = report.groups.back();
   EXPECT_EQ(device.kind_name, "device");
   EXPECT_EQ(device.count, 2u);
