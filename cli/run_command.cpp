@@ -10,7 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,6 +65,11 @@ struct BackendLibraries {
 };
 
 volatile sig_atomic_t g_child_pid = 0;
+// Signals that came before the command's pid was known, one bit each: the command can run (and
+// say it is ready) before the fork returns in `run`, and a signal may land on any of `run`'s
+// threads. Lock-free, so the handler may touch it.
+std::atomic<std::uint32_t> g_held_signals{0};
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 // Completes the finished trace's time index (storage/time_index.h) now, while the machine is
 // the recording's, so that the first report over time, and the viewer's first picture, do not
@@ -98,7 +105,19 @@ void index_and_digest(const std::string& path, std::int64_t allocations) {
 // foreground process group, and the command has it already.
 void forward_signal(int sig, siginfo_t* info, void*) {
   if (info != nullptr && info->si_code == SI_KERNEL) return;
-  if (g_child_pid > 0) kill(g_child_pid, sig);
+  // Held first, then passed on by whichever of this handler and pass_on_held_signals() takes
+  // the bit: never lost, never sent twice.
+  const std::uint32_t bit = 1u << sig;
+  g_held_signals.fetch_or(bit);
+  const pid_t child = g_child_pid;
+  if (child > 0 && (g_held_signals.fetch_and(~bit) & bit) != 0) kill(child, sig);
+}
+
+// Once the command's pid is known: the signals that came before it.
+void pass_on_held_signals(pid_t child) {
+  const std::uint32_t held = g_held_signals.exchange(0);
+  for (int sig = 1; sig < 32; ++sig)
+    if ((held & (1u << sig)) != 0) kill(child, sig);
 }
 
 // Each signal a user can send to end or interrupt a program, or to ask it something.
@@ -451,6 +470,7 @@ int run(RunOptions& options) {
   }
   close(exec_pipe[1]);
   g_child_pid = child;
+  pass_on_held_signals(child);
 
   const collector::RecordingResult recorded =
       recording->run(static_cast<uint32_t>(child), [child]() -> std::optional<int> {
