@@ -155,6 +155,15 @@ class TrainingUntilOomTest(TempDirTest):
                                       rf"{line} in <module> \(the same 1 block, larger", text)
                             for text in digest), digest)
 
+    def test_no_one_line_summary_names_a_framework_frame(self) -> None:
+        # run's last lines and oom's first screen name stacks in one line each: by the user's
+        # line, never a frame of libc10, libtorch or the interpreter.
+        framework = re.compile(r"c10::|at::|torch::|libc10|libtorch|libpython|_PyEval|"
+                               r"alloc_found_block|site-packages")
+        digest = [line for line in self.stderr.splitlines() if line.startswith("vramtrace:")]
+        for line in digest + self.text.splitlines():
+            self.assertIsNone(framework.search(line), line)
+
     def test_live_roles_are_the_programs_own_objects(self) -> None:
         self.assertTrue(self.steps, self.stderr)
         truth = self.steps[-1]  # the model and Adam's state, as they were at the error

@@ -655,6 +655,40 @@ class ModelTest : public QObject {
     QCOMPARE(rule->child(1, 1)->text(), QStringLiteral("2147483648"));
   }
 
+  // A PyTorch leak's row names the user's line, not the allocator's frame innermost in its
+  // stack; a stack all of frameworks names the innermost.
+  void summary_names_each_leak_by_the_users_line() {
+    storage::StackFrame allocator;
+    allocator.function = "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc";
+    allocator.module = "/venv/lib/python3.11/site-packages/torch/lib/libc10_cuda.so";
+    storage::StackFrame torch_python;
+    torch_python.function = "Module._apply";
+    torch_python.file = "/venv/lib/python3.11/site-packages/torch/nn/modules/module.py";
+    torch_python.line = 933;
+    torch_python.language = storage::FrameLanguage::kPython;
+    storage::StackFrame user = torch_python;
+    user.function = "<module>";
+    user.file = "/work/train.py";
+    user.line = 12;
+    analysis::LeakReport leaks;
+    leaks.level = "block";
+    analysis::LeakGroup from_user;
+    from_user.kind_name = "block";
+    from_user.bytes = 4 << 20;
+    from_user.count = 2;
+    from_user.stack = {allocator, torch_python, user};
+    analysis::LeakGroup from_library = from_user;
+    from_library.stack = {allocator};
+    leaks.groups = {from_user, from_library};
+    QStandardItemModel model;
+    fill_summary_model("t.db", analysis::Summary{}, leaks, 0, &model);
+    const QList<QStandardItem*> found = model.findItems(QStringLiteral("Leaks (block level)"));
+    QCOMPARE(found.size(), 1);
+    QCOMPARE(found.front()->child(0, 0)->text(),
+             QStringLiteral("<module> (/work/train.py:12) (block)"));
+    QVERIFY(found.front()->child(1, 0)->text().startsWith(QStringLiteral("c10::cuda::")));
+  }
+
   void source_excerpt_reads_the_lines_around_a_frame() {
     const auto source = dir_ / "model.py";
     std::ofstream(source) << "a\nb\nc\nd\ne\n";

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "analysis/advice.h"
+#include "analysis/callsite_tree.h"
 
 namespace vramtrace::viewer {
 
@@ -16,6 +17,11 @@ QString frame_label(const storage::StackFrame& frame) {
   return QStringLiteral("?? (%1+0x%2)")
       .arg(QString::fromStdString(std::filesystem::path(frame.module).filename().string()))
       .arg(frame.rel_pc, 0, 16);
+}
+
+QString stack_label(const std::vector<storage::StackFrame>& stack) {
+  const storage::StackFrame* line = analysis::first_line_of(stack);
+  return line ? frame_label(*line) : QObject::tr("(no stack)");
 }
 
 QString python_line_label(const storage::StackFrame& frame) {

@@ -4,6 +4,7 @@
 
 #include <QString>
 #include <cstdint>
+#include <vector>
 
 #include "storage/trace_rows.h"
 
@@ -11,6 +12,10 @@ namespace vramtrace::viewer {
 
 // "forward (model.py:42)", "?? (libcuda.so.1+0x2000)", "(no stack)".
 QString frame_label(const storage::StackFrame& frame);
+// A whole stack in one line, by the frame a person reads first (analysis::first_line_of: the
+// user's Python line, else the program's own native frame, never an allocator's or a
+// framework's): "<module> (train.py:12)"; "(no stack)" for none.
+QString stack_label(const std::vector<storage::StackFrame>& stack);
 // A Python frame as the leak tree's "Python line" column names it: "model.py:12 in forward",
 // the file without its folder (the tooltip gives the path).
 QString python_line_label(const storage::StackFrame& frame);

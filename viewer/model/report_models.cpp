@@ -124,8 +124,7 @@ void fill_summary_model(const std::string& trace_path, const analysis::Summary& 
       add_row(model, nullptr, QObject::tr("Leaks (%1 level)").arg(text(leaks.level)),
               bytes_in_allocations(leaks.total_bytes, leaks.total_count));
   for (const analysis::LeakGroup& group : leaks.groups) {
-    const QString where =
-        group.stack.empty() ? QObject::tr("(no stack)") : frame_label(group.stack.front());
+    const QString where = stack_label(group.stack);
     add_row(model, leaked, QStringLiteral("%1 (%2)").arg(where).arg(text(group.kind_name)),
             QObject::tr("%1 in %2").arg(byte_text(group.bytes)).arg(group.count));
   }

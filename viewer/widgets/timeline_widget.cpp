@@ -383,8 +383,7 @@ QStringList TimelineWidget::hover_text() const {
   if (groups_ && groups_ns_ == ns) {
     lines << tr("live then, largest callsites:");
     for (const analysis::LeakGroup& group : *groups_) {
-      const QString where =
-          group.stack.empty() ? tr("(no stack)") : frame_label(group.stack.front());
+      const QString where = stack_label(group.stack);
       lines << QStringLiteral("  %1  %2").arg(byte_text(group.bytes), where);
     }
   }
