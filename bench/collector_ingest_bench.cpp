@@ -15,8 +15,8 @@
 
 #include <filesystem>
 
-#include "analysis/live_bytes_rollups.h"
 #include "collector/trace_ingest.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/trace_writer.h"
 #include "vramtrace.pb.h"
 
@@ -46,7 +46,9 @@ void BM_CollectorIngest(benchmark::State& state) {
   std::string error;
   auto writer = vramtrace::storage::TraceWriter::create(
       path, &error, upkeep,
-      state.range(3) != 0 ? vramtrace::analysis::keep_live_bytes_rollups() : nullptr, threading,
+      state.range(3) != 0 ? vramtrace::storage::TraceWriter::RollupUpkeep::kAsRowsArrive
+                          : vramtrace::storage::TraceWriter::RollupUpkeep::kAtBuild,
+      threading,
       // As `vramtrace run` records: short lives packed where the indexes are kept up.
       state.range(3) != 0 ? vramtrace::storage::TraceWriter::AllocationPacking::kPackShortLives
                           : vramtrace::storage::TraceWriter::AllocationPacking::kRows);

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "analysis/live_bytes_rollups.h"
-#include "analysis/moment.h"
-#include "analysis/time_index.h"
-#include "analysis/timeline_window.h"
+#include "analysis/time/moment.h"
+#include "analysis/time/report_time_index.h"
+#include "analysis/time/timeline_window.h"
+#include "storage/live_bytes_rollups.h"
 
 int main(int argc, char** argv) {
   using namespace vramtrace;
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   std::printf("%10s %12s %6s %9s\n", "buckets", "events", "exact", "seconds");
   for (const std::int64_t buckets :
        {std::int64_t{1}, std::int64_t{16}, std::int64_t{256}, 2 * columns}) {
-    const std::int64_t width = span * buckets / analysis::kLiveBytesBuckets;
+    const std::int64_t width = span * buckets / storage::kLiveBytesBuckets;
     std::vector<std::int64_t> edges;
     for (std::int64_t c = 0; c <= columns; ++c) edges.push_back(middle + width * c / columns);
     const auto started = std::chrono::steady_clock::now();

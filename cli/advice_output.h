@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/advice.h"
+#include "analysis/values/advice.h"
 
 namespace vramtrace::cli {
 

@@ -1,11 +1,11 @@
-// The summary's section for a `run --backend both` trace (analysis/backend_comparison.h): text
-// and JSON.
+// The summary's section for a `run --backend both` trace (analysis/reports/backend_comparison.h):
+// text and JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/backend_comparison.h"
+#include "analysis/reports/backend_comparison.h"
 
 namespace vramtrace::cli {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/trace_diff.h"
+#include "analysis/reports/trace_diff.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::cli {

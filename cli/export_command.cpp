@@ -12,7 +12,7 @@
 #include "analysis/export/chrome_export.h"
 #include "analysis/export/memory_viz_export.h"
 #include "analysis/export/perfetto_export.h"
-#include "analysis/moment.h"
+#include "analysis/time/moment.h"
 #include "cli/exit_status.h"
 #include "cli/output_file.h"
 #include "cli/progress_line.h"

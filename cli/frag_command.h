@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/fragmentation.h"
+#include "analysis/allocator/fragmentation.h"
 
 namespace vramtrace::cli {
 

@@ -9,8 +9,8 @@
 #include <memory>
 #include <sstream>
 
-#include "analysis/byte_size.h"
-#include "analysis/gate_spec.h"
+#include "analysis/gate/gate_spec.h"
+#include "analysis/values/byte_size.h"
 #include "cli/exit_status.h"
 #include "cli/gate_reports.h"
 #include "cli/output_file.h"

@@ -1,4 +1,4 @@
-// `vramtrace gate FILE`: the CI leak gate (analysis/gate.h). Exit status 0 when every limit
+// `vramtrace gate FILE`: the CI leak gate (analysis/gate/gate.h). Exit status 0 when every limit
 // holds, 1 when one is broken, 2 for a usage error or a trace that cannot be read.
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "analysis/gate.h"
+#include "analysis/gate/gate.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::cli {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/gate.h"
+#include "analysis/gate/gate.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::cli {

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/process_chains.h"
+#include "analysis/scope/process_chains.h"
 #include "cli/csv_table.h"
 #include "cli/exit_status.h"
 #include "cli/output_format.h"
@@ -162,7 +162,7 @@ struct LeaksWhen {
   std::string at;
   std::vector<std::string> between;
   bool growth = false;        // --growth, with or without a marker
-  std::string growth_marker;  // empty: found per process (analysis/leak_growth.h)
+  std::string growth_marker;  // empty: found per process (analysis/reports/leak_growth.h)
   std::size_t iterations = 32;
   bool merge_ranks = false;  // --merge-ranks
 };
@@ -195,7 +195,7 @@ analysis::LeakReportOptions options_for(const ReportScope& scope, const LeaksWhe
 }
 
 // A moment needs the time index. The end is the whole-trace scan for a trace that cannot keep
-// one (analysis/time_index.h), the index otherwise (it answers without reading every
+// one (analysis/time/report_time_index.h), the index otherwise (it answers without reading every
 // allocation).
 analysis::LeakReport leak_report(const storage::TraceReader& trace, const ReportScope& scope,
                                  const LeaksWhen& when) {

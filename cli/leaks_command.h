@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/leak_growth.h"
-#include "analysis/leak_report.h"
+#include "analysis/reports/leak_growth.h"
+#include "analysis/reports/leak_report.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::cli {

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <memory>
 
-#include "analysis/callsite_tree.h"
-#include "analysis/cuda_errors.h"
-#include "analysis/process_chains.h"
-#include "analysis/training_phases.h"
+#include "analysis/roles/training_phases.h"
+#include "analysis/scope/process_chains.h"
+#include "analysis/values/cuda_errors.h"
+#include "analysis/values/live_callsite_tree.h"
 #include "cli/advice_output.h"
 #include "cli/csv_table.h"
 #include "cli/stack_json.h"

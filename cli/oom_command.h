@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/oom_report.h"
+#include "analysis/reports/oom_report.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::cli {

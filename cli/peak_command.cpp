@@ -1,7 +1,7 @@
 #include "cli/peak_command.h"
 
 #include <fmt/core.h>
-#include "analysis/live_bytes_rollups.h"
+#include "storage/live_bytes_rollups.h"
 
 #include "cli/csv_table.h"
 #include "cli/stack_json.h"
@@ -71,8 +71,7 @@ void tree_text(const std::vector<analysis::CallsiteNode>& nodes, std::uint64_t t
 }
 
 std::string group_text(const std::string& group) {
-  return group == analysis::kPeakGroupBlocks ? "allocator blocks (tensors)"
-                                             : "device memory in use";
+  return group == storage::kPeakGroupBlocks ? "allocator blocks (tensors)" : "device memory in use";
 }
 
 }  // namespace
@@ -148,7 +147,7 @@ void register_peak_command(CLI::App& app, int* exit_status) {
     // --device keeps that device's peaks; --level block the allocator's blocks' peaks,
     // --level segment the device memory's.
     std::erase_if(peaks, [&](const analysis::DevicePeakAt& peak) {
-      const bool blocks = peak.group == analysis::kPeakGroupBlocks;
+      const bool blocks = peak.group == storage::kPeakGroupBlocks;
       return (scope.allocations.device && peak.device != *scope.allocations.device) ||
              (scope.level && blocks != (*scope.level == analysis::MemoryLevel::kBlock));
     });

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/peak_report.h"
+#include "analysis/reports/peak_report.h"
 
 namespace vramtrace::cli {
 

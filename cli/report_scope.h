@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "analysis/allocation_scope.h"
-#include "analysis/process_filter.h"
+#include "analysis/scope/allocation_scope.h"
+#include "analysis/scope/process_filter.h"
 #include "cli/output_format.h"
 #include "storage/trace_reader.h"
 #include "text/stack_text.h"

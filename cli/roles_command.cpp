@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "analysis/role_advice.h"
+#include "analysis/roles/role_advice.h"
 #include "cli/advice_output.h"
 #include "cli/time_query.h"
 #include "text/text_style.h"

@@ -1,5 +1,5 @@
 // `vramtrace roles FILE [--at MOMENT]`: a PyTorch process's live blocks at a moment by role
-// (analysis/block_roles.h), as text or JSON.
+// (analysis/roles/block_roles.h), as text or JSON.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/block_roles.h"
+#include "analysis/roles/block_roles.h"
 
 namespace vramtrace::cli {
 

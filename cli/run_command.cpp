@@ -23,10 +23,9 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/gate_spec.h"
-#include "analysis/live_bytes_rollups.h"
-#include "analysis/run_digest.h"
-#include "analysis/time_index.h"
+#include "analysis/gate/gate_spec.h"
+#include "analysis/reports/run_digest.h"
+#include "analysis/time/report_time_index.h"
 #include "cli/gate_command.h"
 #include "collector/recording.h"
 #include "install_layout.h"
@@ -393,12 +392,14 @@ int run(RunOptions& options) {
   // closing another descriptor of the file would drop SQLite's own locks on it.
   TraceOutputLock output_lock;
   std::unique_ptr<TraceWriter> writer =
-      options.index ? TraceWriter::create(
-                          output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread,
-                          TraceWriter::AllocationPacking::kPackShortLives)
-                    : TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kNone,
-                                          nullptr, TraceWriter::Threading::kOwnThread);
+      options.index
+          ? TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                                TraceWriter::RollupUpkeep::kAsRowsArrive,
+                                TraceWriter::Threading::kOwnThread,
+                                TraceWriter::AllocationPacking::kPackShortLives)
+          : TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kNone,
+                                TraceWriter::RollupUpkeep::kAtBuild,
+                                TraceWriter::Threading::kOwnThread);
   if (!writer) {
     std::fprintf(stderr, "vramtrace run: %s%s\n", error.c_str(),
                  chosen && fs::exists(output) ? " (use --force to replace it)" : "");

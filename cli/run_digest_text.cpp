@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "analysis/callsite_tree.h"
-#include "analysis/process_chains.h"
+#include "analysis/scope/process_chains.h"
+#include "analysis/values/live_callsite_tree.h"
 #include "text/stack_text.h"
 #include "text/text_style.h"
 

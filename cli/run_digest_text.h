@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "analysis/run_digest.h"
+#include "analysis/reports/run_digest.h"
 
 namespace vramtrace::cli {
 

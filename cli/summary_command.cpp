@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "analysis/cuda_errors.h"
+#include "analysis/values/cuda_errors.h"
 #include "cli/advice_output.h"
 #include "cli/backend_report.h"
 #include "cli/csv_table.h"

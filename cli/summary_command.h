@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/summary.h"
+#include "analysis/reports/summary.h"
 #include "cli/json_object_writer.h"
 
 namespace vramtrace::cli {

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "analysis/moment.h"
-#include "analysis/time_index.h"
+#include "analysis/time/moment.h"
+#include "analysis/time/report_time_index.h"
 #include "cli/trace_command.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/timeline.h"
+#include "analysis/time/timeline.h"
 
 namespace vramtrace::cli {
 

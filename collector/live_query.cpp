@@ -7,14 +7,13 @@
 #include <map>
 #include <tuple>
 
-#include "analysis/device_peaks.h"
 #include "storage/schema.h"
 #include "text/stack_text.h"
 #include "text/text_style.h"
 
 namespace vramtrace::collector {
 
-using analysis::occupies_device_memory;
+using storage::kind_occupies_device_memory;
 using text::count_of;
 using text::format_bytes_exact;
 
@@ -37,7 +36,7 @@ void LiveQueries::on_alloc(int64_t id, uint64_t seq, int kind, uint64_t size,
     if (block) {
       c.block_bytes += size;
       c.block_peak = std::max(c.block_peak, c.block_bytes);
-    } else if (occupies_device_memory(kind)) {
+    } else if (kind_occupies_device_memory(kind)) {
       c.device_bytes += size;
       c.device_peak = std::max(c.device_peak, c.device_bytes);
     }
@@ -59,7 +58,7 @@ void LiveQueries::on_free(int64_t id) {
     if (c.seq >= f.seq) continue;  // made before this checkpoint: not its to count
     if (f.kind == storage::allocation_kind::kBlock)
       c.block_bytes -= f.size;
-    else if (occupies_device_memory(f.kind))
+    else if (kind_occupies_device_memory(f.kind))
       c.device_bytes -= f.size;
   }
   followed_.erase(it);

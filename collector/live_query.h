@@ -8,10 +8,10 @@
 // grouped by stack, and the most bytes of such allocations that were live at once. Nothing is
 // followed while no checkpoint is open: a recording without tests pays one branch per event.
 //
-// What counts is what the leak report counts at the end (analysis/leak_report.h): every live
-// allocation except a caching allocator's segments (a segment that ever held a block), which
+// What counts is what the leak report counts at the end (analysis/reports/leak_report.h): every
+// live allocation except a caching allocator's segments (a segment that ever held a block), which
 // are its cache. The peak counts blocks where the process has reported any, device memory
-// otherwise (analysis/device_peaks.h, occupies_device_memory).
+// otherwise (storage/schema_enums.h, kind_occupies_device_memory).
 //
 // Known limit: a free whose call then failed (FreeFailed) puts the allocation back in the
 // trace, but not among the followed ones; the query then undercounts it. Frees fail only on

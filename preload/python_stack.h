@@ -7,10 +7,13 @@
 // PyFrame_GetBack, PyFrame_GetCode, PyFrame_GetLineNumber), so the walk knows nothing of the
 // interpreter's internal layouts and an unknown version cannot make it read a wrong offset.
 //
-// Without the GIL nothing is walked: taking the GIL inside a hook could deadlock (PyTorch calls
-// its allocator reports under the allocator's lock, while a thread that holds the GIL may be
-// waiting for that lock to free a tensor), and the C API may not be called without it. Such
-// events keep their native stack and say PYTHON_STACK_WITHOUT_GIL; the collector counts them.
+// Without the GIL the C API may not be called, and taking the GIL inside a hook could deadlock
+// (PyTorch calls its allocator reports under the allocator's lock, while a thread that holds
+// the GIL may be waiting for that lock to free a tensor). There the shim reads the thread's
+// frames directly, by the interpreter's known layout (python_layout.h), and the event says
+// PYTHON_STACK_CAPTURED_WITHOUT_GIL; where no layout is known or the first walk rejected it,
+// the event keeps its native stack alone and says PYTHON_STACK_WITHOUT_GIL. The collector
+// counts both.
 //
 // Code objects are interned: the first time one appears, the shim takes a reference to it (so
 // that its address, the id on the wire, stays its own for the life of the process) and sends a

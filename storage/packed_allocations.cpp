@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "storage/live_span.h"
-#include "storage/trace_reader.h"
+#include "storage/trace_error.h"
 
 namespace vramtrace::storage {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "storage/sqlite_statement.h"
-#include "storage/time_index.h"
+#include "storage/time_index_rows.h"
 
 namespace vramtrace::storage {
 

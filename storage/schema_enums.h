@@ -1,8 +1,9 @@
 // The fixed rows of a trace's enumeration tables, `allocation_kind` and `api`: one line per
-// value, from which the named constants, the rows a new trace is filled with and analysis's rule
-// of what counts as device memory all come. The numbers are the wire's (`Kind` and `Api` in
-// proto/vramtrace.proto, whose enumerator each row names); collector/wire_schema_agreement.cpp
-// checks them against it when the collector compiles, and a unit test checks docs/schema.md.
+// value, from which the named constants, the rows a new trace is filled with and the rule of
+// what counts as device memory (kind_occupies_device_memory) all come. The numbers are the wire's
+// (`Kind` and `Api` in proto/vramtrace.proto, whose enumerator each row names);
+// collector/wire_schema_agreement.cpp checks them against it when the collector compiles, and a
+// unit test checks docs/schema.md.
 //
 // To add a kind or an API: a line here, the enumerator in the proto and a row in docs/schema.md.
 #pragma once

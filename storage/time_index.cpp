@@ -13,45 +13,24 @@
 
 #include "storage/allocation_columns.h"
 #include "storage/event_merge.h"
-#include "storage/live_at_end.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/live_span.h"
 #include "storage/packed_allocations.h"
-#include "storage/rollup_rows.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
+#include "storage/time_index_build.h"
+#include "storage/time_index_connection.h"
+#include "storage/trace_error.h"
 #include "storage/trace_file_uri.h"
-#include "storage/trace_reader.h"
 
 namespace vramtrace::storage {
 namespace {
 
 using sqlite::Statement;
 
-// Bumped when the tables below change, or what the rollups count (analysis/live_bytes_rollups.h),
-// so that an older build's index is rebuilt. 2: time_problem, and times within their process.
-// 3: slices of a power of two. 4: live_at_end. 5: live_at_peak.
-constexpr std::int64_t kTimeIndexVersion = 5;
 std::int64_t bin_of(int level, std::uint64_t seq) {
   return live_span_bin(level, static_cast<std::int64_t>(seq));
 }
-
-// A process's start and end (either unknown in a damaged or unfinished trace): every event of
-// the process is taken as happening between them.
-struct ProcessSpan {
-  std::optional<std::int64_t> start_ns, end_ns;
-
-  std::int64_t place(std::int64_t ns) const {
-    if (start_ns) ns = std::max(ns, *start_ns);
-    if (end_ns) ns = std::min(ns, *end_ns);
-    return ns;
-  }
-  // kTimeBeforeProcessStart, kTimeAfterProcessEnd, or null for a time within the span.
-  const char* problem(std::int64_t ns) const {
-    if (start_ns && ns < *start_ns) return kTimeBeforeProcessStart;
-    if (end_ns && ns > *end_ns) return kTimeAfterProcessEnd;
-    return nullptr;
-  }
-};
 
 bool writable(const std::filesystem::path& path) {
   std::error_code ec;
@@ -63,375 +42,14 @@ bool writable(const std::filesystem::path& path) {
 
 }  // namespace
 
-struct TimeIndex::Impl {
-  std::filesystem::path path;
-  sqlite::Database db;
-  // Schema names: the trace's tables and the index's (both "main" when the index is in the file).
-  std::string trace_schema = "main", index_schema = "main";
+// The index's queries, on the connection it was opened or built on, with what they read of
+// time_index_info.
+struct TimeIndex::Impl : TimeIndexConnection {
   std::string note;
   std::int64_t start_ns = 0, end_ns = 0;
   bool seq_indexes = false;  // the trace has allocation_by_alloc_seq and allocation_by_free_seq
   bool level_0_spans =
       true;  // live_span holds level 0 (else: read through allocation_by_alloc_seq)
-
-  // The trace's packed allocations, once the trace's schema is known.
-  mutable std::unique_ptr<PackedAllocations> packed_allocations;
-  PackedAllocations& packed() const {
-    if (!packed_allocations)
-      packed_allocations =
-          std::make_unique<PackedAllocations>(db.get(), trace_schema, path.string());
-    return *packed_allocations;
-  }
-
-  [[noreturn]] void fail(int rc) const {
-    const std::string reason = sqlite3_errmsg(db.get());
-    if (sqlite::is_corruption(rc)) {
-      throw TraceError(path.string() + ": the trace is truncated or corrupt (" + reason +
-                       "); record it again");
-    }
-    throw TraceError(path.string() + ": cannot index the trace for time queries (" + reason + ")");
-  }
-
-  // `$T.` names a trace table, `$X.` an index table, and `$A` the trace's allocation rows, as
-  // a subquery: the view `allocation` without its packed allocations, which the queries by
-  // number read through PackedAllocations instead (storage/packed_allocations.h).
-  std::string qualify(std::string_view sql) const {
-    std::string out;
-    for (std::size_t i = 0; i < sql.size(); ++i) {
-      if (sql.substr(i, 2) == "$A") {
-        out += "(" + allocation_rows_sql(trace_schema) + ")";
-        ++i;
-        continue;
-      }
-      if (sql[i] == '$' && i + 2 < sql.size() && sql[i + 2] == '.') {
-        out += sql[i + 1] == 'T' ? trace_schema : index_schema;
-        ++i;
-        continue;
-      }
-      out += sql[i];
-    }
-    return out;
-  }
-
-  Statement prepare(std::string_view sql) const {
-    Statement statement;
-    if (const int rc = Statement::prepare(db.get(), qualify(sql), &statement); rc != SQLITE_OK)
-      fail(rc);
-    return statement;
-  }
-
-  void execute(std::string_view sql) const {
-    std::string error;
-    if (const int rc = sqlite::execute(db.get(), qualify(sql), &error); rc != SQLITE_OK) fail(rc);
-  }
-
-  // Each row of `statement`, then resets it; a failure throws.
-  template <typename Visit>
-  void each_row(Statement& statement, Visit&& visit) const {
-    each_row_while(statement, [&](const Statement& row) {
-      visit(row);
-      return true;
-    });
-  }
-  // As each_row, until `visit` returns false.
-  template <typename Visit>
-  void each_row_while(Statement& statement, Visit&& visit) const {
-    if (const int rc = statement.each_row_while(visit); rc != SQLITE_DONE) fail(rc);
-    statement.reset();
-  }
-
-  std::optional<std::int64_t> single_int(std::string_view sql) const {
-    Statement statement = prepare(sql);
-    std::optional<std::int64_t> value;
-    each_row(statement, [&](const Statement& row) { value = row.optional_int64(0); });
-    return value;
-  }
-
-  std::int64_t info(std::string_view key) const {
-    Statement statement = prepare("SELECT value FROM $X.time_index_info WHERE key = ?1");
-    statement.bind_text(1, key);
-    std::int64_t value = 0;
-    each_row(statement, [&](const Statement& row) { value = row.int64(0); });
-    return value;
-  }
-
-  // The trace's highest allocation id, packed or not.
-  std::int64_t last_allocation_id() const {
-    return std::max(single_int("SELECT max(id) FROM $T.allocation_compact").value_or(0),
-                    packed().last_id());
-  }
-
-  // A kept index is current when its version and the trace's last allocation id match.
-  bool index_is_current() const {
-    const auto exists = single_int(
-        "SELECT count(*) FROM $X.sqlite_master WHERE type = 'table' AND name = "
-        "'time_index_info'");
-    if (exists.value_or(0) == 0) return false;
-    return info("version") == kTimeIndexVersion &&
-           info("last_allocation_id") == last_allocation_id();
-  }
-
-  // The allocation table's indexes (storage/schema.h), which `vramtrace run` leaves to this
-  // step: present, or not for this trace (the index aside has no way to add them).
-  bool allocation_indexes_present() const {
-    const auto names_wanted = allocation_index_names();
-    std::string names;
-    for (const std::string_view name : names_wanted)
-      names += (names.empty() ? "'" : ", '") + std::string(name) + "'";
-    return single_int("SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN (" +
-                      names + ")")
-               .value_or(0) == static_cast<std::int64_t>(names_wanted.size());
-  }
-
-  // In place: what this trace lacks of its indexes, the time index and the allocation table's.
-  bool complete_in_place() const { return allocation_indexes_present() && index_is_current(); }
-
-  void build_in_place(const BuildRollups& build_rollups_with) {
-    // First: the time index's queries walk them.
-    if (!allocation_indexes_present()) execute(allocation_indexes_sql());
-    if (index_is_current()) return;
-    if (build()) build_rollups(build_rollups_with);
-  }
-
-  // Whether the writer kept up the live spans, each process's time range and the allocator's
-  // tables through the trace's last allocation (TraceWriter's kAsRowsArrive): then the build
-  // reads them rather than the trace.
-  bool upkept_by_writer() const {
-    const auto exists = single_int(
-        "SELECT count(*) FROM $X.sqlite_master WHERE type = 'table' AND name = "
-        "'time_index_upkeep'");
-    if (exists.value_or(0) == 0) return false;
-    return upkeep_value("version") == kTimeIndexUpkeepVersion &&
-           upkeep_value("allocation_id") == last_allocation_id();
-  }
-
-  // The trace's (upid, seq) indexes: level 0's spans are read through the alloc_seq one.
-  bool trace_has_seq_indexes() const {
-    return single_int(
-               "SELECT count(*) FROM $T.sqlite_master WHERE type = 'index' AND name IN "
-               "('allocation_by_alloc_seq', 'allocation_by_free_seq')")
-               .value_or(0) == 2;
-  }
-
-  std::optional<std::int64_t> upkeep_value(std::string_view key) const {
-    Statement statement = prepare("SELECT value FROM $X.time_index_upkeep WHERE key = ?1");
-    statement.bind_text(1, key);
-    std::optional<std::int64_t> found;
-    each_row(statement, [&](const Statement& row) { found = row.optional_int64(0); });
-    return found;
-  }
-
-  std::unordered_set<std::int64_t> allocator_segments() const {
-    Statement statement = prepare("SELECT id FROM $X.allocator_segment");
-    std::unordered_set<std::int64_t> ids;
-    each_row(statement, [&](const Statement& row) { ids.insert(row.int64(0)); });
-    return ids;
-  }
-
-  // live_at_end from the never-freed spans, so that its cost follows what was left live, added
-  // up here rather than by SQL's GROUP BY, which would sort every row first.
-  void build_live_at_end() {
-    const std::unordered_set<std::int64_t> segments = allocator_segments();
-    std::vector<std::int64_t> upids;
-    Statement processes = prepare("SELECT DISTINCT upid FROM $X.live_span");
-    each_row(processes, [&](const Statement& row) { upids.push_back(row.int64(0)); });
-    Statement never_freed = prepare(
-        "SELECT s.allocation_id, c.size, c.site_id, d.segment_id FROM $X.live_span AS s "
-        "JOIN $T.allocation_compact AS c ON c.id = s.allocation_id "
-        "LEFT JOIN $T.allocation_detail AS d ON d.id = s.allocation_id "
-        "WHERE s.upid = ?1 AND s.level = " +
-        std::to_string(kNeverFreedLevel));
-    LiveAtEndGroups groups;
-    for (const std::int64_t upid : upids) {
-      never_freed.bind_int64(1, upid);
-      each_row(never_freed, [&](const Statement& row) {
-        const std::int64_t id = row.int64(0);
-        const PackedAllocations::Site& site = packed().site(row.int64(2));
-        groups.add({upid, site.kind, site.device, site.callsite_id, row.optional_int64(3),
-                    segments.contains(id) ? std::optional(id) : std::nullopt},
-                   1, row.uint64(1));
-      });
-    }
-    Statement put = prepare("INSERT INTO $X.live_at_end VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
-    groups.write(put, [&](Statement& row) { each_row(row, [](const Statement&) {}); });
-  }
-
-  // Makes the index's tables but the rollups; true when those are still to build (the writer
-  // did not keep them up, or cut them for another span than the trace's).
-  bool build() {
-    const bool upkept = upkept_by_writer();
-    // Packed allocations are read beside level 0's rows, never from live_span: a trace with
-    // them reads level 0 so, even in the rare trace whose index by number was dropped.
-    level_0_spans = !upkept && !trace_has_seq_indexes() && packed().last_id() == 0;
-    execute(
-        "DROP TABLE IF EXISTS $X.time_index_info;"
-        "CREATE TABLE $X.time_index_info (key TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID;");
-    if (!upkept) {
-      execute(
-          "DROP TABLE IF EXISTS $X.live_span; DROP TABLE IF EXISTS $X.allocator_segment;"
-          "DROP TABLE IF EXISTS $X.live_at_end;"
-          "DROP TABLE IF EXISTS $X.allocator_process; DROP TABLE IF EXISTS $X.process_time_range;"
-          "DROP TABLE IF EXISTS $X.time_index_upkeep;");
-      execute(live_span_tables_sql());
-      // Sorted as the primary key, so the table is written in order rather than by random
-      // inserts.
-      execute(
-          "INSERT INTO $X.live_span SELECT upid, level, vramtrace_live_span_bin(level, alloc_seq), "
-          "alloc_seq, end_seq, id FROM (SELECT upid, id, alloc_seq, coalesce(free_seq, " +
-          std::to_string(kNeverFreedEnd) +
-          ") AS end_seq, vramtrace_live_span_level(alloc_seq, free_seq) AS level "
-          "FROM $A WHERE result = 0) WHERE level != 0 OR " +
-          std::string(level_0_spans ? "1" : "0") + " ORDER BY 1, 2, 3, 4, 6");
-      const std::string block = std::to_string(allocation_kind::kBlock);
-      execute(
-          "INSERT INTO $X.allocator_segment SELECT DISTINCT segment_id FROM $T.allocation "
-          "WHERE kind = " +
-          block +
-          " AND segment_id IS NOT NULL ORDER BY 1;"
-          "INSERT INTO $X.allocator_process SELECT DISTINCT upid FROM $T.allocation "
-          "WHERE kind = " +
-          block + " ORDER BY 1;");
-      execute(
-          "INSERT INTO $X.process_time_range SELECT upid, min(alloc_ns), max(alloc_ns), "
-          "max(free_ns) FROM $T.allocation WHERE result = 0 GROUP BY upid");
-      build_live_at_end();
-    }
-    // Each process's times placed within its span: placing is monotonic, so the extremes of
-    // the placed times are the placed extremes.
-    const std::map<std::int64_t, ProcessSpan> spans = process_spans();
-    Statement range = prepare(
-        "SELECT upid, first_alloc_ns, last_alloc_ns, last_free_ns FROM $X.process_time_range");
-    std::optional<std::int64_t> first, last;
-    each_row(range, [&](const Statement& row) {
-      const auto span = spans.find(row.int64(0));
-      const auto place = [&](std::int64_t ns) {
-        return span == spans.end() ? ns : span->second.place(ns);
-      };
-      const std::int64_t from = place(row.int64(1));
-      std::int64_t to = place(row.int64(2));
-      if (const auto free_ns = row.optional_int64(3)) to = std::max(to, place(*free_ns));
-      first = first ? std::min(*first, from) : from;
-      last = last ? std::max(*last, to) : to;
-    });
-    start_ns = first.value_or(0);
-    end_ns = std::max(start_ns, last.value_or(0));
-    const bool rollups_kept = upkept && upkeep_value("rollups_start_ns") == start_ns &&
-                              upkeep_value("rollups_end_ns") == end_ns;
-    if (!rollups_kept) {
-      execute(
-          "DROP TABLE IF EXISTS $X.live_bytes_bucket; DROP TABLE IF EXISTS $X.live_bytes_peak;"
-          "DROP TABLE IF EXISTS $X.live_at_peak; DROP TABLE IF EXISTS $X.time_problem;");
-      execute(rollup_tables_sql());
-    }
-    Statement put = prepare(
-        "INSERT INTO $X.time_index_info VALUES ('version', ?1), ('last_allocation_id', ?2),"
-        " ('start_ns', ?3), ('end_ns', ?4), ('level_0_spans', ?5)");
-    put.bind_int64(1, kTimeIndexVersion);
-    put.bind_int64(2, last_allocation_id());
-    put.bind_int64(3, start_ns);
-    put.bind_int64(4, end_ns);
-    put.bind_int64(5, level_0_spans ? 1 : 0);
-    each_row(put, [](const Statement&) {});
-    return !rollups_kept;
-  }
-
-  std::map<std::int64_t, ProcessSpan> process_spans() const {
-    std::map<std::int64_t, ProcessSpan> spans;
-    Statement statement = prepare("SELECT upid, start_ns, end_ns FROM $T.process");
-    each_row(statement, [&](const Statement& row) {
-      spans[row.int64(0)] = {row.optional_int64(1), row.optional_int64(2)};
-    });
-    return spans;
-  }
-
-  // merge_allocation_events_in_one_scan (event_merge.h), failing as this index does.
-  // `allocs` selects the rows of one process or of all, from its first; their packed
-  // allocations are merged in.
-  bool merge_events_in_one_scan(Statement& allocs, std::optional<std::int64_t> upid,
-                                std::uint64_t last_seq,
-                                const std::function<bool(const AllocationEvent&)>& visit) const {
-    PackedAllocations::Cursor cursor(packed(), upid, 0, last_seq);
-    AllocationScan scan(allocs, &packed(), &cursor);
-    return merged(merge_allocation_events_in_one_scan(scan, last_seq, visit));
-  }
-  bool merged(int rc) const {
-    if (rc != SQLITE_DONE && rc != SQLITE_OK) fail(rc);
-    return rc == SQLITE_DONE;
-  }
-
-  // The caller's rollups over one pass of every process's allocations and frees in sequence
-  // order (two ordered scans, merged), stored as they come.
-  void build_rollups(const BuildRollups& build) {
-    Statement put_bucket =
-        prepare("INSERT INTO $X.live_bytes_bucket VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
-    Statement put_peak = prepare("INSERT INTO $X.live_bytes_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    Statement put_live_at_peak =
-        prepare("INSERT INTO $X.live_at_peak VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-    const std::map<std::int64_t, ProcessSpan> spans = process_spans();
-    std::map<std::pair<std::int64_t, std::string>, TimeProblem> problems;
-    RollupSource source;
-    source.start_ns = start_ns;
-    source.end_ns = end_ns;
-    source.for_each_event = [&](const std::function<void(const AllocationEvent&)>& visit) {
-      problems.clear();
-      Statement allocs = prepare(
-          "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns, "
-          "alloc_callsite_id FROM $A WHERE result = 0 ORDER BY upid, alloc_seq");
-      std::optional<std::int64_t> upid;
-      const ProcessSpan* span = nullptr;
-      std::optional<std::int64_t> previous_ns;  // of the process's last event within its span
-      merge_events_in_one_scan(allocs, std::nullopt, static_cast<std::uint64_t>(INT64_MAX),
-                               [&](const AllocationEvent& event) {
-                                 if (event.upid != upid) {
-                                   upid = event.upid;
-                                   const auto found = spans.find(event.upid);
-                                   span = found == spans.end() ? nullptr : &found->second;
-                                   previous_ns.reset();
-                                 }
-                                 AllocationEvent placed = event;
-                                 const char* problem =
-                                     span != nullptr ? span->problem(event.ns) : nullptr;
-                                 if (span != nullptr) placed.ns = span->place(event.ns);
-                                 if (problem == nullptr) {
-                                   if (previous_ns && event.ns < *previous_ns)
-                                     problem = kTimeOutOfOrder;
-                                   previous_ns = event.ns;
-                                 }
-                                 if (problem != nullptr) {
-                                   TimeProblem& counted = problems[{event.upid, problem}];
-                                   if (counted.events++ == 0) {
-                                     counted.upid = event.upid;
-                                     counted.problem = problem;
-                                     counted.first_seq = event.seq;
-                                   }
-                                 }
-                                 visit(placed);
-                                 return true;
-                               });
-    };
-    RollupSink sink;
-    sink.add_bucket = [&](const LiveBytesBucket& row) {
-      bind_bucket_row(put_bucket, row);
-      each_row(put_bucket, [](const Statement&) {});
-    };
-    sink.add_peak = [&](const LiveBytesPeak& row) {
-      bind_peak_row(put_peak, row);
-      each_row(put_peak, [](const Statement&) {});
-    };
-    sink.add_live_at_peak = [&](const LiveAtPeak& row) {
-      bind_live_at_peak_row(put_live_at_peak, row);
-      each_row(put_live_at_peak, [](const Statement&) {});
-    };
-    build(source, sink);
-    Statement put_problem = prepare("INSERT INTO $X.time_problem VALUES (?1, ?2, ?3, ?4)");
-    for (const auto& [key, problem] : problems) {
-      put_problem.bind_int64(1, problem.upid);
-      put_problem.bind_text(2, problem.problem);
-      put_problem.bind_uint64(3, problem.events);
-      put_problem.bind_uint64(4, problem.first_seq);
-      each_row(put_problem, [](const Statement&) {});
-    }
-  }
 
   void load_range() {
     start_ns = info("start_ns");
@@ -620,6 +238,10 @@ sqlite::Database open_for_index(const std::filesystem::path& path, std::string* 
 
 }  // namespace
 
+std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path, std::string* error) {
+  return open(path, build_live_bytes_rollups, error);
+}
+
 std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
                                            const BuildRollups& build_rollups, std::string* error) {
   auto impl = std::make_unique<Impl>();
@@ -629,10 +251,11 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
   impl->db = open_for_index(path, &why);
   if (impl->db) {
     try {
-      if (!impl->complete_in_place()) {
+      if (!time_index_complete_in_place(*impl)) {
         impl->execute("BEGIN IMMEDIATE");
         // Another report may have built it while this one waited for the lock.
-        if (!impl->complete_in_place()) impl->build_in_place(build_rollups);
+        if (!time_index_complete_in_place(*impl))
+          complete_time_index_in_place(*impl, build_rollups);
         impl->execute("COMMIT");
       }
     } catch (const TraceError& failure) {
@@ -660,7 +283,7 @@ std::unique_ptr<TimeIndex> TimeIndex::open(const std::filesystem::path& path,
       attach.bind_text(1, read_only_trace_uri(path));
       impl->each_row(attach, [](const Statement&) {});
       impl->execute("BEGIN");
-      if (impl->build()) impl->build_rollups(build_rollups);
+      build_time_index(*impl, build_rollups);
       impl->execute("COMMIT");
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -13,15 +13,16 @@
 //     read are about the live set, not the trace.
 //   allocator_segment, allocator_process: the segments that held a block, the processes with
 //     blocks.
-//   live_bytes_bucket, live_bytes_peak, live_at_peak: the rollups, rows that the caller's
-//   BuildRollups makes
-//     from one ordered pass over the trace's events (analysis/live_bytes_rollups.h says what
-//     they mean), or that a writer kept up as rows arrived (a RollupKeeper's); the index stores
-//     them and reads them back.
+//   live_bytes_bucket, live_bytes_peak, live_at_peak: the rollups, rows that a BuildRollups
+//     (storage/rollup_maker.h) makes from one ordered pass over the trace's events
+//     (storage/live_bytes_rollups.h says what they mean), or that a writer kept up as rows
+//     arrived (a RollupKeeper's); the index stores them and reads them back.
 //   time_problem: the events of that pass whose times cannot be right (before their process
 //     started, after it ended, earlier than the event before them), counted per process. A
 //     trace is untrusted input: such a time is taken as far as it can be, never an error.
 // - Queries that fail throw TraceError (one line, naming the file), as TraceReader's do.
+// - The rows it gives back are storage/time_index_rows.h's; how it is built,
+//   storage/time_index_build.h's.
 #pragma once
 
 #include <cstdint>
@@ -34,104 +35,25 @@
 #include <unordered_set>
 #include <vector>
 
+#include "storage/rollup_maker.h"
+#include "storage/time_index_rows.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
 
-// live_bytes_bucket's time slices: at most kLiveBytesBuckets over the index's [start_ns,
-// end_ns], each 2^shift ns and starting at a multiple of it, with the smallest shift that fits.
-// Slices of a power of two, aligned, are what a writer can keep up before it knows the trace's
-// end: two neighbours merge into one of the next size exactly.
-inline constexpr std::uint32_t kLiveBytesBuckets = 16384;
-int live_bytes_bucket_shift(std::int64_t start_ns, std::int64_t end_ns);
-
-// A row of live_bytes_bucket: live bytes of one (process, device, kind) in one time slice of
-// the trace.
-struct LiveBytesBucket {
-  std::int64_t upid = 0;
-  int device = 0, kind = 0;
-  std::uint32_t bucket = 0;  // the slice: (ns >> shift) - (start_ns >> shift)
-  // Over the slice, the value it started with included; `last` holds until the next bucket of
-  // the same series (a slice without events is not stored).
-  std::uint64_t min_bytes = 0, max_bytes = 0, last_bytes = 0;
-};
-
-// A row of live_bytes_peak: the peak of a group of kinds of one process on one device.
-struct LiveBytesPeak {
-  std::int64_t upid = 0;
-  int device = 0;
-  std::string group;  // peak_group
-  std::uint64_t bytes = 0;
-  std::uint64_t seq = 0;  // the event that first reached it
-  std::int64_t ns = 0;
-};
-
-// A row of live_at_peak: the allocations of one callsite live at a peak of live_bytes_peak
-// (the same upid, device and group), just after its event.
-struct LiveAtPeak {
-  std::int64_t upid = 0;
-  int device = 0;
-  std::string group;                        // peak_group
-  std::optional<std::int64_t> callsite_id;  // alloc_callsite_id
-  std::uint64_t count = 0, bytes = 0;
-};
-
-// What time_problem counts (its column `problem`).
-inline constexpr const char* kTimeBeforeProcessStart = "before_process_start";
-inline constexpr const char* kTimeAfterProcessEnd = "after_process_end";
-inline constexpr const char* kTimeOutOfOrder = "out_of_order";
-
-// A row of time_problem: one process's events with one kind of impossible time.
-struct TimeProblem {
-  std::int64_t upid = 0;
-  std::string problem;  // kTimeBeforeProcessStart, kTimeAfterProcessEnd or kTimeOutOfOrder
-  std::uint64_t events = 0;
-  std::uint64_t first_seq = 0;  // the first such event
-};
-
-// What the rollups are built from, once per build.
-struct RollupSource {
-  // The span of the index (TimeIndex::start_ns() and end_ns()).
-  std::int64_t start_ns = 0, end_ns = 0;
-  // Every successful allocation and free of the trace: processes in upid order, each process's
-  // events in sequence order (a free before an allocation of the same number), each with its
-  // callsite_id. A time before
-  // its process's start or after its end comes as that start or end; a time earlier than the
-  // event before it comes as it is (the trace's times need not rise with its sequence, and the
-  // rollups must not rely on it). time_problem counts both.
-  std::function<void(const std::function<void(const AllocationEvent&)>& visit)> for_each_event;
-};
-
-// Where the rollups go: rows of live_bytes_bucket, live_bytes_peak and live_at_peak, in any
-// order.
-struct RollupSink {
-  std::function<void(const LiveBytesBucket&)> add_bucket;
-  std::function<void(const LiveBytesPeak&)> add_peak;
-  std::function<void(const LiveAtPeak&)> add_live_at_peak;
-};
-
-using BuildRollups = std::function<void(const RollupSource&, const RollupSink&)>;
-
-// The same rollups made as rows arrive (TraceWriter's kAsRowsArrive), by the caller's rules: a
-// writer gives it what RollupSource would (each process's events in sequence order, times
-// within the process's span), and only while the times also rise; the trace's span comes last.
-class RollupKeeper {
- public:
-  virtual ~RollupKeeper() = default;
-  virtual void add(const AllocationEvent& event) = 0;
-  virtual void write(std::int64_t start_ns, std::int64_t end_ns, const RollupSink& sink) const = 0;
-};
-
 // As TraceReader, one thread at a time.
 class TimeIndex {
  public:
-  // `build_rollups` makes the rollup rows when the index is built (not when a kept one is
-  // reused). On failure returns nullptr with *error set (one line, naming the file).
+  // On failure returns nullptr with *error set (one line, naming the file). The rollups are
+  // storage/live_bytes_rollups.h's.
+  static std::unique_ptr<TimeIndex> open(const std::filesystem::path& path, std::string* error);
+  // The same, with the rollup rows made by `build_rollups` when the index is built (not when a
+  // kept one is reused): for tests of the index itself.
   static std::unique_ptr<TimeIndex> open(const std::filesystem::path& path,
                                          const BuildRollups& build_rollups, std::string* error);
   // True when open() keeps (or has kept) the index in the file: a finished trace this user can
   // write. Reports that can also scan the trace use the index only then
-  // (analysis/time_index.h), since building it aside costs more than one scan.
+  // (analysis/time/report_time_index.h), since building it aside costs more than one scan.
   static bool kept_in_file(const std::filesystem::path& path);
   ~TimeIndex();
   TimeIndex(const TimeIndex&) = delete;

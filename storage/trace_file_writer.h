@@ -26,7 +26,6 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/time_index.h"
 #include "storage/trace_rows.h"
 
 namespace vramtrace::storage {
@@ -39,10 +38,12 @@ class TraceFileWriter {
   // segments and processes (storage/live_span.h), written as each allocation's row and free
   // are; finish() adds what is still live. The time index's build then reads them instead
   // of the trace (docs/schema.md, "Time index"). A free undone (clear_free) or rows out of
-  // id order leave all of it to the build instead, as kNone does. With a RollupKeeper, the
-  // rollups too, while each process's events come in sequence order with rising times within
-  // its span (as the build would take them); else the build makes them.
+  // id order leave all of it to the build instead, as kNone does.
   enum class TimeIndexUpkeep { kNone, kAsRowsArrive };
+  // With kAsRowsArrive, who makes the rollups (storage/live_bytes_rollups.h): the writer as
+  // rows arrive, while each process's events come in sequence order with rising times within
+  // its span (as the build would take them), or the build, which reads the trace for them.
+  enum class RollupUpkeep { kAtBuild, kAsRowsArrive };
   // How the allocations are stored. kRows: one row of allocation_compact each. kPackShortLives:
   // those whose life is short and within one bin of the time index's level 0, with no details
   // and no block inside them, many to a row of allocation_chunk (storage/allocation_chunk.h),
@@ -55,7 +56,7 @@ class TraceFileWriter {
   static std::unique_ptr<TraceFileWriter> create(
       const std::filesystem::path& path, std::string* error,
       TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
-      std::unique_ptr<RollupKeeper> rollups = nullptr,
+      RollupUpkeep rollups = RollupUpkeep::kAtBuild,
       AllocationPacking packing = AllocationPacking::kRows);
   ~TraceFileWriter();
   TraceFileWriter(const TraceFileWriter&) = delete;

@@ -3,23 +3,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "proto/shim_markers.h"
-#include "storage/allocation_columns.h"
-#include "storage/event_merge.h"
-#include "storage/live_span.h"
-#include "storage/packed_allocations.h"
+#include "storage/allocation_source.h"
 #include "storage/printable.h"
+#include "storage/reader_connection.h"
 #include "storage/schema.h"
 #include "storage/sqlite_statement.h"
 #include "storage/trace_file_header.h"
@@ -45,69 +40,6 @@ std::string hex(std::int64_t value) {
     bits >>= 4;
   } while (bits != 0);
   return "0x" + out;
-}
-
-// Where each process's program ended before the process did (TraceReader::program_end_seq).
-using ProgramEnds = std::map<std::int64_t, std::uint64_t>;
-
-// "Live at the program's end" for a successful allocation of `upid`: never freed, or, in a
-// process whose program ended before it did, allocated before that end and freed after it. The
-// SQL below says the same.
-bool live_at_program_end_of(const ProgramEnds& ends, std::int64_t upid, std::uint64_t alloc_seq,
-                            std::optional<std::uint64_t> free_seq) {
-  const auto end = ends.find(upid);
-  if (end == ends.end()) return !free_seq.has_value();
-  return alloc_seq < end->second && (!free_seq || *free_seq > end->second);
-}
-
-// "Live at the program's end" in SQL: never freed, or, in a process whose program ended before
-// it did, allocated before that end and freed after it.
-std::string live_at_program_end_sql(const ProgramEnds& ends) {
-  if (ends.empty()) return "free_seq IS NULL";
-  std::string sql = "CASE upid";
-  for (const auto& [upid, seq] : ends) {
-    sql += " WHEN " + std::to_string(upid) + " THEN alloc_seq < " + std::to_string(seq) +
-           " AND (free_seq IS NULL OR free_seq > " + std::to_string(seq) + ")";
-  }
-  return sql + " ELSE free_seq IS NULL END";
-}
-
-// The trace's allocation rows as a subquery: the view `allocation` without its packed
-// allocations, which are read through PackedAllocations (storage/packed_allocations.h).
-const std::string& rows_sql() {
-  static const std::string sql = "(" + allocation_rows_sql("main") + ")";
-  return sql;
-}
-
-// `ids`: an SQL list of allocation ids to keep ("1, 5, 9"), for AllocationFilter::ids.
-std::string allocation_query(const AllocationFilter& filter, const ProgramEnds& program_ends,
-                             const std::string& ids = {}) {
-  std::string sql = "SELECT " + std::string(allocation_columns(filter.columns)) + " FROM " +
-                    rows_sql() + " WHERE (?1 IS NULL OR upid = ?1) AND (?2 IS NULL OR kind = ?2)";
-  switch (filter.outcome) {
-    case AllocationFilter::Outcome::kAny:
-      break;
-    case AllocationFilter::Outcome::kSucceeded:
-      sql += " AND result = 0";
-      break;
-    case AllocationFilter::Outcome::kFailed:
-      sql += " AND result != 0";
-      break;
-  }
-  if (filter.live_just_after)
-    sql += " AND result = 0 AND alloc_seq <= ?3 AND (free_seq IS NULL OR free_seq > ?3)";
-  switch (filter.lifetime) {
-    case AllocationFilter::Lifetime::kAny:
-      break;
-    case AllocationFilter::Lifetime::kLiveAtEnd:
-      sql += " AND result = 0 AND (" + live_at_program_end_sql(program_ends) + ")";
-      break;
-    case AllocationFilter::Lifetime::kFreed:
-      sql += " AND result = 0 AND free_seq IS NOT NULL";
-      break;
-  }
-  if (filter.ids) return sql + " AND id IN (" + ids + ") ORDER BY id";
-  return filter.in_table_order ? sql : sql + " ORDER BY upid, alloc_seq, id";
 }
 
 // True when this user may write the file and its folder (where SQLite puts the journal).
@@ -176,94 +108,15 @@ std::optional<std::string> printable_name(const Statement& row, int column) {
 
 }  // namespace
 
-struct TraceReader::Impl {
-  std::filesystem::path path;
-  sqlite::Database db;
+struct TraceReader::Impl : ReaderConnection {
   int schema_version = 0;
   bool complete = false;
   bool has_failure_device_memory = false;  // a trace written before the table was has none
   std::map<std::string, std::string, std::less<>> meta;
   std::map<int, std::string> kind_names;
   std::map<int, std::string> api_names;
-  std::map<std::int64_t, std::uint64_t> program_ends;  // see program_end_seq()
-  std::vector<std::string> damaged_fields;             // see damaged_fields()
-  int last_error_code = SQLITE_OK;
-  std::unique_ptr<PackedAllocations> packed_allocations;
-
-  PackedAllocations& packed() {
-    if (!packed_allocations)
-      packed_allocations = std::make_unique<PackedAllocations>(db.get(), "main", path.string());
-    return *packed_allocations;
-  }
-
-  [[noreturn]] void fail(int rc) {
-    last_error_code = rc;
-    const std::string reason = sqlite3_errmsg(db.get());
-    if (sqlite::is_corruption(rc)) {
-      throw TraceError(path.string() + ": the trace is truncated or corrupt (" + reason +
-                       "); record it again");
-    }
-    throw TraceError(path.string() + ": cannot read the trace (" + reason + ")");
-  }
-
-  // A row read from `table`: each column in `not_null` (which the schema declares NOT NULL)
-  // must hold a value, and the `int32` and `uint32` columns one that fits their fields. A trace
-  // that breaks this was damaged, or not written by vramtrace: it is refused with the column
-  // named, rather than read as zeros or as text that is not there. Columns that the query
-  // names NULL (kAllocatorTotalsColumns) are not read, and not checked.
-  void check_row(const Statement& row, std::string_view table, std::initializer_list<int> not_null,
-                 std::initializer_list<int> int32 = {}, std::initializer_list<int> uint32 = {}) {
-    for (const int column : not_null) {
-      if (row.is_null(column) && row.column_name(column) != "NULL")
-        damaged(row, table, column, "is NULL, which the schema forbids");
-    }
-    const auto check_range = [&](int column, std::int64_t low, std::int64_t high) {
-      if (row.is_null(column)) return;
-      // Text or a real would be read as 0 or as the nearest integer: not what the file holds.
-      if (!row.is_integer(column))
-        damaged(row, table, column, "holds '" + row.text(column) + "', not an integer");
-      const std::int64_t value = row.int64(column);
-      if (value < low || value > high) {
-        damaged(row, table, column,
-                "holds " + std::to_string(value) + ", outside its range (" + std::to_string(low) +
-                    " to " + std::to_string(high) + ")");
-      }
-    };
-    for (const int column : int32) check_range(column, INT32_MIN, INT32_MAX);
-    for (const int column : uint32) check_range(column, 0, UINT32_MAX);
-  }
-
-  [[noreturn]] void damaged(const Statement& row, std::string_view table, int column,
-                            const std::string& what) {
-    const std::string key =
-        row.is_null(0) ? "NULL" : std::string(row.column_name(0)) + " " + row.text(0);
-    throw TraceError(path.string() + ": the trace is damaged: " + std::string(table) + "." +
-                     std::string(row.column_name(column)) + " " + what + " (in the row with " +
-                     key + "); it was changed after vramtrace wrote it, or written by another " +
-                     "tool");
-  }
-
-  Statement prepare(std::string_view sql) {
-    Statement statement;
-    if (const int rc = Statement::prepare(db.get(), sql, &statement); rc != SQLITE_OK) fail(rc);
-    return statement;
-  }
-
-  // Steps through every row, calling visit(row) for each.
-  // Each row of `statement`, then resets it; a failure throws.
-  template <typename Visit>
-  void each_row(Statement& statement, Visit&& visit) {
-    each_row_while(statement, [&](const Statement& row) {
-      visit(row);
-      return true;
-    });
-  }
-  // As each_row, until `visit` returns false.
-  template <typename Visit>
-  void each_row_while(Statement& statement, Visit&& visit) {
-    if (const int rc = statement.each_row_while(visit); rc != SQLITE_DONE) fail(rc);
-    statement.reset();
-  }
+  ProgramEnds program_ends;                 // see program_end_seq()
+  std::vector<std::string> damaged_fields;  // see damaged_fields()
 
   std::int64_t pragma_int(std::string_view pragma) {
     Statement statement = prepare(pragma);
@@ -567,133 +420,7 @@ std::vector<ThreadRecord> TraceReader::threads() const {
 void TraceReader::for_each_allocation(
     const AllocationFilter& filter,
     const std::function<void(const AllocationRecord&)>& visit) const {
-  // The packed allocations the filter keeps, visited in their place among the rows: by id, by
-  // (upid, alloc_seq, id), or after them in table order. Those of a few bins are gathered
-  // first; a pass over every allocation reads them as it goes.
-  PackedAllocations& packed = impl_->packed();
-  std::vector<std::pair<std::int64_t, PackedAllocation>> gathered;
-  std::size_t next_gathered = 0;
-  std::optional<PackedAllocations::Cursor> cursor;
-  const auto kept = [&](std::int64_t upid, const PackedAllocation& allocation) {
-    if (filter.upid && upid != *filter.upid) return false;
-    if (filter.kind && packed.site(allocation.site_id).kind != *filter.kind) return false;
-    if (filter.live_just_after && (allocation.alloc_seq > *filter.live_just_after ||
-                                   allocation.free_seq() <= *filter.live_just_after))
-      return false;
-    if (filter.lifetime == AllocationFilter::Lifetime::kLiveAtEnd &&
-        !live_at_program_end_of(impl_->program_ends, upid, allocation.alloc_seq,
-                                allocation.free_seq()))
-      return false;
-    return true;
-  };
-  const auto gather = [&](std::optional<std::int64_t> upid, std::uint64_t seq) {
-    // Live just after `seq`: made in its bin (a packed life lies in one), at or before it.
-    packed.for_each(upid, level_0_bin_first(seq), seq,
-                    [&](std::int64_t owner, const PackedAllocation& allocation) {
-                      if (kept(owner, allocation)) gathered.emplace_back(owner, allocation);
-                      return true;
-                    });
-  };
-  // Every packed allocation succeeded; none is live at a program's end but one that ended
-  // before its process did.
-  if (packed.present() && filter.outcome != AllocationFilter::Outcome::kFailed) {
-    if (filter.ids) {
-      if (!filter.ids->empty()) {
-        const std::set<std::int64_t> wanted(filter.ids->begin(), filter.ids->end());
-        packed.for_each_with_id_between(
-            *wanted.begin(), *wanted.rbegin(),
-            [&](std::int64_t upid, const PackedAllocation& allocation) {
-              if (wanted.contains(allocation.id) && kept(upid, allocation))
-                gathered.emplace_back(upid, allocation);
-            });
-        std::sort(gathered.begin(), gathered.end(),
-                  [](const auto& x, const auto& y) { return x.second.id < y.second.id; });
-      }
-    } else if (filter.live_just_after) {
-      gather(filter.upid, *filter.live_just_after);
-    } else if (filter.lifetime == AllocationFilter::Lifetime::kLiveAtEnd) {
-      for (const auto& [upid, end] : impl_->program_ends)
-        if (end > 0 && (!filter.upid || upid == *filter.upid)) gather(upid, end - 1);
-    } else {
-      cursor.emplace(packed, filter.upid, 0, UINT64_MAX);
-    }
-  }
-  // The next packed allocation kept, or null.
-  std::optional<AllocationRecord> ahead;
-  const auto next_packed = [&]() -> const AllocationRecord* {
-    if (ahead) return &*ahead;
-    if (next_gathered < gathered.size()) {
-      const auto& [upid, allocation] = gathered[next_gathered++];
-      ahead = packed.record(upid, allocation);
-    } else if (cursor) {
-      std::int64_t upid = 0;
-      while (const PackedAllocation* allocation = cursor->next(&upid)) {
-        if (!kept(upid, *allocation)) continue;
-        ahead = packed.record(upid, *allocation);
-        break;
-      }
-    }
-    return ahead ? &*ahead : nullptr;
-  };
-  const auto before = [&](const AllocationRecord& x, const AllocationRecord& y) {
-    if (filter.ids) return x.allocation.id < y.allocation.id;
-    return std::tuple(x.allocation.upid, x.allocation.alloc_seq, x.allocation.id) <
-           std::tuple(y.allocation.upid, y.allocation.alloc_seq, y.allocation.id);
-  };
-  const auto visit_in_place = [&](const AllocationRecord& row) {
-    if (!filter.in_table_order || filter.ids) {
-      while (const AllocationRecord* packed_record = next_packed()) {
-        if (!before(*packed_record, row)) break;
-        visit(*packed_record);
-        ahead.reset();
-      }
-    }
-    visit(row);
-  };
-  if (filter.ids) {
-    // A few hundred at a time: each statement's list stays short, whatever the count.
-    constexpr std::size_t kIdsPerQuery = 500;
-    std::vector<std::int64_t> ids = *filter.ids;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    AllocationFilter chunk = filter;
-    chunk.ids = std::vector<std::int64_t>{};
-    for (std::size_t first = 0; first < ids.size(); first += kIdsPerQuery) {
-      std::string list;
-      for (std::size_t i = first; i < ids.size() && i < first + kIdsPerQuery; ++i)
-        list += (list.empty() ? "" : ", ") + std::to_string(ids[i]);
-      visit_allocations(allocation_query(chunk, impl_->program_ends, list), filter, visit_in_place);
-    }
-  } else {
-    visit_allocations(allocation_query(filter, impl_->program_ends), filter, visit_in_place);
-  }
-  while (const AllocationRecord* packed_record = next_packed()) {
-    visit(*packed_record);
-    ahead.reset();
-  }
-}
-
-void TraceReader::visit_allocations(
-    const std::string& sql, const AllocationFilter& filter,
-    const std::function<void(const AllocationRecord&)>& visit) const {
-  Statement statement = impl_->prepare(sql);
-  statement.bind_optional_int64(1, filter.upid);
-  statement.bind_optional_int64(2, filter.kind);
-  if (filter.live_just_after) statement.bind_uint64(3, *filter.live_just_after);
-  if (filter.columns == AllocationFilter::Columns::kLiveByStack ||
-      filter.columns == AllocationFilter::Columns::kLiveByStackAndSegment) {
-    // id, upid, kind, device, size, alloc_seq, then columns that may be NULL.
-    impl_->each_row(statement, [&](const Statement& row) {
-      impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5}, {2, 3});
-      visit(read_allocation(row, filter.columns));
-    });
-    return;
-  }
-  impl_->each_row(statement, [&](const Statement& row) {
-    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14},
-                     {2, 3, 4, 11, 20}, {9});
-    visit(read_allocation(row));
-  });
+  AllocationSource(*impl_, impl_->program_ends).for_each(filter, visit);
 }
 
 std::optional<std::uint64_t> TraceReader::program_end_seq(std::int64_t upid) const {
@@ -719,21 +446,7 @@ std::vector<AllocationRecord> TraceReader::allocations(const AllocationFilter& f
 void TraceReader::for_each_allocation_event(
     const std::function<void(const AllocationEvent&)>& visit,
     std::optional<std::int64_t> upid) const {
-  // One process: `upid = ?1` rather than `?1 IS NULL OR ...`, so that SQLite reads each scan in
-  // order from the (upid, seq) indexes where the trace has them, instead of sorting.
-  const std::string process = upid ? " AND upid = ?1" : "";
-  Statement allocs = impl_->prepare(
-      "SELECT upid, alloc_seq, alloc_ns, device, kind, size, id, free_seq, free_ns FROM " +
-      rows_sql() + " WHERE result = 0" + process + " ORDER BY upid, alloc_seq");
-  if (upid) allocs.bind_int64(1, *upid);
-  PackedAllocations::Cursor packed(impl_->packed(), upid, 0, UINT64_MAX);
-  AllocationScan scan(allocs, &impl_->packed(), &packed);
-  const int rc = merge_allocation_events_in_one_scan(scan, static_cast<std::uint64_t>(INT64_MAX),
-                                                     [&](const AllocationEvent& event) {
-                                                       visit(event);
-                                                       return true;
-                                                     });
-  if (rc != SQLITE_DONE) impl_->fail(rc);
+  AllocationSource(*impl_, impl_->program_ends).for_each_event(visit, upid);
 }
 
 std::map<std::int64_t, DeviceMemoryRow> TraceReader::failure_device_memory() const {
@@ -847,11 +560,12 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
   // carried totals, where the trace has those indexes: the allocations by alloc_seq, the long
   // lives' frees by free_seq, and the short lives' frees through their allocations, down to
   // kShortLifeEvents before the latest event found (none before it could free later).
-  Statement at_alloc = impl_->prepare(
-      "SELECT alloc_seq, allocator_allocated, allocator_reserved FROM " + rows_sql() +
-      " WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
-      "(allocator_allocated IS NOT NULL OR allocator_reserved IS NOT NULL) "
-      "ORDER BY alloc_seq DESC LIMIT 1");
+  Statement at_alloc =
+      impl_->prepare("SELECT alloc_seq, allocator_allocated, allocator_reserved FROM " +
+                     allocation_rows_subquery() +
+                     " WHERE upid = ?1 AND alloc_seq <= ?2 AND kind = ?3 AND "
+                     "(allocator_allocated IS NOT NULL OR allocator_reserved IS NOT NULL) "
+                     "ORDER BY alloc_seq DESC LIMIT 1");
   const std::string block_free_with_totals =
       " FROM allocation_compact AS a CROSS JOIN allocation_site AS s ON s.id = a.site_id "
       "CROSS JOIN allocation_detail AS d ON d.id = a.id WHERE a.upid = ?1 AND "
@@ -891,56 +605,7 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
 }
 
 std::vector<AllocationTotalsRow> TraceReader::allocation_totals() const {
-  // Added up here rather than by GROUP BY, which would sort every row first: one scan of the
-  // few columns needed, into a map of a handful of keys; then the packed allocations.
-  std::map<std::tuple<std::int64_t, int, int, int>, AllocationTotalsRow> totals;
-  const auto add = [&](const std::tuple<std::int64_t, int, int, int>& key, std::uint64_t size,
-                       std::int64_t alloc_ns, std::optional<std::int64_t> free_ns,
-                       std::uint64_t alloc_seq, std::optional<std::uint64_t> free_seq) {
-    auto [it, added] = totals.try_emplace(key);
-    AllocationTotalsRow& t = it->second;
-    if (added) {
-      std::tie(t.upid, t.device, t.kind, t.result) = key;
-      t.first_alloc_ns = t.last_alloc_ns = alloc_ns;
-    }
-    t.count += 1;
-    t.bytes += size;
-    t.first_alloc_ns = std::min(t.first_alloc_ns, alloc_ns);
-    t.last_alloc_ns = std::max(t.last_alloc_ns, alloc_ns);
-    if (free_ns) {
-      t.freed_count += 1;
-      t.freed_bytes += size;
-      t.last_free_ns = std::max(t.last_free_ns.value_or(*free_ns), *free_ns);
-    }
-    const bool live = live_at_program_end_of(impl_->program_ends, t.upid, alloc_seq, free_seq);
-    if (live && t.result == 0) {
-      t.live_count += 1;
-      t.live_bytes += size;
-    }
-  };
-  Statement statement = impl_->prepare(
-      "SELECT upid, device, kind, result, size, alloc_ns, free_ns, alloc_seq, free_seq FROM " +
-      rows_sql());
-  impl_->each_row(statement, [&](const Statement& row) {
-    impl_->check_row(row, "allocation", {0, 1, 2, 3, 4, 5, 7}, {1, 2, 3});
-    std::optional<std::uint64_t> free_seq;
-    if (const std::optional<std::int64_t> seq = row.optional_int64(8))
-      free_seq = static_cast<std::uint64_t>(*seq);
-    add(std::tuple(row.int64(0), row.int32(1), row.int32(2), row.int32(3)), row.uint64(4),
-        row.int64(5), row.optional_int64(6), row.uint64(7), free_seq);
-  });
-  PackedAllocations& packed = impl_->packed();
-  packed.for_each(
-      std::nullopt, 0, UINT64_MAX, [&](std::int64_t upid, const PackedAllocation& allocation) {
-        const PackedAllocations::Site& site = packed.site(allocation.site_id);
-        add(std::tuple(upid, site.device, site.kind, site.result), allocation.size,
-            allocation.alloc_ns, allocation.free_ns(), allocation.alloc_seq, allocation.free_seq());
-        return true;
-      });
-  std::vector<AllocationTotalsRow> rows;
-  rows.reserve(totals.size());
-  for (auto& [key, row] : totals) rows.push_back(std::move(row));
-  return rows;
+  return AllocationSource(*impl_, impl_->program_ends).totals();
 }
 
 std::vector<StatRecord> TraceReader::stats() const {

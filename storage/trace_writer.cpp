@@ -222,9 +222,9 @@ TraceWriter::~TraceWriter() {
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::filesystem::path& path,
                                                  std::string* error, TimeIndexUpkeep upkeep,
-                                                 std::unique_ptr<RollupKeeper> rollups,
-                                                 Threading threading, AllocationPacking packing) {
-  auto file = TraceFileWriter::create(path, error, upkeep, std::move(rollups), packing);
+                                                 RollupUpkeep rollups, Threading threading,
+                                                 AllocationPacking packing) {
+  auto file = TraceFileWriter::create(path, error, upkeep, rollups, packing);
   if (!file) return nullptr;
   auto impl = std::make_unique<Impl>();
   impl->file = std::move(file);

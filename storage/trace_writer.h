@@ -23,7 +23,6 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/time_index.h"
 #include "storage/trace_file_writer.h"
 #include "storage/trace_rows.h"
 
@@ -34,13 +33,14 @@ class TraceWriter {
   using TimeIndexUpkeep = TraceFileWriter::TimeIndexUpkeep;
   using AllocationIndexes = TraceFileWriter::AllocationIndexes;
   using AllocationPacking = TraceFileWriter::AllocationPacking;
+  using RollupUpkeep = TraceFileWriter::RollupUpkeep;
   enum class Threading { kCallersThread, kOwnThread };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.
   static std::unique_ptr<TraceWriter> create(const std::filesystem::path& path, std::string* error,
                                              TimeIndexUpkeep upkeep = TimeIndexUpkeep::kNone,
-                                             std::unique_ptr<RollupKeeper> rollups = nullptr,
+                                             RollupUpkeep rollups = RollupUpkeep::kAtBuild,
                                              Threading threading = Threading::kCallersThread,
                                              AllocationPacking packing = AllocationPacking::kRows);
   ~TraceWriter();

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "analysis/advice.h"
-#include "analysis/oom_report.h"
+#include "analysis/values/advice.h"
+#include "analysis/values/cuda_errors.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {

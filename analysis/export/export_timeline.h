@@ -26,8 +26,8 @@
 #include <variant>
 #include <vector>
 
-#include "analysis/allocation_scope.h"
-#include "analysis/process_filter.h"
+#include "analysis/scope/allocation_scope.h"
+#include "analysis/scope/process_filter.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {

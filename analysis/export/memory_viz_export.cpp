@@ -12,10 +12,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis/device_peaks.h"
+#include "analysis/allocator/fragmentation.h"
 #include "analysis/export/pickle_writer.h"
-#include "analysis/fragmentation.h"
-#include "analysis/time_index.h"
+#include "analysis/time/device_peaks.h"
+#include "analysis/time/report_time_index.h"
 #include "storage/schema.h"
 
 namespace vramtrace::analysis {

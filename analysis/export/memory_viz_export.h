@@ -32,8 +32,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis/moment.h"
-#include "analysis/process_filter.h"
+#include "analysis/scope/process_filter.h"
+#include "analysis/time/moment.h"
 #include "storage/trace_reader.h"
 
 namespace vramtrace::analysis {

@@ -1,5 +1,5 @@
 """Sizes as people write them: "0", "512B", "1.5GiB", "2 MB" (the units of `vramtrace gate`,
-analysis/byte_size.h: B, KiB, MiB, GiB, TiB as powers of 1024; KB, MB, GB, TB as powers of
+analysis/values/byte_size.h: B, KiB, MiB, GiB, TiB as powers of 1024; KB, MB, GB, TB as powers of
 1000; any case)."""
 
 from __future__ import annotations

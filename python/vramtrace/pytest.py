@@ -30,7 +30,7 @@ from ._sizes import format_size, parse_size
 
 __all__ = ["TEST_RANGE_PREFIX"]
 
-# The prefix `vramtrace gate` looks for (analysis/gate.h: kTestMarkerPrefix).
+# The prefix `vramtrace gate` looks for (analysis/gate/gate.h: kTestMarkerPrefix).
 TEST_RANGE_PREFIX = "test:"
 
 _LIMIT_MARKS = ("limit_gpu_leaks", "limit_gpu_memory")

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
 #include "storage/trace_reader.h"
 
 namespace {

@@ -4,8 +4,8 @@
 // summary tell live blocks (leaks) from the allocator's cache.
 #include <gtest/gtest.h>
 
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
 #include "ingest_harness.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"

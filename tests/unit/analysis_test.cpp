@@ -2,10 +2,10 @@
 // gives every number expected here.
 #include <gtest/gtest.h>
 
-#include "analysis/cuda_errors.h"
-#include "analysis/device_peaks.h"
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/time/device_peaks.h"
+#include "analysis/values/cuda_errors.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "synthetic_trace.h"

@@ -1,6 +1,6 @@
 // `run --backend both`: the shim's and CUPTI's rings of one process, through the collector, and
 // what the summary's comparison makes of them.
-#include "analysis/backend_comparison.h"
+#include "analysis/reports/backend_comparison.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,13 +1,13 @@
-// Each rule of analysis/block_roles.h on a hand-built PyTorch-like trace: a parameter moved by
-// Module._apply, an activation kept into backward, forward and backward temporaries, a gradient
+// Each rule of analysis/roles/block_roles.h on a hand-built PyTorch-like trace: a parameter moved
+// by Module._apply, an activation kept into backward, forward and backward temporaries, a gradient
 // made by the autograd engine's thread, Adam's state from _init_group, a step temporary, and
 // blocks no rule names (unknown). Real PyTorch's roles are checked against torch and MemTracker
 // in tests/torch/test_roles.py.
-#include "analysis/block_roles.h"
+#include "analysis/roles/block_roles.h"
 
 #include <gtest/gtest.h>
 
-#include "analysis/time_index.h"
+#include "analysis/time/report_time_index.h"
 #include "role_trace_test.h"
 #include "storage/trace_reader.h"
 #include "trace_builder.h"

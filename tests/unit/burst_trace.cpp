@@ -1,6 +1,6 @@
 #include "burst_trace.h"
 
-#include "analysis/live_bytes_rollups.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_writer.h"
@@ -40,7 +40,7 @@ std::string write_burst_trace(const std::filesystem::path& path) {
   free(3, 4, 5 * kBurstTraceBucketNs + 600);
   // The index's buckets are the smallest power of two ns that cuts [start, end] into at most
   // kLiveBytesBuckets: this span takes exactly that many of 1024 ns.
-  free(1, 5, kBurstTraceBucketNs * analysis::kLiveBytesBuckets - 1);
+  free(1, 5, kBurstTraceBucketNs * storage::kLiveBytesBuckets - 1);
   return writer->finish(&error) ? std::string() : error;
 }
 

@@ -1,5 +1,5 @@
 // A trace whose events come closer together than one of the time index's buckets, for the
-// exact zoomed timeline (analysis/timeline_window.h). One process (upid 1, pid 600), device 0,
+// exact zoomed timeline (analysis/time/timeline_window.h). One process (upid 1, pid 600), device 0,
 // kind device; the trace starts at a multiple of 1024 ns and spans exactly kLiveBytesBuckets *
 // 1024 ns, so each of the index's buckets is 1024 ns wide: [kBurstTraceStartNs + 1024 * i,
 // ... + 1024).

@@ -1,7 +1,7 @@
 // Fragmentation numbers on hand-built segment layouts: lay_out_segments() gets the live
 // allocations of one moment and which ids are the allocator's segments, as the time index
 // gives them. Every expected number is worked out in the comment above its test.
-#include "analysis/fragmentation.h"
+#include "analysis/allocator/fragmentation.h"
 
 #include <gtest/gtest.h>
 

@@ -11,12 +11,12 @@
 #include <limits>
 
 #include "allocator_trace_test_base.h"
-#include "analysis/byte_size.h"
-#include "analysis/gate.h"
-#include "analysis/gate_spec.h"
-#include "analysis/leak_growth.h"
-#include "analysis/moment.h"
-#include "analysis/suppressions.h"
+#include "analysis/gate/gate.h"
+#include "analysis/gate/gate_spec.h"
+#include "analysis/gate/suppressions.h"
+#include "analysis/reports/leak_growth.h"
+#include "analysis/time/moment.h"
+#include "analysis/values/byte_size.h"
 #include "roles_trace.h"
 #include "sql_query.h"
 #include "synthetic_trace.h"

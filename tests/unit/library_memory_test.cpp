@@ -1,5 +1,5 @@
 // Which allocations a CUDA library made for itself: by the innermost frame's module.
-#include "analysis/library_memory.h"
+#include "analysis/allocator/library_memory.h"
 
 #include <gtest/gtest.h>
 

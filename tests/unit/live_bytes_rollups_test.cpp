@@ -1,4 +1,4 @@
-// The time index's rollups (analysis/live_bytes_rollups.h) on their own: kept up through many
+// The time index's rollups (storage/live_bytes_rollups.h) on their own: kept up through many
 // merges of their slices they are what the build makes from the same events, and the build
 // takes a slice up again, or makes one between others, when times fall.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/live_bytes_rollups.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 
@@ -62,7 +62,7 @@ Rows build(const std::vector<AllocationEvent>& events, std::int64_t start_ns, st
   source.for_each_event = [&](const std::function<void(const AllocationEvent&)>& visit) {
     for (const AllocationEvent& e : events) visit(e);
   };
-  analysis::build_live_bytes_rollups(source, sink_into(&rows));
+  storage::build_live_bytes_rollups(source, sink_into(&rows));
   return rows;
 }
 
@@ -113,7 +113,7 @@ TEST(LiveBytesRollups, KeptUpThroughManyMergesTheyAreWhatTheBuildMakes) {
   const std::int64_t end_ns = events.back().ns + 678;
   ASSERT_GT(storage::live_bytes_bucket_shift(start_ns, end_ns), 15);
 
-  const auto kept = analysis::keep_live_bytes_rollups();
+  const auto kept = storage::keep_live_bytes_rollups();
   for (const AllocationEvent& e : events) kept->add(e);
   Rows kept_rows;
   kept->write(start_ns, end_ns, sink_into(&kept_rows));

@@ -1,9 +1,9 @@
 // Callsite trees from hand-built stacks: frames merge by what a person reads, children come
 // largest first, allocations without a stack get a root of their own, and each node keeps the
 // Python line of its largest Python-driven stack.
-#include "analysis/callsite_tree.h"
+#include "analysis/values/live_callsite_tree.h"
 
-#include "analysis/leak_report.h"
+#include "analysis/reports/leak_report.h"
 
 #include <algorithm>
 

@@ -1,7 +1,7 @@
 // Moments: how `--at` is parsed, and how each form resolves per process on the allocator trace
 // (allocator_trace.h: upid 1 has 'iter' marks at seq 4, 9, 14 and its events 1 ms apart from
 // 1001 ms; upid 2 has one allocation at seq 1).
-#include "analysis/moment.h"
+#include "analysis/time/moment.h"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 //   seq 4 id 32 device 2M @S+8M (segment B); seq 5 id 33 block 2M @S+8M in B, live;
 //   seq 6 id 34 device 3M cudaMalloc, result 2 (the program's own)
 //   Segment A has no live block: 4M that empty_cache() would give back; its 4M gap fits 3M.
-#include "analysis/oom_report.h"
+#include "analysis/reports/oom_report.h"
 
 #include <gtest/gtest.h>
 

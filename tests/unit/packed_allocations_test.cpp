@@ -20,10 +20,10 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/live_bytes_rollups.h"
 #include "proto/shim_markers.h"
 #include "sql_query.h"
 #include "storage/allocation_chunk.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_merge.h"
@@ -48,8 +48,9 @@ std::int64_t ns_of(std::int64_t upid, std::uint64_t seq) {
 void write_trace(const std::filesystem::path& path, Packing packing) {
   std::string error;
   auto writer = storage::TraceWriter::create(
-      path, &error, storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive, nullptr,
-      storage::TraceWriter::Threading::kCallersThread, packing);
+      path, &error, storage::TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+      storage::TraceWriter::RollupUpkeep::kAtBuild, storage::TraceWriter::Threading::kCallersThread,
+      packing);
   ASSERT_NE(writer, nullptr) << error;
   for (const std::int64_t upid : {1, 2}) {
     storage::ProcessRow process;
@@ -310,10 +311,10 @@ TEST_F(PackedAllocationsTest, TheReaderGivesTheSameAllocations) {
 TEST_F(PackedAllocationsTest, TheTimeIndexGivesTheSameAnswers) {
   std::string error;
   const auto rows =
-      storage::TimeIndex::open(rows_path(), analysis::build_live_bytes_rollups, &error);
+      storage::TimeIndex::open(rows_path(), storage::build_live_bytes_rollups, &error);
   ASSERT_NE(rows, nullptr) << error;
   const auto packed =
-      storage::TimeIndex::open(packed_path(), analysis::build_live_bytes_rollups, &error);
+      storage::TimeIndex::open(packed_path(), storage::build_live_bytes_rollups, &error);
   ASSERT_NE(packed, nullptr) << error;
   EXPECT_EQ(packed->start_ns(), rows->start_ns());
   EXPECT_EQ(packed->end_ns(), rows->end_ns());
@@ -406,10 +407,10 @@ TEST_F(PackedAllocationsTest, AMergeOfPackedTracesReadsAsTheMergeOfRows) {
   EXPECT_EQ(texts(packed->allocations({})), texts(rows->allocations({})));
   std::string error;
   const auto rows_index =
-      storage::TimeIndex::open(rows_merged, analysis::build_live_bytes_rollups, &error);
+      storage::TimeIndex::open(rows_merged, storage::build_live_bytes_rollups, &error);
   ASSERT_NE(rows_index, nullptr) << error;
   const auto packed_index =
-      storage::TimeIndex::open(packed_merged, analysis::build_live_bytes_rollups, &error);
+      storage::TimeIndex::open(packed_merged, storage::build_live_bytes_rollups, &error);
   ASSERT_NE(packed_index, nullptr) << error;
   for (const std::int64_t upid : {1, 2, 3, 4}) {
     for (std::uint64_t seq = 0; seq < kEventsPerProcess; seq += 97)
@@ -431,10 +432,10 @@ TEST_F(PackedAllocationsTest, AnIndexBuiltAsideReadsThePackedAllocations) {
   };
   std::string error;
   const auto rows = storage::TimeIndex::open(unfinished(rows_path(), "rows"),
-                                             analysis::build_live_bytes_rollups, &error);
+                                             storage::build_live_bytes_rollups, &error);
   ASSERT_NE(rows, nullptr) << error;
   const auto packed = storage::TimeIndex::open(unfinished(packed_path(), "packed"),
-                                               analysis::build_live_bytes_rollups, &error);
+                                               storage::build_live_bytes_rollups, &error);
   ASSERT_NE(packed, nullptr) << error;
   EXPECT_NE(packed->note().find("built aside"), std::string::npos) << packed->note();
   EXPECT_EQ(packed->start_ns(), rows->start_ns());
@@ -463,7 +464,7 @@ TEST_F(PackedAllocationsTest, AnIndexBuiltAsideReadsThePackedAllocations) {
 TEST_F(PackedAllocationsTest, ADamagedChunkIsRefusedWithOneMessage) {
   // Indexed first, so that opening the index reads no chunk: the queries meet the damage.
   std::string error;
-  ASSERT_NE(storage::TimeIndex::open(packed_path(), analysis::build_live_bytes_rollups, &error),
+  ASSERT_NE(storage::TimeIndex::open(packed_path(), storage::build_live_bytes_rollups, &error),
             nullptr)
       << error;
   const std::filesystem::path damaged = *dir_ / "damaged.db";
@@ -490,7 +491,7 @@ TEST_F(PackedAllocationsTest, ADamagedChunkIsRefusedWithOneMessage) {
   ASSERT_NE(trace, nullptr);
   expect_refused([&] { trace->allocations({}); });
   expect_refused([&] { trace->allocation_totals(); });
-  const auto index = storage::TimeIndex::open(damaged, analysis::build_live_bytes_rollups, &error);
+  const auto index = storage::TimeIndex::open(damaged, storage::build_live_bytes_rollups, &error);
   ASSERT_NE(index, nullptr) << error;
   expect_refused([&] {
     for (std::uint64_t seq = 0; seq < 4096; ++seq) index->time_of(1, seq);

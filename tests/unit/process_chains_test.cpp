@@ -1,6 +1,6 @@
 // Processes as people count them: one pid's exec'd images are one process, named by the image
 // that used the GPU; and which processes recorded GPU events at all.
-#include "analysis/process_chains.h"
+#include "analysis/scope/process_chains.h"
 
 #include <gtest/gtest.h>
 

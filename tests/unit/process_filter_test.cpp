@@ -2,9 +2,9 @@
 // leak report and the summary then cover those processes and no others.
 #include <gtest/gtest.h>
 
-#include "analysis/leak_report.h"
-#include "analysis/process_filter.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/scope/process_filter.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"

@@ -2,7 +2,7 @@
 // every event in the same order, the same live set after every event, the same allocator
 // segments. Checked on the allocator trace (blocks in segments, two processes) and on a random
 // trace whose lifetimes land on every level of the index.
-#include "analysis/process_history.h"
+#include "analysis/time/process_history.h"
 
 #include <gtest/gtest.h>
 

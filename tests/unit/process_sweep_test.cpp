@@ -2,7 +2,7 @@
 // and random ranges (nested, overlapping, sharing starts, never ended, starting and ending on
 // events and between them), each range's live bytes when it began, the most while it ran, and
 // each device's when it began; and the pinned peak.
-#include "analysis/process_sweep.h"
+#include "analysis/scope/process_sweep.h"
 
 #include <gtest/gtest.h>
 

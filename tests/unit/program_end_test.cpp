@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <set>
 
-#include "analysis/device_peaks.h"
-#include "analysis/leak_report.h"
-#include "analysis/live_bytes_rollups.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/time/device_peaks.h"
 #include "proto/shim_markers.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -115,7 +115,7 @@ TEST_F(ProgramEndTest, LeakReportsFromTheTraceAndFromTheIndexAgree) {
   const analysis::LeakReport scanned = analysis::build_leak_report(*trace_);
   EXPECT_EQ(scanned.ended_at_python_finalizing, std::vector<std::int64_t>{1});
   std::string error;
-  const auto index = storage::TimeIndex::open(path_, analysis::build_live_bytes_rollups, &error);
+  const auto index = storage::TimeIndex::open(path_, storage::build_live_bytes_rollups, &error);
   ASSERT_TRUE(index) << error;
   const analysis::LeakReport indexed = analysis::build_leak_report_at(*trace_, *index, {}, {});
   EXPECT_EQ(indexed.ended_at_python_finalizing, std::vector<std::int64_t>{1});

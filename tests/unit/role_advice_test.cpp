@@ -1,7 +1,7 @@
-// The remedies by role (analysis/role_advice.h): each fires with its estimate where its roles
+// The remedies by role (analysis/roles/role_advice.h): each fires with its estimate where its roles
 // are a real share of the moment's memory, and is silent where they are not, where the program
 // already does it (autocast), or where it cannot apply (sharding a job of one rank).
-#include "analysis/role_advice.h"
+#include "analysis/roles/role_advice.h"
 
 #include <gtest/gtest.h>
 

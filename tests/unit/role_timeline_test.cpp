@@ -1,6 +1,6 @@
-// analysis/role_timeline.h on role_trace.h's blocks: the sweep's steps per role, and buckets
+// analysis/roles/role_timeline.h on role_trace.h's blocks: the sweep's steps per role, and buckets
 // whose max and last follow TimelineBucket's rule.
-#include "analysis/role_timeline.h"
+#include "analysis/roles/role_timeline.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// A hand-built PyTorch-like trace whose blocks have known roles (analysis/block_roles.h), for
+// A hand-built PyTorch-like trace whose blocks have known roles (analysis/roles/block_roles.h), for
 // the tests of views over time by role: process upid 1 (pid 4000) with its autograd thread
 // `pt_autograd_0`, one 64 MiB segment at seq 1 and these blocks (times: ns_of_seq):
 //   seq  2  1 MiB   parameter        Module._apply, never freed

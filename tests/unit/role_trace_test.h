@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "analysis/block_roles.h"
-#include "analysis/time_index.h"
+#include "analysis/roles/block_roles.h"
+#include "analysis/time/report_time_index.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
 #include "temp_dir.h"

@@ -1,5 +1,5 @@
 // A small PyTorch-like trace for the role limits of the gate and the roles `summary` shows at
-// each blocks' peak (analysis/block_roles.h names the rules). Written through the real
+// each blocks' peak (analysis/roles/block_roles.h names the rules). Written through the real
 // TraceWriter; every number the tests expect is derived from the table below.
 //
 // Process upid 1 (pid 4000), blocks on device 0 in segment S1 unless said otherwise:

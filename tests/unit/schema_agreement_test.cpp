@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/time_index.h"
+#include "analysis/time/report_time_index.h"
 #include "markdown_table.h"
 #include "storage/schema_enums.h"
 #include "storage/trace_reader.h"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/live_bytes_rollups.h"
 #include "sql_query.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
@@ -132,7 +132,7 @@ class ShortLifeQueries : public ::testing::TestWithParam<bool> {
   // Every query on `path`, against the sweep.
   void check(const std::filesystem::path& path) {
     std::string error;
-    const auto index = storage::TimeIndex::open(path, analysis::build_live_bytes_rollups, &error);
+    const auto index = storage::TimeIndex::open(path, storage::build_live_bytes_rollups, &error);
     ASSERT_NE(index, nullptr) << error;
     ASSERT_TRUE(index->finds_events_by_seq());
     storage::OpenFailure failure;

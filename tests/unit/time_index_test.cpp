@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "allocator_trace.h"
-#include "analysis/device_peaks.h"
-#include "analysis/leak_report.h"
-#include "analysis/live_bytes_rollups.h"
-#include "analysis/time_index.h"
-#include "analysis/trace_peaks.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/time/device_peaks.h"
+#include "analysis/time/report_time_index.h"
+#include "analysis/time/trace_peaks.h"
 #include "random_trace.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
@@ -36,7 +36,7 @@ constexpr std::uint64_t M = 1024 * 1024;
 
 std::unique_ptr<storage::TimeIndex> open_index(const std::filesystem::path& path) {
   std::string error;
-  auto index = storage::TimeIndex::open(path, analysis::build_live_bytes_rollups, &error);
+  auto index = storage::TimeIndex::open(path, storage::build_live_bytes_rollups, &error);
   EXPECT_NE(index, nullptr) << error;
   return index;
 }
@@ -347,10 +347,10 @@ TEST(TimeIndex, PeaksAreTheFirstEventToReachTheMost) {
   const auto peaks = index->peaks();
   ASSERT_EQ(peaks.size(), 3u);
   EXPECT_EQ(peaks[0].upid, 1);
-  EXPECT_EQ(peaks[0].group, analysis::kPeakGroupBlocks);
+  EXPECT_EQ(peaks[0].group, storage::kPeakGroupBlocks);
   EXPECT_EQ(peaks[0].bytes, 4 * M + M / 4);
   EXPECT_EQ(peaks[0].seq, 8u);
-  EXPECT_EQ(peaks[1].group, analysis::kPeakGroupDeviceMemory);
+  EXPECT_EQ(peaks[1].group, storage::kPeakGroupDeviceMemory);
   EXPECT_EQ(peaks[1].bytes, 6 * M);
   EXPECT_EQ(peaks[1].seq, 7u);
   EXPECT_EQ(peaks[1].ns, kAllocatorTraceStartNs + 7'000'000);
@@ -371,10 +371,10 @@ TEST(TimeIndex, PeaksAgreeWithSummarysSweep) {
   ASSERT_NE(index, nullptr);
   std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> swept;
   for (const auto& peak : analysis::find_device_peaks(*trace))
-    swept.emplace_back(peak.upid, peak.device, analysis::kPeakGroupDeviceMemory, peak.bytes,
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupDeviceMemory, peak.bytes,
                        peak.at_seq);
   for (const auto& peak : analysis::find_block_peaks(*trace))
-    swept.emplace_back(peak.upid, peak.device, analysis::kPeakGroupBlocks, peak.bytes, peak.at_seq);
+    swept.emplace_back(peak.upid, peak.device, storage::kPeakGroupBlocks, peak.bytes, peak.at_seq);
   std::vector<std::tuple<std::int64_t, int, std::string, std::uint64_t, std::uint64_t>> indexed;
   for (const auto& peak : index->peaks())
     indexed.emplace_back(peak.upid, peak.device, peak.group, peak.bytes, peak.seq);

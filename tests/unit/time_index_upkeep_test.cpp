@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/device_peaks.h"
-#include "analysis/live_bytes_rollups.h"
+#include "analysis/time/device_peaks.h"
 #include "sql_query.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/time_index.h"
 #include "storage/trace_writer.h"
@@ -37,9 +37,10 @@ struct MixedTraceOptions {
 // so that some rows are written before their free and some after.
 void write_mixed_trace(const std::filesystem::path& path, const MixedTraceOptions& options) {
   std::string error;
-  auto writer = TraceWriter::create(
-      path, &error, options.upkeep,
-      options.upkeep == Upkeep::kAsRowsArrive ? analysis::keep_live_bytes_rollups() : nullptr);
+  auto writer = TraceWriter::create(path, &error, options.upkeep,
+                                    options.upkeep == Upkeep::kAsRowsArrive
+                                        ? storage::TraceWriter::RollupUpkeep::kAsRowsArrive
+                                        : storage::TraceWriter::RollupUpkeep::kAtBuild);
   ASSERT_NE(writer, nullptr) << error;
   for (std::int64_t upid : {1, 2}) {
     storage::ProcessRow process;
@@ -140,7 +141,7 @@ std::string index_contents(const std::filesystem::path& path) {
 
 std::unique_ptr<storage::TimeIndex> open_index(
     const std::filesystem::path& path,
-    const storage::BuildRollups& build_rollups = analysis::build_live_bytes_rollups) {
+    const storage::BuildRollups& build_rollups = storage::build_live_bytes_rollups) {
   std::string error;
   auto index = storage::TimeIndex::open(path, build_rollups, &error);
   EXPECT_NE(index, nullptr) << error;
@@ -154,7 +155,7 @@ std::unique_ptr<storage::TimeIndex> open_index(
 storage::BuildRollups counting_rollups(int& builds) {
   return [&builds](const storage::RollupSource& source, const storage::RollupSink& sink) {
     ++builds;
-    analysis::build_live_bytes_rollups(source, sink);
+    storage::build_live_bytes_rollups(source, sink);
   };
 }
 
@@ -253,7 +254,7 @@ std::pair<std::string, std::string> live_at_peaks_both_ways(const storage::TimeI
     std::map<std::optional<std::int64_t>, std::pair<std::uint64_t, std::uint64_t>> by_callsite;
     for (const storage::AllocationRecord& record : index.live_at(peak.upid, peak.seq)) {
       const storage::AllocationRow& a = record.allocation;
-      const bool in_group = peak.group == analysis::kPeakGroupBlocks
+      const bool in_group = peak.group == storage::kPeakGroupBlocks
                                 ? a.kind == storage::allocation_kind::kBlock
                                 : analysis::occupies_device_memory(a.kind);
       if (a.device != peak.device || !in_group) continue;

@@ -1,9 +1,9 @@
-// The exact timeline of a window (analysis/timeline_window.h): over the index's own bucket edges
-// it is `vramtrace timeline` at full resolution; over any window it equals a brute-force sweep
-// of every event (the value carried in at the window's start included); inside one of the
+// The exact timeline of a window (analysis/time/timeline_window.h): over the index's own bucket
+// edges it is `vramtrace timeline` at full resolution; over any window it equals a brute-force
+// sweep of every event (the value carried in at the window's start included); inside one of the
 // index's buckets it shows where memory rose and fell, which the bucket cannot; and a window
 // with too many events gives no series rather than a slow answer.
-#include "analysis/timeline_window.h"
+#include "analysis/time/timeline_window.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <tuple>
 
 #include "allocator_trace.h"
-#include "analysis/time_index.h"
+#include "analysis/time/report_time_index.h"
 #include "burst_trace.h"
 #include "random_trace.h"
 #include "temp_dir.h"

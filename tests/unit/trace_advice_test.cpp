@@ -4,7 +4,7 @@
 //   callsite 1: main (train.py:10)
 //   callsite 2: forward (model.py:42), main
 //   callsite 3: decorate_autocast (torch/amp/autocast_mode.py:44), main
-#include "analysis/trace_advice.h"
+#include "analysis/reports/trace_advice.h"
 
 #include <gtest/gtest.h>
 

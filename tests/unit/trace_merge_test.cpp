@@ -8,8 +8,8 @@
 #include <map>
 #include <tuple>
 
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
 #include "sql_query.h"
 #include "storage/trace_merge.h"
 #include "storage/trace_reader.h"

@@ -9,8 +9,8 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/live_bytes_rollups.h"
 #include "sql_query.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"
@@ -281,10 +281,10 @@ TEST(TraceWriterSitesTest, PackedShortLivesReadBackTheirOwnSitesToo) {
   TempDir dir;
   const auto path = dir / "packed.db";
   std::string error;
-  auto writer =
-      TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                          analysis::keep_live_bytes_rollups(), TraceWriter::Threading::kOwnThread,
-                          TraceWriter::AllocationPacking::kPackShortLives);
+  auto writer = TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                                    storage::TraceWriter::RollupUpkeep::kAsRowsArrive,
+                                    TraceWriter::Threading::kOwnThread,
+                                    TraceWriter::AllocationPacking::kPackShortLives);
   ASSERT_NE(writer, nullptr) << error;
   writer->add_process(a_process());
   const Written written = write_trace(*writer);

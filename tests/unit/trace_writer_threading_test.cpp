@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "analysis/live_bytes_rollups.h"
 #include "sql_query.h"
 #include "storage/batch_pipe.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/schema.h"
 #include "storage/trace_writer.h"
 #include "temp_dir.h"
@@ -260,7 +260,7 @@ std::filesystem::path write_trace(const TempDir& dir, const std::string& name,
   const auto path = dir / name;
   std::string error;
   auto writer = TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                                    analysis::keep_live_bytes_rollups(), threading);
+                                    storage::TraceWriter::RollupUpkeep::kAsRowsArrive, threading);
   EXPECT_NE(writer, nullptr) << error;
   if (!writer) return path;
   write_every_kind_of_call(*writer, undo_a_free);
@@ -317,8 +317,8 @@ TEST(TraceWriterThreadingTest, AFailureOnItsThreadReachesTheCaller) {
   }
   std::string error;
   auto writer =
-      TraceWriter::create(dir / "threaded.db", &error, TraceWriter::TimeIndexUpkeep::kNone, nullptr,
-                          TraceWriter::Threading::kOwnThread);
+      TraceWriter::create(dir / "threaded.db", &error, TraceWriter::TimeIndexUpkeep::kNone,
+                          TraceWriter::RollupUpkeep::kAtBuild, TraceWriter::Threading::kOwnThread);
   ASSERT_NE(writer, nullptr) << error;
   writer->add_process(a_process(1));
   writer->add_process(a_process(1));
@@ -339,8 +339,9 @@ TEST(TraceWriterThreadingTest, AFailureOnItsThreadReachesTheCaller) {
 std::unique_ptr<TraceWriter> threaded_writer_with(const std::filesystem::path& path,
                                                   std::int64_t count) {
   std::string error;
-  auto writer = TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kNone, nullptr,
-                                    TraceWriter::Threading::kOwnThread);
+  auto writer =
+      TraceWriter::create(path, &error, TraceWriter::TimeIndexUpkeep::kNone,
+                          TraceWriter::RollupUpkeep::kAtBuild, TraceWriter::Threading::kOwnThread);
   EXPECT_NE(writer, nullptr) << error;
   if (!writer) return writer;
   writer->add_process(a_process(1));

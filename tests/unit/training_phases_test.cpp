@@ -4,13 +4,13 @@
 // gradients the first backward pass makes, and SGD's momentum made by its first step. The
 // roles, the iterations found from the backward passes, and the growth they show. Real
 // PyTorch's are checked against its own objects in tests/torch/test_training.py.
-#include "analysis/training_phases.h"
+#include "analysis/roles/training_phases.h"
 
 #include <gtest/gtest.h>
 
-#include "analysis/block_roles.h"
-#include "analysis/leak_growth.h"
-#include "analysis/time_index.h"
+#include "analysis/reports/leak_growth.h"
+#include "analysis/roles/block_roles.h"
+#include "analysis/time/report_time_index.h"
 #include "role_trace_test.h"
 #include "storage/trace_reader.h"
 #include "trace_builder.h"

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "analysis/callsite_tree.h"
-#include "analysis/leak_report.h"
-#include "analysis/moment.h"
-#include "analysis/peak_report.h"
-#include "analysis/time_index.h"
-#include "analysis/trace_warnings.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/peak_report.h"
+#include "analysis/reports/trace_warnings.h"
+#include "analysis/time/moment.h"
+#include "analysis/time/report_time_index.h"
+#include "analysis/values/live_callsite_tree.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
 #include "storage/trace_writer.h"

@@ -3,9 +3,9 @@
 // use; each left live is a leak of its own kind. And markers change nothing in either report.
 #include <gtest/gtest.h>
 
-#include "analysis/device_peaks.h"
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/time/device_peaks.h"
 #include "storage/schema.h"
 #include "storage/trace_reader.h"
 #include "synthetic_trace.h"

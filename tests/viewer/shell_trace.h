@@ -3,8 +3,8 @@
 // memory; the script's three helpers (`/usr/bin/sed`, `/usr/bin/git`, `/usr/bin/uname`, pids
 // 8001 to 8003) record nothing of the GPU. Written through the real TraceWriter.
 //
-// Processes as a person means them (analysis/process_chains.h): four chains, one of which (pid
-// 8000, named by its python3.11 image, upid 2) recorded GPU memory; three others did not.
+// Processes as a person means them (analysis/scope/process_chains.h): four chains, one of which
+// (pid 8000, named by its python3.11 image, upid 2) recorded GPU memory; three others did not.
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <QtTest>
 #include <cmath>
 
-#include "analysis/live_bytes_rollups.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/time_index.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/flame_graph_layout.h"
@@ -105,7 +105,7 @@ class GeometryTest : public QObject {
 
   void zoomed_below_two_buckets_a_column_the_view_asks_for_the_exact_series() {
     // The index's buckets are 1000 ns wide on this trace.
-    const std::int64_t end = 1000 * std::int64_t{analysis::kLiveBytesBuckets} - 1;
+    const std::int64_t end = 1000 * std::int64_t{storage::kLiveBytesBuckets} - 1;
     TimeAxis axis(0, end, 1000);
     QVERIFY(!wants_exact_window(axis, 1000));  // 16 buckets a column
     axis.show(0, 2000 * 1000);                 // 2 buckets a column: the buckets still do

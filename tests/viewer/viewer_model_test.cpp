@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "allocator_trace.h"
-#include "analysis/moment.h"
-#include "analysis/time_index.h"
+#include "analysis/time/moment.h"
+#include "analysis/time/report_time_index.h"
 #include "python_trace.h"
 #include "role_trace.h"
 #include "shell_trace.h"

@@ -1,4 +1,4 @@
-// A callsite tree (analysis/callsite_tree.h: top-down or bottom-up) as a Qt item model:
+// A callsite tree (analysis/values/live_callsite_tree.h: top-down or bottom-up) as a Qt item model:
 // columns location, Python line (the node's python_frame: the user's line that led there),
 // bytes, count. The model owns its nodes; setting new roots resets it.
 //
@@ -13,7 +13,7 @@
 #include <memory>
 #include <vector>
 
-#include "analysis/callsite_tree.h"
+#include "analysis/values/live_callsite_tree.h"
 
 namespace vramtrace::viewer {
 

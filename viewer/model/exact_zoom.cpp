@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analysis/live_bytes_rollups.h"
+#include "storage/live_bytes_rollups.h"
 #include "storage/time_index.h"
 
 namespace vramtrace::viewer {
@@ -12,7 +12,7 @@ double index_bucket_ns(const analysis::Timeline& finest) {
   // Slices of a power of two ns (storage::live_bytes_bucket_shift): the first one clipped to
   // the start, so the average is within one slice of the width.
   const std::size_t buckets =
-      finest.series.empty() ? analysis::kLiveBytesBuckets : finest.series.front().buckets.size();
+      finest.series.empty() ? storage::kLiveBytesBuckets : finest.series.front().buckets.size();
   return span / static_cast<double>(std::max<std::size_t>(buckets, 1));
 }
 

@@ -1,5 +1,5 @@
 // When the timeline stops trusting the time index's buckets and computes the visible window
-// from the allocation events themselves (analysis/timeline_window.h), and the window it asks
+// from the allocation events themselves (analysis/time/timeline_window.h), and the window it asks
 // for: one bucket per pixel column, on the column edges TimeAxis::column_span draws.
 //
 // The threshold: a view at fewer than kExactBelowBucketsPerColumn index buckets per pixel
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "analysis/timeline_window.h"
+#include "analysis/time/timeline_window.h"
 #include "viewer/model/time_axis.h"
 
 namespace vramtrace::viewer {

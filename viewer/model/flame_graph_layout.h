@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "analysis/callsite_tree.h"
+#include "analysis/values/live_callsite_tree.h"
 
 namespace vramtrace::viewer {
 

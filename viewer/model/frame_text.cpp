@@ -5,8 +5,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "analysis/advice.h"
-#include "analysis/callsite_tree.h"
+#include "analysis/values/advice.h"
+#include "analysis/values/live_callsite_tree.h"
 
 namespace vramtrace::viewer {
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <vector>
 
-#include "analysis/callsite_tree.h"
-#include "analysis/leak_report.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/values/live_callsite_tree.h"
 #include "text/stack_text.h"
 
 namespace vramtrace::viewer {

@@ -4,10 +4,10 @@
 
 #include <QStandardItemModel>
 
-#include "analysis/fragmentation.h"
-#include "analysis/leak_report.h"
-#include "analysis/summary.h"
-#include "analysis/timeline_window.h"
+#include "analysis/allocator/fragmentation.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/time/timeline_window.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/trace_queries.h"
 

@@ -15,7 +15,7 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/fragmentation.h"
+#include "analysis/allocator/fragmentation.h"
 
 namespace vramtrace::viewer {
 

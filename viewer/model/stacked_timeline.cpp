@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "analysis/device_peaks.h"
+#include "analysis/time/device_peaks.h"
 
 namespace vramtrace::viewer {
 
@@ -50,7 +50,7 @@ std::vector<std::string> StackedTimeline::levels_of(const analysis::Timeline& ti
 
 std::size_t StackedTimeline::bucket_at(std::int64_t ns) const {
   if (layers_.empty() || layers_.front().buckets.empty()) return 0;
-  // Every series has the same bucket edges (analysis/timeline.h): search the first layer's.
+  // Every series has the same bucket edges (analysis/time/timeline.h): search the first layer's.
   const std::vector<analysis::TimelineBucket>& buckets = layers_.front().buckets;
   const auto after = std::upper_bound(
       buckets.begin(), buckets.end(), ns,

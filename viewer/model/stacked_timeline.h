@@ -1,12 +1,13 @@
 // The timeline as the viewer stacks it: analysis::Timeline's series of one level (segment:
 // device memory and other kinds as the driver sees them; block: a caching allocator's tensors),
 // summed over processes into one layer per (device, kind). Block and segment series are never
-// stacked together, since blocks lie inside segments (analysis/timeline.h). At the segment level
-// only the kinds that occupy device memory (analysis::occupies_device_memory: what the peaks add
-// up) are stacked; pinned host memory, VMM reservations (address space) and VMM handles (memory
+// stacked together, since blocks lie inside segments (analysis/time/timeline.h). At the segment
+// level only the kinds that occupy device memory (analysis::occupies_device_memory: what the peaks
+// add up) are stacked; pinned host memory, VMM reservations (address space) and VMM handles (memory
 // counted again when mapped) are layers of their own, drawn unstacked, since adding them would
-// count memory that is not there or count it twice. The "role" level (analysis/role_timeline.h:
-// one process's blocks, kind the role's index) is stacked like the block level.
+// count memory that is not there or count it twice. The "role" level
+// (analysis/roles/role_timeline.h: one process's blocks, kind the role's index) is stacked like the
+// block level.
 //
 // Level of detail: a view asks for one value pair per pixel column, the min and the max of each
 // layer over the buckets the column covers, so the cost of a picture follows its width and the
@@ -19,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/timeline.h"
+#include "analysis/time/timeline.h"
 #include "viewer/model/time_axis.h"
 
 namespace vramtrace::viewer {

@@ -5,7 +5,7 @@
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>
 
-#include "analysis/summary.h"
+#include "analysis/reports/summary.h"
 
 namespace vramtrace::viewer {
 

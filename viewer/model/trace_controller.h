@@ -27,7 +27,7 @@
 #include <set>
 #include <vector>
 
-#include "analysis/role_timeline.h"
+#include "analysis/roles/role_timeline.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/trace_queries.h"
 #include "viewer/model/trace_session.h"
@@ -65,7 +65,7 @@ class TraceController : public QObject {
   // The role timeline's process: the map's process if it has allocator events, else the first
   // that has them; unset when none has.
   std::optional<std::int64_t> role_process() const;
-  // Its blocks' roles swept over time (analysis/role_timeline.h), read once per process and
+  // Its blocks' roles swept over time (analysis/roles/role_timeline.h), read once per process and
   // kept until the trace is opened or reloaded: roles_ready when they are there.
   void ask_roles();
   void set_poll_interval(int milliseconds);

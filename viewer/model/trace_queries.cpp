@@ -4,8 +4,8 @@
 #include <map>
 #include <set>
 
-#include "analysis/oom_report.h"
-#include "analysis/process_chains.h"
+#include "analysis/reports/oom_report.h"
+#include "analysis/scope/process_chains.h"
 
 namespace vramtrace::viewer {
 namespace {

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/fragmentation.h"
-#include "analysis/leak_report.h"
-#include "analysis/moment.h"
-#include "analysis/summary.h"
-#include "analysis/timeline.h"
+#include "analysis/allocator/fragmentation.h"
+#include "analysis/reports/leak_report.h"
+#include "analysis/reports/summary.h"
+#include "analysis/time/moment.h"
+#include "analysis/time/timeline.h"
 #include "storage/time_index.h"
 #include "storage/trace_reader.h"
 
@@ -72,7 +72,7 @@ struct TraceOverview {
   // among processes with allocator events (any, when none has them); unset in an empty trace.
   std::optional<std::int64_t> map_upid;
   std::uint32_t map_pid = 0;
-  // The processes a person means (analysis/process_chains.h): the images of the chains that
+  // The processes a person means (analysis/scope/process_chains.h): the images of the chains that
   // recorded GPU memory, each named by its own pid and executable, by upid; every process when
   // none did. `other_processes`: the chains left out, which recorded nothing of the GPU (a
   // job started through a shell records dozens).

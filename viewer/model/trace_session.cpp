@@ -1,6 +1,6 @@
 #include "viewer/model/trace_session.h"
 
-#include "analysis/time_index.h"
+#include "analysis/time/report_time_index.h"
 
 namespace vramtrace::viewer {
 

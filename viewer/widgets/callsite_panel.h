@@ -10,7 +10,7 @@
 #include <QWidget>
 #include <memory>
 
-#include "analysis/leak_report.h"
+#include "analysis/reports/leak_report.h"
 #include "text/stack_text.h"
 #include "viewer/model/callsite_tree_model.h"
 #include "viewer/model/trace_queries.h"

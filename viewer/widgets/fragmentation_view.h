@@ -9,7 +9,7 @@
 #include <QWidget>
 #include <memory>
 
-#include "analysis/moment.h"
+#include "analysis/time/moment.h"
 #include "viewer/model/trace_queries.h"
 
 class QComboBox;

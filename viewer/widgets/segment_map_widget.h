@@ -6,7 +6,7 @@
 #include <QWidget>
 #include <memory>
 
-#include "analysis/fragmentation.h"
+#include "analysis/allocator/fragmentation.h"
 #include "viewer/model/segment_map_geometry.h"
 
 namespace vramtrace::viewer {

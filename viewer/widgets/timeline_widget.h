@@ -10,9 +10,10 @@
 // (window_wanted) and draws those once they come; until then, and where the window holds too
 // many events, it draws the buckets and the hover says so.
 //
-// By role (level "role"): one process's blocks stacked by their role (analysis/block_roles.h),
-// from the controller's sweep of their lives (analysis/role_timeline.h), asked for once with
-// roles_wanted; each view re-buckets the sweep over its own columns, exact at any zoom.
+// By role (level "role"): one process's blocks stacked by their role
+// (analysis/roles/block_roles.h), from the controller's sweep of their lives
+// (analysis/roles/role_timeline.h), asked for once with roles_wanted; each view re-buckets the
+// sweep over its own columns, exact at any zoom.
 #pragma once
 
 #include <QWidget>
@@ -21,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/role_timeline.h"
+#include "analysis/roles/role_timeline.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/time_axis.h"
