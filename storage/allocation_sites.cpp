@@ -85,7 +85,6 @@ struct AllocationSites::State {
   std::optional<std::pair<SiteKey, std::int64_t>> last_site;
   std::optional<std::pair<FreeSiteKey, std::int64_t>> last_free_site;
 
-
   std::int64_t site_id(const AllocationRow& row) {
     const SiteKey key(row);
     if (last_site && last_site->first == key) return last_site->second;

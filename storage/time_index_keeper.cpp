@@ -12,9 +12,9 @@
 #include "storage/live_at_end.h"
 #include "storage/live_bytes_rollups.h"
 #include "storage/live_span.h"
+#include "storage/rollup_maker.h"
 #include "storage/rollup_rows.h"
 #include "storage/schema.h"
-#include "storage/rollup_maker.h"
 
 namespace vramtrace::storage {
 namespace {
@@ -241,7 +241,8 @@ struct TimeIndexKeeper::State {
                            "INSERT INTO live_at_end VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                            &statement) != SQLITE_OK)
       return failure.fail("adding the time index's tables", sqlite3_errmsg(failure.db));
-    groups.write(statement, [&](Statement& row) { failure.run(row, "adding the time index's tables"); });
+    groups.write(statement,
+                 [&](Statement& row) { failure.run(row, "adding the time index's tables"); });
   }
 
   void finish() {
@@ -301,9 +302,9 @@ struct TimeIndexKeeper::State {
     for (const PendingAllocation& pending : batch) {
       if (pending.row.result != 0) continue;
       if (pending.free) {
-        any_span = any_span || live_span_level(static_cast<std::int64_t>(pending.row.alloc_seq),
-                                               static_cast<std::int64_t>(
-                                                   pending.free->free_seq)) != 0;
+        any_span =
+            any_span || live_span_level(static_cast<std::int64_t>(pending.row.alloc_seq),
+                                        static_cast<std::int64_t>(pending.free->free_seq)) != 0;
       } else {
         written_live.emplace_back(pending.row);
       }
@@ -369,8 +370,8 @@ void TimeIndexKeeper::pending_row_freed(const AllocationRow& row, bool freed_bef
   if (freed_before) return state_->stop_upkeep();
   if (row.result != 0) return;
   state_->keep_up_with_free(row.upid, free);
-  state_->keep_rollups(AllocationEvent::Type::kFree, row.id, row.upid, free.free_seq,
-                       free.free_ns, row.device, row.kind, row.size, row.alloc_callsite_id);
+  state_->keep_rollups(AllocationEvent::Type::kFree, row.id, row.upid, free.free_seq, free.free_ns,
+                       row.device, row.kind, row.size, row.alloc_callsite_id);
 }
 
 void TimeIndexKeeper::written_row_freed(std::int64_t allocation_id, const FreeRow& free) {

@@ -34,8 +34,8 @@ class TimeIndexKeeper {
   // made, reading written batches from `pending_table` (storage/pending_allocation_table.h).
   // Null, with *error set, when SQLite refuses one.
   static std::unique_ptr<TimeIndexKeeper> create(WriteFailure& failure,
-                                                 std::string_view pending_table,
-                                                 bool keep_rollups, std::string* error);
+                                                 std::string_view pending_table, bool keep_rollups,
+                                                 std::string* error);
   ~TimeIndexKeeper();
   TimeIndexKeeper(const TimeIndexKeeper&) = delete;
   TimeIndexKeeper& operator=(const TimeIndexKeeper&) = delete;

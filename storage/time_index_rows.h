@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "storage/trace_stats.h"
+
 namespace vramtrace::storage {
 
 // live_bytes_bucket's time slices: at most kLiveBytesBuckets over the index's [start_ns,
@@ -49,9 +51,11 @@ struct LiveAtPeak {
 };
 
 // What time_problem counts (its column `problem`).
-inline constexpr const char* kTimeBeforeProcessStart = "before_process_start";
-inline constexpr const char* kTimeAfterProcessEnd = "after_process_end";
-inline constexpr const char* kTimeOutOfOrder = "out_of_order";
+inline constexpr const char* kTimeBeforeProcessStart =
+    trace_stat(TraceStatId::kTimeBeforeProcessStart).name.data();
+inline constexpr const char* kTimeAfterProcessEnd =
+    trace_stat(TraceStatId::kTimeAfterProcessEnd).name.data();
+inline constexpr const char* kTimeOutOfOrder = trace_stat(TraceStatId::kTimeOutOfOrder).name.data();
 
 // A row of time_problem: one process's events with one kind of impossible time.
 struct TimeProblem {

@@ -9,8 +9,9 @@
 // - the shim's notices (preload/, cupti/): the shim cannot include storage, so it sends each by
 //   its name without the `shim_` prefix, with its own severity and text; the test holds those to
 //   these rows. A newer shim may send names this build lacks: they are written all the same.
-// time_problem's problems are not stats: they are values of that table's column, a row per
-// process, made again with the time index whenever it is rebuilt.
+// - the time index's build: events whose times cannot be right, counted not in `stats` but in
+//   the index's own table time_problem, a row per process and problem, made again whenever the
+//   index is rebuilt (storage/time_index_rows.h names them from here).
 #pragma once
 
 #include <array>
@@ -21,7 +22,7 @@
 
 namespace vramtrace::storage {
 
-enum class StatSource { kShim, kCollector, kWriter };
+enum class StatSource { kShim, kCollector, kWriter, kIndex };
 
 // kAlways: a reader expects the stat in every trace, 0 included; kIfCounted: written only once
 // it happened.
@@ -175,6 +176,16 @@ struct TraceStat {
   X(kShimCuptiActivityDropped, "shim_cupti_activity_dropped", kDataLoss, kIfCounted,            \
     "CUPTI dropped activity records: its buffers were full")
 
+// The time index's, in time_problem's column `problem` (docs/schema.md, "time_problem").
+#define VRAMTRACE_INDEX_STATS(X)                                                               \
+  X(kTimeBeforeProcessStart, "before_process_start", kDataLoss, kIfCounted,                    \
+    "events timed before their process started: reports over time take them as at its start")  \
+  X(kTimeAfterProcessEnd, "after_process_end", kDataLoss, kIfCounted,                          \
+    "events timed after their process ended: reports over time take them as at its end")       \
+  X(kTimeOutOfOrder, "out_of_order", kDataLoss, kIfCounted,                                    \
+    "events timed earlier than the process's event before them: a moment given as a time can " \
+    "fall on either side of them")
+
 // Every stat, whatever its source; each enumerator names its row of kTraceStats.
 // clang-format off
 enum class TraceStatId {
@@ -182,6 +193,7 @@ enum class TraceStatId {
   VRAMTRACE_COLLECTOR_STATS(VRAMTRACE_TRACE_STAT_ID)
   VRAMTRACE_WRITER_STATS(VRAMTRACE_TRACE_STAT_ID)
   VRAMTRACE_SHIM_STATS(VRAMTRACE_TRACE_STAT_ID)
+  VRAMTRACE_INDEX_STATS(VRAMTRACE_TRACE_STAT_ID)
 #undef VRAMTRACE_TRACE_STAT_ID
   kCount
 };
@@ -191,11 +203,14 @@ enum class TraceStatId {
 #define VRAMTRACE_COLLECTOR_STAT_ROW(...) VRAMTRACE_TRACE_STAT_ROW(kCollector, __VA_ARGS__)
 #define VRAMTRACE_WRITER_STAT_ROW(...) VRAMTRACE_TRACE_STAT_ROW(kWriter, __VA_ARGS__)
 #define VRAMTRACE_SHIM_STAT_ROW(...) VRAMTRACE_TRACE_STAT_ROW(kShim, __VA_ARGS__)
+#define VRAMTRACE_INDEX_STAT_ROW(...) VRAMTRACE_TRACE_STAT_ROW(kIndex, __VA_ARGS__)
 inline constexpr std::array<TraceStat, static_cast<std::size_t>(TraceStatId::kCount)> kTraceStats{{
   VRAMTRACE_COLLECTOR_STATS(VRAMTRACE_COLLECTOR_STAT_ROW)
   VRAMTRACE_WRITER_STATS(VRAMTRACE_WRITER_STAT_ROW)
   VRAMTRACE_SHIM_STATS(VRAMTRACE_SHIM_STAT_ROW)
+  VRAMTRACE_INDEX_STATS(VRAMTRACE_INDEX_STAT_ROW)
 }};
+#undef VRAMTRACE_INDEX_STAT_ROW
 #undef VRAMTRACE_SHIM_STAT_ROW
 #undef VRAMTRACE_WRITER_STAT_ROW
 #undef VRAMTRACE_COLLECTOR_STAT_ROW

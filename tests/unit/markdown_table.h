@@ -20,6 +20,17 @@ inline std::string read_schema_doc() {
   return text.str();
 }
 
+// The section of docs/schema.md that starts with the line `heading`, to the next heading of
+// any level; empty when there is none.
+inline std::string section_of_schema_doc(const std::string& heading) {
+  const std::string doc = read_schema_doc();
+  const std::size_t start = doc.find("\n" + heading);
+  if (start == std::string::npos) return "";
+  const std::size_t body = doc.find('\n', start + 1);
+  const std::size_t next = doc.find("\n#", body);
+  return doc.substr(body, next == std::string::npos ? std::string::npos : next - body);
+}
+
 inline std::string trim(std::string text) {
   const auto first = text.find_first_not_of(' ');
   if (first == std::string::npos) return "";

@@ -11,6 +11,7 @@
 
 #include "markdown_table.h"
 #include "shim_notice_calls.h"
+#include "storage/time_index_rows.h"
 
 namespace vramtrace::storage {
 namespace {
@@ -23,6 +24,8 @@ std::string_view source_name(StatSource source) {
       return "collector";
     case StatSource::kWriter:
       return "writer";
+    case StatSource::kIndex:
+      return "index";
   }
   return "?";
 }
@@ -42,6 +45,27 @@ TEST(TraceStatsTest, EveryRowHasANameAndADescription) {
   EXPECT_EQ(trace_stat(TraceStatId::kStorageEndOfUnknownMarker).name,
             "storage_end_of_unknown_marker");
   EXPECT_EQ(trace_stat(TraceStatId::kShimCallsUnrecorded).severity, Severity::kDataLoss);
+  EXPECT_EQ(std::string_view(kTimeOutOfOrder), "out_of_order");
+}
+
+// The index's rows are the values time_problem's `problem` takes, as its section lists them.
+TEST(TraceStatsTest, TheIndexsRowsAreTimeProblemsProblems) {
+  const auto rows = testing::table_with_header(testing::section_of_schema_doc("### `time_problem`"),
+                                               "| column | type | meaning |");
+  std::string problem_cell;
+  for (const auto& row : rows)
+    if (testing::unquote(row[0]) == "problem") problem_cell = row[2];
+  ASSERT_FALSE(problem_cell.empty()) << "docs/schema.md: time_problem has no column problem";
+  std::set<std::string> documented;
+  for (std::size_t at = problem_cell.find('`'); at != std::string::npos;) {
+    const std::size_t end = problem_cell.find('`', at + 1);
+    documented.insert(problem_cell.substr(at + 1, end - at - 1));
+    at = problem_cell.find('`', end + 1);
+  }
+  std::set<std::string> registry;
+  for (const TraceStat& stat : kTraceStats)
+    if (stat.source == StatSource::kIndex) registry.insert(std::string(stat.name));
+  EXPECT_EQ(documented, registry);
 }
 
 TEST(TraceStatsTest, SchemaDocListsEveryStatAsTheRegistryHasIt) {
