@@ -3,28 +3,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
-#include <string>
-
-#include "analysis/reports/summary.h"
-#include "cli/json_object_writer.h"
 
 namespace vramtrace::cli {
 
 // Adds the `summary` subcommand to `app`; when it runs, its exit status goes to *exit_status.
 void register_summary_command(CLI::App& app, int* exit_status);
-
-// The JSON document of docs/cli.md, for the trace named `trace_path`, a member at a time: its
-// processes one entry at a time.
-void write_summary_json(const std::string& trace_path, const analysis::Summary& summary,
-                        JsonObjectWriter& writer);
-// `scope` describes the processes it covers when a filter chose them; empty: the whole trace.
-// The processes that recorded no GPU memory are one line, unless `all_processes` or a filter
-// chose the processes.
-std::string summary_text(const std::string& trace_path, const analysis::Summary& summary,
-                         const std::string& scope = {}, bool all_processes = false);
-
-// The memory-by-kind table, one row per kind.
-std::string summary_csv(const analysis::Summary& summary);
 
 }  // namespace vramtrace::cli

@@ -63,4 +63,13 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
   return peaks;
 }
 
+void keep_peaks_in_scope(std::vector<DevicePeakAt>& peaks, std::optional<int> device,
+                         std::optional<MemoryLevel> level) {
+  std::erase_if(peaks, [&](const DevicePeakAt& peak) {
+    const bool blocks = peak.group == storage::kPeakGroupBlocks;
+    return (device && peak.device != *device) ||
+           (level && blocks != (*level == MemoryLevel::kBlock));
+  });
+}
+
 }  // namespace vramtrace::analysis

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/scope/allocation_scope.h"
 #include "analysis/scope/process_filter.h"
 #include "analysis/values/live_callsite_tree.h"
 #include "storage/time_index.h"
@@ -40,5 +42,10 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
                                             const storage::TimeIndex& index,
                                             const ProcessSelection& processes,
                                             const StackShape& shape = {});
+
+// Keeps the peaks the report options ask for: with `device`, that device's; with `level`,
+// the allocator's blocks' peaks (block) or the device memory's (segment).
+void keep_peaks_in_scope(std::vector<DevicePeakAt>& peaks, std::optional<int> device,
+                         std::optional<MemoryLevel> level);
 
 }  // namespace vramtrace::analysis
