@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cstring>
 
+#include "storage/live_span.h"
+#include "storage/schema.h"
+
 namespace vramtrace::storage {
 namespace {
 
@@ -39,6 +42,11 @@ char* write_number(char* out, std::int64_t value) {
 constexpr std::size_t kMaxPackedChars = kPackedFields * 20 + (kPackedFields - 1) + 3;
 
 }  // namespace
+
+std::uint64_t first_packed_alloc_live_at(std::uint64_t seq) {
+  const auto life = static_cast<std::uint64_t>(kShortLifeEvents);
+  return level_0_bin_first(seq > life ? seq - life : 0);
+}
 
 AllocationChunk pack_allocations(std::int64_t upid,
                                  const std::vector<PackedAllocation>& allocations) {

@@ -3,9 +3,9 @@
 //
 // Why: SQLite's own cost for a row and its index entries is about heaptrack's whole cost per
 // event in an allocation storm (docs/performance.md, "The storm"). An allocation that lived a
-// few events, within one bin of the time index's level 0, is found by every reader through one
-// path (the allocations just before a sequence number), so a chunk of them keyed by its first
-// number serves that path as well as their rows did, for one row per chunk.
+// few events (made in a bin of the time index's level 0, freed in it or the next) is found by
+// every reader through one path (the allocations just before a sequence number), so a chunk of them
+// keyed by its first number serves that path as well as their rows did, for one row per chunk.
 //
 // The text is JSON that SQLite's built-in json_each() reads, so that the view `allocation` shows
 // each packed allocation to plain `sqlite3`: an array with one array per allocation of
@@ -40,6 +40,11 @@ struct PackedAllocation {
   }
   bool operator==(const PackedAllocation&) const = default;
 };
+
+// A packed allocation is made in the bin of level 0 its chunk starts in and freed at most
+// kShortLifeEvents numbers later, in that bin or the next: those live at `seq` were made at or
+// after this number.
+std::uint64_t first_packed_alloc_live_at(std::uint64_t seq);
 
 // The fields of each allocation's array, by position (the view `allocation` reads them so).
 inline constexpr int kPackedFields = 10;

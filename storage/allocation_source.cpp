@@ -121,8 +121,8 @@ void AllocationSource::for_each(const AllocationFilter& filter,
   std::size_t next_gathered = 0;
   std::optional<PackedAllocations::Cursor> cursor;
   const auto gather = [&](std::optional<std::int64_t> upid, std::uint64_t seq) {
-    // Live just after `seq`: made in its bin (a packed life lies in one), at or before it.
-    packed.for_each(upid, level_0_bin_first(seq), seq,
+    // Live just after `seq`: made at or before it, a packed life ago at most.
+    packed.for_each(upid, first_packed_alloc_live_at(seq), seq,
                     [&](std::int64_t owner, const PackedAllocation& allocation) {
                       if (selection.keeps(packed, owner, allocation))
                         gathered.emplace_back(owner, allocation);

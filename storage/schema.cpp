@@ -129,8 +129,8 @@ CREATE TABLE allocation_compact(
   free_ns_delta INTEGER            -- free_ns - alloc_ns
 );
 -- Short lives packed many to a row: allocations that succeeded, were freed 1 to
--- kShortLifeEvents numbers later within one bin of 4096 numbers, and have no allocation_detail
--- row and no block inside them (storage/allocation_chunk.h). The view `allocation` shows each.
+-- kShortLifeEvents numbers later (made in one bin of 4096 numbers, freed in it or the next), and
+-- have no allocation_detail row and no block inside them (storage/allocation_chunk.h). The view `allocation` shows each.
 CREATE TABLE allocation_chunk(
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),
@@ -145,6 +145,26 @@ CREATE TABLE allocation_chunk(
                                    -- size_minus_requested, alloc_seq - first_alloc_seq,
                                    -- alloc_ns - first_alloc_ns, free_site_id, free_seq_delta,
                                    -- free_ns_delta
+  UNIQUE(upid, first_alloc_seq)
+);
+-- Bins whose packed allocations repeat a chunk's, but for numbers, ids and times: runs of them,
+-- instance k (0 <= k < repeats) the source chunk moved by k steps (storage/chunk_repeat.h). The
+-- view `allocation` shows each instance's allocations.
+CREATE TABLE allocation_chunk_repeat(
+  id INTEGER PRIMARY KEY,
+  upid INTEGER NOT NULL REFERENCES process(upid),
+  first_alloc_seq INTEGER NOT NULL,  -- instance 0's first allocation's alloc_seq
+  last_seq INTEGER NOT NULL,         -- the highest free_seq of the last instance
+  first_id INTEGER NOT NULL,         -- instance 0's first allocation's id
+  last_id INTEGER NOT NULL,          -- the highest id of the last instance
+  first_alloc_ns INTEGER NOT NULL,   -- instance 0's first allocation's alloc_ns
+  seq_step INTEGER NOT NULL,         -- instance k's numbers are instance 0's + k * seq_step
+  id_step INTEGER NOT NULL,          -- and its ids instance 0's + k * id_step
+  instance_ns INTEGER NOT NULL,      -- instance k starts k * instance_ns after instance 0
+  repeats INTEGER NOT NULL,          -- instances
+  count INTEGER NOT NULL,            -- allocations per instance
+  source_first_alloc_seq INTEGER NOT NULL,  -- the repeated allocation_chunk row's first_alloc_seq
+  source_span_ns INTEGER NOT NULL,   -- from the source's first allocation to its last free
   UNIQUE(upid, first_alloc_seq)
 );
 CREATE TABLE allocation_detail(    -- only for allocations with one of these set
@@ -340,7 +360,9 @@ namespace {
 
 // The packed allocations (allocation_chunk) as rows of the same columns, through SQLite's
 // built-in json_each() and json_extract(), which any sqlite3 since 3.38 has. (The `->>`
-// operator would read better, but a schema using it is one an older sqlite3 cannot open.)
+// operator would read better, but a schema using it is one an older sqlite3 cannot open.) Its
+// text is in the view of every trace of schema 3, which schema_views() must know word for word:
+// it stays as it is.
 constexpr std::string_view kPackedRowsSql = R"sql(
   SELECT c.first_id + json_extract(p.value, '$[0]') AS id,
          c.upid AS upid,
@@ -378,11 +400,90 @@ constexpr std::string_view kPackedRowsSql = R"sql(
   LEFT JOIN allocation_site AS s ON s.id = json_extract(p.value, '$[1]')
   LEFT JOIN free_site AS f ON f.id = json_extract(p.value, '$[7]'))sql";
 
+// The instances of the runs (allocation_chunk_repeat) as rows of the same columns: instance k of
+// a run is its source chunk's first `count` allocations (by number) with their numbers, ids and
+// times moved as append_repeat_instance() moves them (storage/chunk_repeat.h), k counted by a
+// recursive query (generate_series() is not built into every sqlite3). The innermost query reads
+// each allocation's fields once; the outer one is the arithmetic, times by repeat_time().
+constexpr std::string_view kRepeatRowsSql = R"sql(
+  SELECT x.id AS id,
+         x.upid AS upid,
+         s.kind AS kind,
+         s.api AS api,
+         s.device AS device,
+         s.stream AS stream,
+         x.address AS address,
+         x.size AS size,
+         x.size - x.size_minus_requested AS requested_size,
+         s.flags AS flags,
+         s.pool AS pool,
+         s.result AS result,
+         x.alloc_seq AS alloc_seq,
+         x.start_ns + CASE WHEN x.source_span_ns <= x.instance_ns THEN x.relative_alloc_ns
+                           ELSE x.relative_alloc_ns * x.instance_ns / x.source_span_ns END
+             AS alloc_ns,
+         s.utid AS alloc_utid,
+         s.callsite_id AS alloc_callsite_id,
+         x.alloc_seq + x.free_seq_delta AS free_seq,
+         x.start_ns + CASE WHEN x.source_span_ns <= x.instance_ns THEN x.relative_free_ns
+                           ELSE x.relative_free_ns * x.instance_ns / x.source_span_ns END
+             AS free_ns,
+         f.utid AS free_utid,
+         f.callsite_id AS free_callsite_id,
+         f.api AS free_api,
+         NULL AS vmm_handle,
+         NULL AS vmm_offset,
+         NULL AS segment_id,
+         NULL AS allocator_allocated,
+         NULL AS allocator_reserved,
+         NULL AS free_allocator_allocated,
+         NULL AS free_allocator_reserved,
+         NULL AS correlation_id
+  FROM (
+    WITH RECURSIVE instance(run_id, k) AS (
+      SELECT id, 0 FROM allocation_chunk_repeat
+      UNION ALL
+      SELECT i.run_id, i.k + 1 FROM instance AS i
+      JOIN allocation_chunk_repeat AS r ON r.id = i.run_id
+      WHERE i.k + 1 < r.repeats)
+    SELECT r.upid AS upid,
+           r.first_id + i.k * r.id_step + json_extract(p.value, '$[0]') AS id,
+           json_extract(p.value, '$[1]') AS site_id,
+           json_extract(p.value, '$[2]') AS address,
+           json_extract(p.value, '$[3]') AS size,
+           json_extract(p.value, '$[4]') AS size_minus_requested,
+           r.first_alloc_seq + i.k * r.seq_step + json_extract(p.value, '$[5]') AS alloc_seq,
+           r.first_alloc_ns + i.k * r.instance_ns AS start_ns,
+           json_extract(p.value, '$[6]') AS relative_alloc_ns,
+           json_extract(p.value, '$[7]') AS free_site_id,
+           json_extract(p.value, '$[8]') AS free_seq_delta,
+           json_extract(p.value, '$[6]') + json_extract(p.value, '$[9]') AS relative_free_ns,
+           r.instance_ns AS instance_ns,
+           r.source_span_ns AS source_span_ns,
+           r.count AS count,
+           row_number() OVER (PARTITION BY i.run_id, i.k ORDER BY json_extract(p.value, '$[5]'))
+               AS position
+    FROM instance AS i
+    JOIN allocation_chunk_repeat AS r ON r.id = i.run_id
+    JOIN allocation_chunk AS c
+      ON c.upid = r.upid AND c.first_alloc_seq = r.source_first_alloc_seq
+    CROSS JOIN json_each(c.allocations) AS p) AS x
+  LEFT JOIN allocation_site AS s ON s.id = x.site_id
+  LEFT JOIN free_site AS f ON f.id = x.free_site_id
+  WHERE x.position <= x.count)sql";
+
+// The view `allocation` of schema 3, which traces of schema 2 written with allocation_chunk and
+// traces of schema 3 hold: allocation_compact's rows, then allocation_chunk's.
+std::string schema_3_allocation_view_sql() {
+  return "CREATE VIEW allocation AS" + allocation_rows_sql("") + "\n  UNION ALL" +
+         std::string(kPackedRowsSql);
+}
+
 std::string make_tables_sql() {
   return std::string(kTablesBeforeViewSql) +
-         "-- Every allocation: allocation_compact's rows, then allocation_chunk's.\n"
-         "CREATE VIEW allocation AS" +
-         allocation_rows_sql("") + "\n  UNION ALL" + std::string(kPackedRowsSql) + ";\n" +
+         "-- Every allocation: allocation_compact's rows, then allocation_chunk's, then the\n"
+         "-- instances of allocation_chunk_repeat's runs.\n" +
+         schema_3_allocation_view_sql() + "\n  UNION ALL" + std::string(kRepeatRowsSql) + ";\n" +
          std::string(kTablesAfterViewSql);
 }
 
@@ -408,8 +509,10 @@ std::string_view schema_tables_sql() {
 const std::map<std::string, std::vector<std::string>, std::less<>>& schema_views() {
   static const std::map<std::string, std::vector<std::string>, std::less<>> views = [] {
     std::map<std::string, std::vector<std::string>, std::less<>> made;
-    // Schema 2's, before packed allocations: the compact rows alone.
+    // Schema 2's, before packed allocations: the compact rows alone; then schema 3's, before
+    // runs: the compact rows and the chunks. Traces written so are read as they were.
     made["allocation"].push_back("CREATE VIEW allocation AS" + allocation_rows_sql(""));
+    made["allocation"].push_back(schema_3_allocation_view_sql());
     sqlite3* raw = nullptr;
     if (sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY, nullptr) ==
             SQLITE_OK &&

@@ -1,4 +1,4 @@
-// Schema v3 of a vramtrace trace file: its identity (application_id, user_version), the
+// Schema v4 of a vramtrace trace file: its identity (application_id, user_version), the
 // fixed rows of the enumeration tables (storage/schema_enums.h), and the SQL that creates it.
 // docs/schema.md is the user-facing description of every table and column; keep the two in step.
 #pragma once
@@ -21,7 +21,10 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // `allocation`. Version 1, which no release wrote, is not read.
 // 3: some allocations packed many to a row (allocation_chunk). A trace is written as version 2,
 // which it stays while it has no chunk: a reader of version 2 reads it whole.
-inline constexpr int kSchemaVersion = 3;
+// 4: bins of packed allocations that repeat a chunk stored as runs (allocation_chunk_repeat). A
+// trace with chunks and no run stays version 3.
+inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersionWithChunks = 3;
 inline constexpr int kSchemaVersionWithoutChunks = 2;
 
 // A life of 1 to this many sequence numbers (free_seq - alloc_seq) is short: the index of frees

@@ -166,7 +166,8 @@ struct TimeIndex::Impl : TimeIndexConnection {
 
    private:
     // The packed allocations' and frees' best, from the last bin with a chunk's allocation at
-    // or before `seq`: every number of a chunk lies in its bin, so earlier bins' are lower.
+    // or before `seq`, and the bin before it, whose frees may reach into it
+    // (first_packed_alloc_live_at()): earlier bins' numbers are lower.
     void packed_at_or_before(std::int64_t upid, std::uint64_t seq,
                              std::optional<SeqAndNs>* best) const {
       PackedAllocations& packed = impl_.packed();
@@ -175,7 +176,9 @@ struct TimeIndex::Impl : TimeIndexConnection {
         const std::uint64_t bin_first = level_0_bin_first(*start);
         const std::uint64_t bin_last = level_0_bin_last(*start);
         if (*best && (*best)->first >= bin_last) return;
-        const std::vector<PackedAllocation> found = packed.between(upid, bin_first, seq);
+        const std::uint64_t previous_bin_first =
+            level_0_bin_first(bin_first > 0 ? bin_first - 1 : 0);
+        const std::vector<PackedAllocation> found = packed.between(upid, previous_bin_first, seq);
         for (const PackedAllocation& allocation : found) {
           if (!*best || allocation.alloc_seq > (*best)->first)
             *best = SeqAndNs(allocation.alloc_seq, allocation.alloc_ns);
@@ -395,10 +398,20 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
           visit_row(row, live);
         });
         if (!from_allocations) continue;
+        // Packed lives made in the bin, and those of the bin before that end in this one (unless
+        // that bin's read, up to its last moment, visited them).
         const std::uint64_t bin_first = static_cast<std::uint64_t>(bin) << kLiveSpanFirstShift;
-        for (const PackedAllocation& packed :
-             impl_->packed().between(upid, bin_first, range.second)) {
+        const auto previous = bins.find(bin - 1);
+        const std::uint64_t previous_read_through =
+            previous != bins.end() ? previous->second.second : 0;
+        const bool previous_bin_read = previous != bins.end();
+        for (const PackedAllocation& packed : impl_->packed().between(
+                 upid, std::min(bin_first, first_packed_alloc_live_at(range.first)),
+                 range.second)) {
           if (packed.free_seq() <= range.first) continue;
+          if (packed.alloc_seq < bin_first && previous_bin_read &&
+              packed.alloc_seq <= previous_read_through)
+            continue;
           if (seqs.size() == 1 || std::any_of(seqs.begin(), seqs.end(), [&](std::uint64_t seq) {
                 return packed.alloc_seq <= seq && seq < packed.free_seq();
               }))
@@ -520,9 +533,9 @@ std::optional<std::int64_t> TimeIndex::time_of(std::int64_t upid, std::uint64_t 
   std::optional<std::int64_t> ns;
   impl_->each_row(statement, [&](const Statement& row) { ns = row.int64(0); });
   if (ns) return ns;
-  // A packed allocation or free: in the chunks of seq's bin, allocated at or before it.
+  // A packed allocation or free: allocated at or before it, a packed life ago at most.
   for (const PackedAllocation& packed :
-       impl_->packed().between(upid, level_0_bin_first(seq), seq)) {
+       impl_->packed().between(upid, first_packed_alloc_live_at(seq), seq)) {
     if (packed.alloc_seq == seq) return packed.alloc_ns;
     if (packed.free_seq() == seq) return packed.free_ns();
   }

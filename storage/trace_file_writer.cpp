@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -24,6 +25,7 @@
 #include "storage/json_string_array.h"
 #include "storage/live_span.h"
 #include "storage/pending_allocation_table.h"
+#include "storage/pending_rows_held.h"
 #include "storage/schema.h"
 #include "storage/short_life_packer.h"
 #include "storage/sqlite_statement.h"
@@ -139,6 +141,9 @@ struct TraceFileWriter::Impl {
   std::map<std::string_view, std::int64_t> unknown_row_counts;
   // Ascending ids; written by write_pending_allocations() before any commit.
   std::vector<PendingAllocation> pending_allocations;
+  // The highest id a periodic commit held back (pending_rows_to_write()): the next one writes
+  // those.
+  std::int64_t held_at_last_commit = INT64_MIN;
   // allocation_site and free_site.
   std::unique_ptr<AllocationSites> sites;
   // TimeIndexUpkeep::kAsRowsArrive: the time index kept up as rows arrive.
@@ -181,6 +186,11 @@ struct TraceFileWriter::Impl {
     run(set_stat, "setting a stat");
   }
 
+  void write_writer_stat(TraceStatId id, std::int64_t value) {
+    const TraceStat& stat = trace_stat(id);
+    write_stat(stat.name, stat.severity, value, stat.description);
+  }
+
   void write_unknown_row_counts() {
     for (const auto& [name, count] : unknown_row_counts) {
       const TraceStat& stat = *find_trace_stat(name);  // a kStat... constant's: a row
@@ -215,9 +225,43 @@ struct TraceFileWriter::Impl {
     pending_allocations.clear();
   }
 
-  void commit() {
-    if (!in_transaction) return;
+  // The pending rows up to pending_rows_to_write() (storage/pending_rows_held.h), when packing;
+  // the others stay pending.
+  void write_pending_allocations_but_young() {
+    if (!packer) return write_pending_allocations();
+    const std::size_t through =
+        pending_rows_to_write(pending_allocations, held_at_last_commit, kPendingAllocationsMax / 2);
+    std::vector<PendingAllocation> held(
+        std::make_move_iterator(pending_allocations.begin() + static_cast<std::ptrdiff_t>(through)),
+        std::make_move_iterator(pending_allocations.end()));
+    pending_allocations.erase(pending_allocations.begin() + static_cast<std::ptrdiff_t>(through),
+                              pending_allocations.end());
     write_pending_allocations();
+    pending_allocations = std::move(held);
+  }
+
+  // kPeriodic: a commit while recording; kLast: finish()'s, which writes everything.
+  enum class CommitKind { kPeriodic, kLast };
+  void commit(CommitKind kind = CommitKind::kLast) {
+    // Rows the last commit held back are written by this one, even if nothing came since.
+    if (!in_transaction && (pending_allocations.empty() || !begin_write())) return;
+    if (kind == CommitKind::kPeriodic) {
+      write_pending_allocations_but_young();
+      held_at_last_commit =
+          pending_allocations.empty() ? INT64_MIN : pending_allocations.back().row.id;
+    } else {
+      write_pending_allocations();
+    }
+    if (packer && failure.error.empty()) {
+      if (kind == CommitKind::kPeriodic)
+        packer->commit();
+      else
+        packer->finish();
+      if (const std::int64_t folded = packer->folded_allocations(); folded > 0) {
+        write_writer_stat(TraceStatId::kStorageFoldedAllocations, folded);
+        write_writer_stat(TraceStatId::kStorageFoldedBins, packer->folded_bins());
+      }
+    }
     if (failure.error.empty()) write_unknown_row_counts();
     in_transaction = false;
     std::string message;
@@ -332,8 +376,12 @@ std::unique_ptr<TraceFileWriter> TraceFileWriter::create(const std::filesystem::
     impl->time_index = TimeIndexKeeper::create(impl->failure, pending_table,
                                                rollups == RollupUpkeep::kAsRowsArrive, &refused);
     if (!impl->time_index) return give_up(refused);
-    if (packing == AllocationPacking::kPackShortLives) {
-      impl->packer = ShortLifePacker::create(impl->failure, &refused);
+    if (packing != AllocationPacking::kRows) {
+      impl->packer = ShortLifePacker::create(impl->failure,
+                                             packing == AllocationPacking::kPackAndFoldRepeats
+                                                 ? ShortLifePacker::Repeats::kFold
+                                                 : ShortLifePacker::Repeats::kKeep,
+                                             &refused);
       if (!impl->packer) return give_up(refused);
     }
   }
@@ -467,7 +515,7 @@ void TraceFileWriter::add_allocation(const AllocationRow& row) {
   }
   // Made in place: a temporary of this size, copied, cost as much as the rest.
   pending.emplace_back(row, impl_->sites->site_id(row));
-  if (pending.size() >= kPendingAllocationsMax) impl_->write_pending_allocations();
+  if (pending.size() >= kPendingAllocationsMax) impl_->write_pending_allocations_but_young();
 }
 
 void TraceFileWriter::set_free(std::int64_t allocation_id, const FreeRow& row) {
@@ -608,7 +656,7 @@ void TraceFileWriter::set_stat(std::string_view name, Severity severity, std::in
 
 void TraceFileWriter::flush() {
   if (impl_->finished) return;
-  impl_->commit();
+  impl_->commit(Impl::CommitKind::kPeriodic);
 }
 
 bool TraceFileWriter::finish(std::string* error, AllocationIndexes allocation_indexes) {

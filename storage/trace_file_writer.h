@@ -5,7 +5,10 @@
 // Contract:
 // - Ids are the caller's (the collector interns them); the writer never invents one.
 // - Writes are batched into one transaction that flush() commits; readers (WAL mode) see
-//   everything up to the last flush, also while the collector still runs.
+//   everything up to the last flush, also while the collector still runs, but for allocations
+//   still live that were made in their process's last kShortLifeEvents numbers: with packing,
+//   flush() holds those back to the next flush (a short life cut in two by a commit would be a
+//   row, and the bin it is in no repeat of the bins before it), never longer.
 // - Allocation rows given in ascending id order (the collector's) are held in memory until
 //   their free or the next commit, whichever comes first, so that most are written once,
 //   complete, by an append: no UPDATE, and full B-tree pages. A commit writes the rest without
@@ -45,11 +48,15 @@ class TraceFileWriter {
   // its span (as the build would take them), or the build, which reads the trace for them.
   enum class RollupUpkeep { kAtBuild, kAsRowsArrive };
   // How the allocations are stored. kRows: one row of allocation_compact each. kPackShortLives:
-  // those whose life is short and within one bin of the time index's level 0, with no details
-  // and no block inside them, many to a row of allocation_chunk (storage/allocation_chunk.h),
-  // as each batch is written; the others as rows. Only with kAsRowsArrive, whose index of
-  // allocations by number is how readers find the chunks' level 0 (else kRows).
-  enum class AllocationPacking { kRows, kPackShortLives };
+  // those whose life is short (made in a bin of the time index's level 0, freed in it or the
+  // next), with no details and no block inside them, many to a row of allocation_chunk
+  // (storage/allocation_chunk.h), a chunk per process and bin; the others as rows. Only with
+  // kAsRowsArrive, whose index of allocations by number is how readers find the chunks' level 0
+  // (else kRows).
+  // kPackAndFoldRepeats: packed, and a bin whose packed allocations repeat a chunk stored before
+  // (a steady loop's) stored as an instance of a run (storage/chunk_repeat.h), exact but for
+  // times within the bin.
+  enum class AllocationPacking { kRows, kPackShortLives, kPackAndFoldRepeats };
 
   // Creates a new trace. Fails (nullptr, *error set to a one-line reason) if the file exists
   // or cannot be created.

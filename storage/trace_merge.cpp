@@ -238,6 +238,17 @@ SELECT c.upid + :upid, c.first_alloc_seq, c.last_seq, c.first_id + :allocation,
         FROM json_each(c.allocations) AS p)
 FROM input.allocation_chunk AS c ORDER BY c.id)sql"};
 
+// The runs of repeated bins: their processes and ids shifted as their sources' are. A run
+// names its source by (upid, first_alloc_seq), which the copy keeps but for the upid.
+constexpr CopyStep kCopyChunkRepeats{"copying runs of repeated bins", R"sql(
+INSERT INTO main.allocation_chunk_repeat(upid, first_alloc_seq, last_seq, first_id, last_id,
+                                         first_alloc_ns, seq_step, id_step, instance_ns, repeats,
+                                         count, source_first_alloc_seq, source_span_ns)
+SELECT upid + :upid, first_alloc_seq, last_seq, first_id + :allocation, last_id + :allocation,
+       first_alloc_ns, seq_step, id_step, instance_ns, repeats, count, source_first_alloc_seq,
+       source_span_ns
+FROM input.allocation_chunk_repeat ORDER BY id)sql"};
+
 constexpr std::array<CopyStep, 5> kCopyAfterCallsites{{
     {"copying bad frees", R"sql(
 INSERT INTO main.bad_free(id, upid, seq, ns, utid, api, address, result, callsite_id, reason)
@@ -324,6 +335,7 @@ class MergedTrace {
     copy_callsites(shifts);
     for (const CopyStep& copy : kCopyCompactAllocations) run(copy, shifts, std::nullopt);
     if (input_has("allocation_chunk")) copy_chunks(shifts);
+    if (input_has("allocation_chunk_repeat")) copy_chunk_repeats(shifts);
     for (const CopyStep& copy : kCopyAfterCallsites) run(copy, shifts, std::nullopt);
     if (input_has("memory_activity")) run(kCopyMemoryActivity, shifts, std::nullopt);
     if (input_has("failure_device_memory")) run(kCopyFailureDeviceMemory, shifts, std::nullopt);
@@ -446,21 +458,29 @@ class MergedTrace {
       if (const int rc = query.step(); rc != SQLITE_ROW) fail("numbering rows", rc);
       shifts[id.parameter] = query.is_null(0) ? 0 : query.int64(0) + 1 - query.int64(1);
     }
-    // Allocation ids are the rows' and the packed allocations' (allocation_chunk) together.
-    if (input_has("allocation_chunk")) {
+    // Allocation ids are the rows', the packed allocations' (allocation_chunk) and the runs'
+    // instances' (allocation_chunk_repeat) together: the output has every table, an input only
+    // those of its schema.
+    {
+      std::string smallest_sql = "(SELECT min(id) FROM input.allocation_compact)";
+      if (input_has("allocation_chunk"))
+        smallest_sql += ", (SELECT min(first_id) FROM input.allocation_chunk)";
+      if (input_has("allocation_chunk_repeat"))
+        smallest_sql += ", (SELECT min(first_id) FROM input.allocation_chunk_repeat)";
       Statement query = prepare(
           "SELECT (SELECT max(id) FROM main.allocation_compact), (SELECT max(last_id) FROM "
-          "main.allocation_chunk), (SELECT min(id) FROM input.allocation_compact), (SELECT "
-          "min(first_id) FROM input.allocation_chunk)",
+          "main.allocation_chunk), (SELECT max(last_id) FROM main.allocation_chunk_repeat), " +
+              smallest_sql,
           "numbering rows");
       if (const int rc = query.step(); rc != SQLITE_ROW) fail("numbering rows", rc);
       std::optional<std::int64_t> largest, smallest;
-      for (const int column : {0, 1})
-        if (!query.is_null(column))
+      for (int column = 0; column < query.column_count(); ++column) {
+        if (query.is_null(column)) continue;
+        if (column < 3)
           largest = std::max(largest.value_or(INT64_MIN), query.int64(column));
-      for (const int column : {2, 3})
-        if (!query.is_null(column))
+        else
           smallest = std::min(smallest.value_or(INT64_MAX), query.int64(column));
+      }
       shifts[":allocation"] =
           largest ? *largest + 1 - std::min<std::int64_t>(1, smallest.value_or(1)) : 0;
     }
@@ -472,11 +492,28 @@ class MergedTrace {
   // the allocations within a chunk does not matter to a reader, which sorts them).
   void copy_chunks(const std::map<std::string, std::int64_t>& shifts) {
     run(kCopyAllocationChunks, shifts, std::nullopt);
-    Statement any =
-        prepare("SELECT count(*) FROM input.allocation_chunk", "copying packed allocations");
-    if (const int rc = any.step(); rc != SQLITE_ROW) fail("copying packed allocations", rc);
-    if (any.int64(0) > 0)
-      execute("PRAGMA main.user_version = " + std::to_string(kSchemaVersion), "marking the schema");
+    if (any_row("allocation_chunk", "copying packed allocations"))
+      mark_schema(kSchemaVersionWithChunks);
+  }
+
+  void copy_chunk_repeats(const std::map<std::string, std::int64_t>& shifts) {
+    run(kCopyChunkRepeats, shifts, std::nullopt);
+    if (any_row("allocation_chunk_repeat", "copying runs of repeated bins"))
+      mark_schema(kSchemaVersion);
+  }
+
+  bool any_row(std::string_view input_table, std::string_view doing) {
+    Statement any = prepare("SELECT count(*) FROM input." + std::string(input_table), doing);
+    if (const int rc = any.step(); rc != SQLITE_ROW) fail(doing, rc);
+    return any.int64(0) > 0;
+  }
+
+  // The output's schema version is the highest any of its inputs' rows needs: a later input
+  // with chunks alone keeps the runs of an earlier one readable.
+  void mark_schema(int version) {
+    if (version <= marked_version_) return;
+    execute("PRAGMA main.user_version = " + std::to_string(version), "marking the schema");
+    marked_version_ = version;
   }
 
   void copy_callsites(const std::map<std::string, std::int64_t>& shifts) {
@@ -506,7 +543,8 @@ class MergedTrace {
 
   fs::path output_;
   sqlite::Database db_;
-  std::optional<fs::path> input_;  // the input being merged, for messages
+  std::optional<fs::path> input_;                     // the input being merged, for messages
+  int marked_version_ = kSchemaVersionWithoutChunks;  // as write_empty_trace() marks it
 };
 
 // Opens every input with the TraceReader, so that a bad one is refused with its own clear

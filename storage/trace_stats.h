@@ -145,7 +145,13 @@ struct TraceStat {
   X(kStorageNameOfUnknownThread, "storage_name_of_unknown_thread", kError, kIfCounted,         \
     "the collector updated a row that was never added (a collector bug)")                      \
   X(kStorageEndOfUnknownMarker, "storage_end_of_unknown_marker", kError, kIfCounted,           \
-    "the collector updated a row that was never added (a collector bug)")
+    "the collector updated a row that was never added (a collector bug)")                      \
+  X(kStorageFoldedAllocations, "storage_folded_allocations", kInfo, kIfCounted,                \
+    "short-lived allocations stored as instances of runs of repeated bins "                    \
+    "(allocation_chunk_repeat): exact but for their times, interpolated within each bin")      \
+  X(kStorageFoldedBins, "storage_folded_bins", kInfo, kIfCounted,                              \
+    "bins of 4,096 numbers whose packed allocations repeat a chunk stored before, stored as "  \
+    "instances of runs")
 
 // The shim's notices, as the collector names them: `shim_` and the name the shim sends.
 #define VRAMTRACE_SHIM_STATS(X)                                                                 \

@@ -15,12 +15,11 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <sstream>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "proto/shim_markers.h"
+#include "same_answers.h"
 #include "sql_query.h"
 #include "storage/allocation_chunk.h"
 #include "storage/live_bytes_rollups.h"
@@ -36,6 +35,7 @@ namespace {
 
 using storage::AllocationFilter;
 using storage::AllocationRecord;
+using testing::texts;
 using Packing = storage::TraceWriter::AllocationPacking;
 
 constexpr std::uint64_t kEventsPerProcess = 14'000;
@@ -138,59 +138,6 @@ void write_trace(const std::filesystem::path& path, Packing packing) {
   ASSERT_TRUE(writer->finish(&error)) << error;
 }
 
-constexpr std::string_view kEveryColumn =
-    "id, upid, kind, api, device, stream, address, size, requested_size, flags, pool, result, "
-    "alloc_seq, alloc_ns, alloc_utid, alloc_callsite_id, free_seq, free_ns, free_utid, "
-    "free_callsite_id, free_api, vmm_handle, vmm_offset, segment_id, allocator_allocated, "
-    "allocator_reserved, free_allocator_allocated, free_allocator_reserved, correlation_id";
-
-// The columns as one text, NULL as empty: `a || ',' || ...` (concat_ws() is newer than the
-// SQLite some distributions ship).
-std::string columns_sql(std::string_view columns) {
-  std::string sql;
-  std::size_t at = 0;
-  while (at < columns.size()) {
-    std::size_t end = columns.find(',', at);
-    if (end == std::string_view::npos) end = columns.size();
-    std::string_view name = columns.substr(at, end - at);
-    while (name.starts_with(' ')) name.remove_prefix(1);
-    sql +=
-        (sql.empty() ? "" : " || ',' || ") + std::string("ifnull(") + std::string(name) + ", '')";
-    at = end + 1;
-  }
-  return sql;
-}
-
-std::string text_of(const AllocationRecord& r) {
-  std::ostringstream out;
-  const storage::AllocationRow& a = r.allocation;
-  out << a.id << ' ' << a.upid << ' ' << a.kind << ' ' << a.api << ' ' << a.device << ' '
-      << a.stream << ' ' << a.address << ' ' << a.size << ' ' << a.requested_size << ' ' << a.flags
-      << ' ' << a.pool.value_or(0) << ' ' << a.result << ' ' << a.alloc_seq << ' ' << a.alloc_ns
-      << ' ' << a.alloc_utid << ' ' << a.alloc_callsite_id.value_or(-1) << ' '
-      << a.segment_id.value_or(-1) << ' ' << a.allocator_allocated.value_or(0) << ' '
-      << a.allocator_reserved.value_or(0);
-  if (r.free) {
-    out << " freed " << r.free->free_seq << ' ' << r.free->free_ns << ' ' << r.free->free_utid
-        << ' ' << r.free->free_callsite_id.value_or(-1) << ' ' << r.free->free_api << ' '
-        << r.free->allocator_allocated.value_or(0);
-  }
-  return out.str();
-}
-
-std::vector<std::string> texts(const std::vector<AllocationRecord>& records) {
-  std::vector<std::string> out;
-  for (const AllocationRecord& r : records) out.push_back(text_of(r));
-  return out;
-}
-
-std::string text_of(const storage::AllocationEvent& e) {
-  std::ostringstream out;
-  out << static_cast<int>(e.type) << ' ' << e.allocation_id << ' ' << e.upid << ' ' << e.seq << ' '
-      << e.ns << ' ' << e.device << ' ' << e.kind << ' ' << e.size;
-  return out.str();
-}
-
 class PackedAllocationsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -225,19 +172,27 @@ TEST_F(PackedAllocationsTest, MostAllocationsArePackedAndTheRestAreRows) {
   EXPECT_EQ(testing::query_one(rows_path(), "SELECT count(*) FROM allocation_chunk"), "0");
   // A trace with chunks says so; one without stays readable by a reader of schema 2.
   EXPECT_EQ(testing::query_one(packed_path(), "PRAGMA user_version"),
-            std::to_string(storage::kSchemaVersion));
+            std::to_string(storage::kSchemaVersionWithChunks));
   EXPECT_EQ(testing::query_one(rows_path(), "PRAGMA user_version"),
             std::to_string(storage::kSchemaVersionWithoutChunks));
-  // No chunk holds an allocation with details, a failed one, a long life, one that crosses
-  // its bin's edge, or a segment a block names.
-  EXPECT_EQ(testing::query_one(packed_path(),
-                               "SELECT count(*) FROM allocation a WHERE id IN (SELECT c.first_id + "
-                               "json_extract(p.value, '$[0]') FROM allocation_chunk c, "
-                               "json_each(c.allocations) p) AND (result != 0 OR free_seq IS NULL "
-                               "OR free_seq - alloc_seq > 1024 OR alloc_seq >> 12 != free_seq >> "
-                               "12 OR allocator_allocated IS NOT NULL OR id IN (SELECT segment_id "
-                               "FROM allocation WHERE segment_id IS NOT NULL))"),
-            "0");
+  // No chunk holds an allocation with details, a failed one, a long life, or a segment a block
+  // names; a short life that crosses its bin's edge (freed in the next) is packed too.
+  EXPECT_EQ(
+      testing::query_one(packed_path(),
+                         "SELECT count(*) FROM allocation a WHERE id IN (SELECT c.first_id + "
+                         "json_extract(p.value, '$[0]') FROM allocation_chunk c, "
+                         "json_each(c.allocations) p) AND (result != 0 OR free_seq IS NULL "
+                         "OR free_seq - alloc_seq > 1024 OR allocator_allocated IS NOT NULL "
+                         "OR id IN (SELECT segment_id FROM allocation WHERE segment_id IS NOT "
+                         "NULL))"),
+      "0");
+  EXPECT_NE(
+      testing::query_one(packed_path(),
+                         "SELECT count(*) FROM allocation_chunk c, json_each(c.allocations) p "
+                         "WHERE (c.first_alloc_seq + json_extract(p.value, '$[5]')) >> 12 != "
+                         "(c.first_alloc_seq + json_extract(p.value, '$[5]') + "
+                         "json_extract(p.value, '$[8]')) >> 12"),
+      "0");
   EXPECT_NE(
       testing::query_one(packed_path(),
                          "SELECT count(*) FROM allocation_detail WHERE segment_id IS NOT NULL"),
@@ -246,66 +201,25 @@ TEST_F(PackedAllocationsTest, MostAllocationsArePackedAndTheRestAreRows) {
 
 // The view shows every allocation, packed or not, with every column, to plain SQL.
 TEST_F(PackedAllocationsTest, TheViewShowsPackedAllocationsAsRows) {
-  const std::string all = "SELECT group_concat(x, ';') FROM (SELECT " + columns_sql(kEveryColumn) +
-                          " AS x FROM allocation_view ORDER BY id)";
-  const std::string rows = testing::query_one(rows_path(), all);
+  const std::string rows = testing::every_row_of(rows_path(), "allocation_view");
   EXPECT_GT(rows.size(), 100'000u);
-  EXPECT_EQ(testing::query_one(packed_path(), all), rows);
+  EXPECT_EQ(testing::every_row_of(packed_path(), "allocation_view"), rows);
+}
+
+// The questions asked of both traces.
+testing::Questions questions() {
+  testing::Questions ask;
+  ask.live_just_after = {1, 100, 4095, 4096, 5000, 9001};
+  ask.live_just_after_any = 6000;
+  for (std::int64_t id = 1; id < 30'000; id += 37) ask.ids.push_back(id);
+  ask.at_least = 10'000;
+  return ask;
 }
 
 TEST_F(PackedAllocationsTest, TheReaderGivesTheSameAllocations) {
   const auto rows = open(rows_path());
   const auto packed = open(packed_path());
-  std::vector<AllocationFilter> filters(1);
-  filters.push_back({.upid = 2});
-  filters.push_back({.kind = storage::allocation_kind::kBlock});
-  filters.push_back({.outcome = AllocationFilter::Outcome::kFailed});
-  filters.push_back({.outcome = AllocationFilter::Outcome::kSucceeded});
-  filters.push_back({.lifetime = AllocationFilter::Lifetime::kLiveAtEnd});
-  filters.push_back({.upid = 2, .lifetime = AllocationFilter::Lifetime::kLiveAtEnd});
-  filters.push_back({.lifetime = AllocationFilter::Lifetime::kFreed});
-  for (const std::uint64_t seq : {1ull, 100ull, 4095ull, 4096ull, 5000ull, 9001ull})
-    filters.push_back({.upid = 1, .live_just_after = seq});
-  filters.push_back({.live_just_after = 6000});
-  std::vector<std::int64_t> ids;
-  for (std::int64_t id = 1; id < 30'000; id += 37) ids.push_back(id);
-  filters.push_back({.ids = ids});
-  filters.push_back({.kind = storage::allocation_kind::kDevice, .ids = ids});
-  for (std::size_t i = 0; i < filters.size(); ++i) {
-    const auto expected = texts(rows->allocations(filters[i]));
-    EXPECT_EQ(texts(packed->allocations(filters[i])), expected) << "filter " << i;
-    if (i == 0) {
-      EXPECT_GT(expected.size(), 10'000u);
-    }
-  }
-  // In table order: the same allocations, in some order.
-  AllocationFilter table_order;
-  table_order.in_table_order = true;
-  auto expected = texts(rows->allocations(table_order));
-  auto got = texts(packed->allocations(table_order));
-  std::sort(expected.begin(), expected.end());
-  std::sort(got.begin(), got.end());
-  EXPECT_EQ(got, expected);
-
-  EXPECT_EQ(packed->upids_with_gpu_events(), rows->upids_with_gpu_events());
-  const auto totals_text = [](const std::vector<storage::AllocationTotalsRow>& totals) {
-    std::ostringstream out;
-    for (const auto& t : totals)
-      out << t.upid << ' ' << t.device << ' ' << t.kind << ' ' << t.result << ' ' << t.count << ' '
-          << t.bytes << ' ' << t.freed_count << ' ' << t.freed_bytes << ' ' << t.live_count << ' '
-          << t.live_bytes << ' ' << t.first_alloc_ns << ' ' << t.last_alloc_ns << ' '
-          << t.last_free_ns.value_or(-1) << '\n';
-    return out.str();
-  };
-  EXPECT_EQ(totals_text(packed->allocation_totals()), totals_text(rows->allocation_totals()));
-
-  for (const std::optional<std::int64_t> upid :
-       {std::optional<std::int64_t>{}, std::optional<std::int64_t>{2}}) {
-    std::vector<std::string> want, have;
-    rows->for_each_allocation_event([&](const auto& e) { want.push_back(text_of(e)); }, upid);
-    packed->for_each_allocation_event([&](const auto& e) { have.push_back(text_of(e)); }, upid);
-    EXPECT_EQ(have, want);
-  }
+  testing::expect_same_allocations(*rows, *packed, questions());
 }
 
 TEST_F(PackedAllocationsTest, TheTimeIndexGivesTheSameAnswers) {
@@ -316,71 +230,9 @@ TEST_F(PackedAllocationsTest, TheTimeIndexGivesTheSameAnswers) {
   const auto packed =
       storage::TimeIndex::open(packed_path(), storage::build_live_bytes_rollups, &error);
   ASSERT_NE(packed, nullptr) << error;
-  EXPECT_EQ(packed->start_ns(), rows->start_ns());
-  EXPECT_EQ(packed->end_ns(), rows->end_ns());
-  EXPECT_EQ(packed->last_allocation_id(), rows->last_allocation_id());
-  std::mt19937_64 random(9);
-  for (const std::int64_t upid : {1, 2}) {
-    const std::uint64_t last = rows->last_seq(upid);
-    ASSERT_EQ(packed->last_seq(upid), last);
-    for (std::uint64_t seq = 0; seq <= last + 1; seq += 1 + random() % 7)
-      ASSERT_EQ(packed->time_of(upid, seq), rows->time_of(upid, seq)) << upid << " " << seq;
-    for (int i = 0; i < 300; ++i) {
-      const std::int64_t ns =
-          ns_of(upid, random() % (last + 2)) - static_cast<std::int64_t>(random() % 3);
-      ASSERT_EQ(packed->last_seq_at(upid, ns), rows->last_seq_at(upid, ns)) << upid << " " << ns;
-    }
-    for (int i = 0; i < 200; ++i) {
-      const std::uint64_t after = i == 0 ? 0 : random() % (last + 1);
-      const std::uint64_t through = i == 1 ? last : after + random() % (i % 2 == 0 ? 50 : 6'000);
-      std::vector<std::string> want, have;
-      rows->for_each_event_between(upid, after, through, [&](const auto& e) {
-        want.push_back(text_of(e));
-        return true;
-      });
-      packed->for_each_event_between(upid, after, through, [&](const auto& e) {
-        have.push_back(text_of(e));
-        return true;
-      });
-      ASSERT_EQ(have, want) << upid << " (" << after << ", " << through << "]";
-    }
-    for (int i = 0; i < 200; ++i) {
-      const std::uint64_t seq = random() % (last + 2);
-      ASSERT_EQ(texts(packed->live_at(upid, seq)), texts(rows->live_at(upid, seq)))
-          << upid << " " << seq;
-    }
-    // Several moments at once, the narrow columns: as sets of (id, size, kind, callsite).
-    for (const auto columns : {storage::AllocationColumns::kLiveByStack,
-                               storage::AllocationColumns::kLiveByStackAndSegment}) {
-      std::vector<std::uint64_t> seqs;
-      for (int i = 0; i < 40; ++i) seqs.push_back(random() % (last + 2));
-      const auto collect = [&](const storage::TimeIndex& index) {
-        std::vector<std::string> found;
-        index.for_each_live_at_any(
-            upid, seqs,
-            [&](const AllocationRecord& r) {
-              std::ostringstream out;
-              out << r.allocation.id << ' ' << r.allocation.size << ' ' << r.allocation.kind << ' '
-                  << r.allocation.device << ' ' << r.allocation.alloc_seq << ' '
-                  << r.allocation.segment_id.value_or(-1) << ' ' << (r.free ? r.free->free_seq : 0);
-              found.push_back(out.str());
-            },
-            columns);
-        std::sort(found.begin(), found.end());
-        return found;
-      };
-      EXPECT_EQ(collect(*packed), collect(*rows));
-    }
-  }
+  testing::expect_same_time_index_answers(*rows, *packed, {1, 2}, ns_of);
   // The rollups (kept by the writer in both) agree too.
-  const auto buckets = [](const storage::TimeIndex& index) {
-    std::ostringstream out;
-    for (const auto& b : index.buckets())
-      out << b.upid << ' ' << b.device << ' ' << b.kind << ' ' << b.bucket << ' ' << b.min_bytes
-          << ' ' << b.max_bytes << ' ' << b.last_bytes << '\n';
-    return out.str();
-  };
-  EXPECT_EQ(buckets(*packed), buckets(*rows));
+  EXPECT_EQ(testing::rollups_text(*packed), testing::rollups_text(*rows));
 }
 
 // The index built by the reports where the writer's was not kept (as for a merged trace)
@@ -397,11 +249,10 @@ TEST_F(PackedAllocationsTest, AMergeOfPackedTracesReadsAsTheMergeOfRows) {
   };
   const auto rows_merged = merged(rows_path(), "rows");
   const auto packed_merged = merged(packed_path(), "packed");
-  const std::string all = "SELECT group_concat(x, ';') FROM (SELECT " + columns_sql(kEveryColumn) +
-                          " AS x FROM allocation ORDER BY id)";
-  EXPECT_EQ(testing::query_one(packed_merged, all), testing::query_one(rows_merged, all));
+  EXPECT_EQ(testing::every_row_of(packed_merged, "allocation"),
+            testing::every_row_of(rows_merged, "allocation"));
   EXPECT_EQ(testing::query_one(packed_merged, "PRAGMA user_version"),
-            std::to_string(storage::kSchemaVersion));
+            std::to_string(storage::kSchemaVersionWithChunks));
   const auto rows = open(rows_merged);
   const auto packed = open(packed_merged);
   EXPECT_EQ(texts(packed->allocations({})), texts(rows->allocations({})));
@@ -442,17 +293,7 @@ TEST_F(PackedAllocationsTest, AnIndexBuiltAsideReadsThePackedAllocations) {
   EXPECT_EQ(packed->end_ns(), rows->end_ns());
   EXPECT_EQ(packed->allocator_segments(), rows->allocator_segments());
   EXPECT_EQ(packed->processes_with_allocator_events(), rows->processes_with_allocator_events());
-  const auto rollups = [](const storage::TimeIndex& index) {
-    std::ostringstream out;
-    for (const auto& b : index.buckets())
-      out << b.upid << ' ' << b.device << ' ' << b.kind << ' ' << b.bucket << ' ' << b.min_bytes
-          << ' ' << b.max_bytes << ' ' << b.last_bytes << '\n';
-    for (const auto& p : index.peaks())
-      out << p.upid << ' ' << p.device << ' ' << p.group << ' ' << p.bytes << ' ' << p.seq << ' '
-          << p.ns << '\n';
-    return out.str();
-  };
-  EXPECT_EQ(rollups(*packed), rollups(*rows));
+  EXPECT_EQ(testing::rollups_text(*packed), testing::rollups_text(*rows));
   for (const std::int64_t upid : {1, 2})
     for (std::uint64_t seq = 0; seq < kEventsPerProcess; seq += 61)
       ASSERT_EQ(texts(packed->live_at(upid, seq)), texts(rows->live_at(upid, seq)))

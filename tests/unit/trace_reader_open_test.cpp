@@ -132,7 +132,7 @@ TEST(TraceReaderOpenTest, ATraceOfSchema1IsRefusedWithOneMessage) {
   EXPECT_EQ(failure.reason, Reason::kOlderSchema);
   EXPECT_EQ(failure.message, path.string() +
                                  ": written by an older vramtrace (trace schema 1, which this "
-                                 "build does not read: it reads schemas 2 to 3); record it again");
+                                 "build does not read: it reads schemas 2 to 4); record it again");
 }
 
 TEST(TraceReaderOpenTest, ATraceTruncatedAnywhere) {
