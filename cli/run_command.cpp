@@ -51,6 +51,7 @@ struct RunOptions {
   bool accept_data_loss = false;  // --gate judges a recording with gaps
   bool force = false;
   bool index = true;                     // build the time index once the trace is finished
+  std::string keep = "folded";           // "all": repeated bins stored in full too
   bool free_stacks = false;              // a stack for every free (VRAMTRACE_FREE_STACKS)
   std::optional<std::string> ring_size;  // unset: VRAMTRACE_RING_BYTES, else the default
   std::string backend = "preload";       // "preload", "cupti" or "both"
@@ -385,7 +386,8 @@ int run(RunOptions& options) {
   // the write with EFBIG, and SQLite says the disk is full. The command gets the default back.
   // The reports' indexes and the time index's rollups kept up as rows arrive, so that the end
   // of the run has little left to do, and short lives packed many to a row (an allocation
-  // storm's rows were most of its cost); --no-index records the rows alone. SQLite writes on
+  // storm's rows were most of its cost), bins that repeat one stored before folded into runs
+  // (unless --keep all); --no-index records the rows alone. SQLite writes on
   // the writer's own thread while the collector decodes the next records.
   using storage::TraceWriter;
   // Declared before the writer, so that it is given back after SQLite has closed the file:
@@ -393,10 +395,11 @@ int run(RunOptions& options) {
   TraceOutputLock output_lock;
   std::unique_ptr<TraceWriter> writer =
       options.index
-          ? TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
-                                TraceWriter::RollupUpkeep::kAsRowsArrive,
-                                TraceWriter::Threading::kOwnThread,
-                                TraceWriter::AllocationPacking::kPackShortLives)
+          ? TraceWriter::create(
+                output, &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                TraceWriter::RollupUpkeep::kAsRowsArrive, TraceWriter::Threading::kOwnThread,
+                options.keep == "all" ? TraceWriter::AllocationPacking::kPackShortLives
+                                      : TraceWriter::AllocationPacking::kPackAndFoldRepeats)
           : TraceWriter::create(output, &error, TraceWriter::TimeIndexUpkeep::kNone,
                                 TraceWriter::RollupUpkeep::kAtBuild,
                                 TraceWriter::Threading::kOwnThread);
@@ -543,6 +546,13 @@ void register_run_command(CLI::App& app, int* exit_status) {
                 "Leave the time index (which reports over time and the viewer read), and the "
                 "allocation table's indexes, to the first report that needs them, instead of "
                 "keeping them up as the rows arrive");
+  run->add_option("--keep", options->keep,
+                  "What of a steady loop the trace keeps: 'folded' (the default: a bin of 4,096 "
+                  "events whose short-lived allocations repeat an earlier bin's is stored as a "
+                  "reference to it, so the trace grows with what changes, not with how long the "
+                  "loop runs; exact but for times within such a bin) or 'all' (every bin in "
+                  "full)")
+      ->check(CLI::IsMember({"folded", "all"}));
   run->add_flag("--free-stacks", options->free_stacks,
                 "Record the stack of every free too (allocation.free_callsite_id), not only of "
                 "frees that fail: each free then costs as much as an allocation");

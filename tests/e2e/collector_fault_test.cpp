@@ -192,7 +192,8 @@ ProcessResult run_under_file_size_limit(const std::string& output, int status) {
   ProcessOptions o;
   o.argv = {"sh",
             "-c",
-            "ulimit -f 4096 && exec \"$1\" run -o \"$2\" -- sh -c '\"$0\" 1 100000; exit " +
+            "ulimit -f 4096 && exec \"$1\" run --keep all -o \"$2\" -- sh -c '\"$0\" 1 100000; "
+            "exit " +
                 std::to_string(status) + "' \"$3\"",
             "sh",
             VRAMTRACE_BIN,
