@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <optional>
+#include <string_view>
 
 #include "storage/live_span.h"
 #include "storage/schema.h"
@@ -39,7 +41,18 @@ char* write_number(char* out, std::int64_t value) {
   return std::to_chars(out, out + 20, value).ptr;
 }
 
-constexpr std::size_t kMaxPackedChars = kPackedFields * 20 + (kPackedFields - 1) + 3;
+constexpr std::size_t kMaxPackedChars = kPackedBlockFields * 20 + (kPackedBlockFields - 1) + 3;
+
+// A detail's digits at `out`, or null; returns their end.
+char* write_optional(char* out, std::optional<std::int64_t> value) {
+  if (value) return write_number(out, *value);
+  std::memcpy(out, "null", 4);
+  return out + 4;
+}
+std::optional<std::int64_t> as_bits(std::optional<std::uint64_t> value) {
+  if (!value) return std::nullopt;
+  return bits(*value);
+}
 
 }  // namespace
 
@@ -100,6 +113,14 @@ AllocationChunk pack_allocations(std::int64_t upid,
         last_address_chars = static_cast<std::size_t>(out - start);
       }
     }
+    if (a.has_block_detail()) {
+      for (const std::optional<std::int64_t> detail :
+           {a.segment_id, as_bits(a.allocator_allocated), as_bits(a.allocator_reserved),
+            as_bits(a.free_allocator_allocated), as_bits(a.free_allocator_reserved)}) {
+        *out++ = ',';
+        out = write_optional(out, detail);
+      }
+    }
     *out++ = ']';
   }
   *out++ = ']';
@@ -127,10 +148,34 @@ bool unpack_allocations(std::string_view text, std::int64_t first_id, std::uint6
       if (error != std::errc()) return false;
       at = next;
     }
+    // A block's details, each a number or null.
+    std::array<std::optional<std::int64_t>, kPackedBlockFields - kPackedFields> details;
+    const bool has_details = at != end && *at == ',';
+    for (std::size_t i = 0; has_details && i < details.size(); ++i) {
+      if (!take(',')) return false;
+      if (end - at >= 4 && std::string_view(at, 4) == "null") {
+        at += 4;
+        continue;
+      }
+      std::int64_t value = 0;
+      const auto [next, error] = std::from_chars(at, end, value);
+      if (error != std::errc()) return false;
+      at = next;
+      details[i] = value;
+    }
     // A negative size is no allocation's: a chunk written by hand, refused as one that does not
     // parse.
     if (!take(']') || fields[3] < 0) return false;
     PackedAllocation& a = out->emplace_back();
+    const auto as_unsigned = [](std::optional<std::int64_t> value) -> std::optional<std::uint64_t> {
+      if (!value) return std::nullopt;
+      return static_cast<std::uint64_t>(*value);
+    };
+    a.segment_id = details[0];
+    a.allocator_allocated = as_unsigned(details[1]);
+    a.allocator_reserved = as_unsigned(details[2]);
+    a.free_allocator_allocated = as_unsigned(details[3]);
+    a.free_allocator_reserved = as_unsigned(details[4]);
     a.id = sum(first_id, fields[0]);
     a.site_id = fields[1];
     a.address = static_cast<std::uint64_t>(fields[2]);

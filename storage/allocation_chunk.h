@@ -21,8 +21,9 @@
 
 namespace vramtrace::storage {
 
-// One packed allocation: allocation_compact's columns. It succeeded and was freed; its details
-// (allocation_detail) are all NULL.
+// One packed allocation: allocation_compact's columns, and a block's details. It succeeded and
+// was freed; of allocation_detail's columns it has at most a block's segment and the allocator's
+// totals after it was made and after its free (the others are NULL).
 struct PackedAllocation {
   std::int64_t id = 0;
   std::int64_t site_id = 0;
@@ -32,7 +33,14 @@ struct PackedAllocation {
   std::int64_t alloc_ns = 0;
   std::int64_t free_site_id = 0;
   std::int64_t free_seq_delta = 0, free_ns_delta = 0;
+  std::optional<std::int64_t> segment_id;
+  std::optional<std::uint64_t> allocator_allocated, allocator_reserved, free_allocator_allocated,
+      free_allocator_reserved;
 
+  bool has_block_detail() const {
+    return segment_id || allocator_allocated || allocator_reserved || free_allocator_allocated ||
+           free_allocator_reserved;
+  }
   std::uint64_t free_seq() const { return alloc_seq + static_cast<std::uint64_t>(free_seq_delta); }
   std::int64_t free_ns() const {
     return static_cast<std::int64_t>(static_cast<std::uint64_t>(alloc_ns) +
@@ -46,11 +54,15 @@ struct PackedAllocation {
 // after this number.
 std::uint64_t first_packed_alloc_live_at(std::uint64_t seq);
 
-// The fields of each allocation's array, by position (the view `allocation` reads them so).
+// The fields of each allocation's array, by position (the view `allocation` reads them so): the
+// first kPackedFields for every allocation, then, for one with a block's details, five more,
+// each null where unset.
 inline constexpr int kPackedFields = 10;
+inline constexpr int kPackedBlockFields = 15;
 inline constexpr std::string_view kPackedFieldNames =
     "id - first_id, site_id, address, size, size_minus_requested, alloc_seq - first_alloc_seq, "
-    "alloc_ns - first_alloc_ns, free_site_id, free_seq_delta, free_ns_delta";
+    "alloc_ns - first_alloc_ns, free_site_id, free_seq_delta, free_ns_delta[, segment_id, "
+    "allocator_allocated, allocator_reserved, free_allocator_allocated, free_allocator_reserved]";
 
 // A chunk's row: one process's allocations, ordered by alloc_seq, with the columns a reader
 // finds it by.

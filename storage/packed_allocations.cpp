@@ -319,6 +319,9 @@ AllocationRecord PackedAllocations::record(std::int64_t upid, const PackedAlloca
   a.alloc_ns = packed.alloc_ns;
   a.alloc_utid = s.utid;
   a.alloc_callsite_id = s.callsite_id;
+  a.segment_id = packed.segment_id;
+  a.allocator_allocated = packed.allocator_allocated;
+  a.allocator_reserved = packed.allocator_reserved;
   const FreeSite& f = free_site(packed.free_site_id);
   FreeRow& free = record.free.emplace();
   free.free_seq = packed.free_seq();
@@ -326,6 +329,8 @@ AllocationRecord PackedAllocations::record(std::int64_t upid, const PackedAlloca
   free.free_utid = f.utid;
   free.free_callsite_id = f.callsite_id;
   free.free_api = f.api;
+  free.allocator_allocated = packed.free_allocator_allocated;
+  free.allocator_reserved = packed.free_allocator_reserved;
   return record;
 }
 

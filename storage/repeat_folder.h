@@ -1,16 +1,21 @@
 // The writer's side of repeated bins (storage/chunk_repeat.h): for each bin of one process's
 // packed allocations, whether it repeats a chunk stored before, and which run it then belongs
-// to. Pure logic, no SQLite: the packer (storage/short_life_packer.h) stores what it decides.
+// to. No SQLite: the packer (storage/short_life_packer.h) stores what it decides and reads stored
+// bins back for it.
 //
 // A bin repeats a stored one when their allocations are the same in order, site, address, size,
-// requested size, free site and the distance to their free, numbered and with ids the same
-// distances apart from their first: only their first number, first id and times differ. The
-// stored bins it compares with are kept in memory up to a budget of bytes, those matched least
-// recently given up first, so that the collector's memory stays bounded however long it runs.
+// requested size, free site, the distance to their free and a block's details (its segment, the
+// allocator's totals), numbered and with ids the same distances apart from their first: only
+// their first number, first id and times differ. The stored bins it compares with are remembered
+// by a few words and a hash of their shape; their shapes are held in memory up to a budget of
+// bytes (those matched least recently given up first) and read back from the trace when a bin's
+// hash matches one not held, so that the collector's memory stays bounded however long it runs
+// and a loop whose bins go through many shapes in turn still folds.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -22,10 +27,16 @@ namespace vramtrace::storage {
 
 class RepeatFolder {
  public:
-  // About 100 bins of 4,096 numbers of allocation pairs.
+  // About 75 bins of 4,096 numbers of allocation pairs.
   static constexpr std::size_t kDefaultSourceBytes = std::size_t{16} << 20;
 
-  explicit RepeatFolder(std::size_t source_bytes = kDefaultSourceBytes);
+  // Reads a stored bin back (the allocations of the process's chunk that starts at the number,
+  // in order); false when it cannot. Null: shapes not held are not compared.
+  using SourceLoader = std::function<bool(std::int64_t upid, std::uint64_t first_alloc_seq,
+                                          std::vector<PackedAllocation>* out)>;
+
+  explicit RepeatFolder(SourceLoader loader = nullptr,
+                        std::size_t source_bytes = kDefaultSourceBytes);
   ~RepeatFolder();
   RepeatFolder(const RepeatFolder&) = delete;
   RepeatFolder& operator=(const RepeatFolder&) = delete;

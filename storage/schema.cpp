@@ -4,6 +4,7 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace vramtrace::storage {
@@ -130,7 +131,8 @@ CREATE TABLE allocation_compact(
 );
 -- Short lives packed many to a row: allocations that succeeded, were freed 1 to
 -- kShortLifeEvents numbers later (made in one bin of 4096 numbers, freed in it or the next), and
--- have no allocation_detail row and no block inside them (storage/allocation_chunk.h). The view `allocation` shows each.
+-- have no details but a block's and no block inside them (storage/allocation_chunk.h). The view
+-- `allocation` shows each.
 CREATE TABLE allocation_chunk(
   id INTEGER PRIMARY KEY,
   upid INTEGER NOT NULL REFERENCES process(upid),
@@ -359,11 +361,11 @@ std::string allocation_rows_sql(std::string_view schema) {
 namespace {
 
 // The packed allocations (allocation_chunk) as rows of the same columns, through SQLite's
-// built-in json_each() and json_extract(), which any sqlite3 since 3.38 has. (The `->>`
-// operator would read better, but a schema using it is one an older sqlite3 cannot open.) Its
-// text is in the view of every trace of schema 3, which schema_views() must know word for word:
-// it stays as it is.
-constexpr std::string_view kPackedRowsSql = R"sql(
+// built-in json_each() and json_extract(), which any sqlite3 since 3.38 has (the `->>` operator
+// would read better, but a schema using it is one an older sqlite3 cannot open), with a block's
+// details from the five fields after the ten where a packed allocation has them
+// (storage/allocation_chunk.h).
+constexpr std::string_view kPackedBlockRowsSql = R"sql(
   SELECT c.first_id + json_extract(p.value, '$[0]') AS id,
          c.upid AS upid,
          s.kind AS kind,
@@ -389,11 +391,11 @@ constexpr std::string_view kPackedRowsSql = R"sql(
          f.api AS free_api,
          NULL AS vmm_handle,
          NULL AS vmm_offset,
-         NULL AS segment_id,
-         NULL AS allocator_allocated,
-         NULL AS allocator_reserved,
-         NULL AS free_allocator_allocated,
-         NULL AS free_allocator_reserved,
+         json_extract(p.value, '$[10]') AS segment_id,
+         json_extract(p.value, '$[11]') AS allocator_allocated,
+         json_extract(p.value, '$[12]') AS allocator_reserved,
+         json_extract(p.value, '$[13]') AS free_allocator_allocated,
+         json_extract(p.value, '$[14]') AS free_allocator_reserved,
          NULL AS correlation_id
   FROM allocation_chunk AS c
   CROSS JOIN json_each(c.allocations) AS p
@@ -433,11 +435,11 @@ constexpr std::string_view kRepeatRowsSql = R"sql(
          f.api AS free_api,
          NULL AS vmm_handle,
          NULL AS vmm_offset,
-         NULL AS segment_id,
-         NULL AS allocator_allocated,
-         NULL AS allocator_reserved,
-         NULL AS free_allocator_allocated,
-         NULL AS free_allocator_reserved,
+         x.segment_id AS segment_id,
+         x.allocator_allocated AS allocator_allocated,
+         x.allocator_reserved AS allocator_reserved,
+         x.free_allocator_allocated AS free_allocator_allocated,
+         x.free_allocator_reserved AS free_allocator_reserved,
          NULL AS correlation_id
   FROM (
     WITH RECURSIVE instance(run_id, k) AS (
@@ -458,6 +460,11 @@ constexpr std::string_view kRepeatRowsSql = R"sql(
            json_extract(p.value, '$[7]') AS free_site_id,
            json_extract(p.value, '$[8]') AS free_seq_delta,
            json_extract(p.value, '$[6]') + json_extract(p.value, '$[9]') AS relative_free_ns,
+           json_extract(p.value, '$[10]') AS segment_id,
+           json_extract(p.value, '$[11]') AS allocator_allocated,
+           json_extract(p.value, '$[12]') AS allocator_reserved,
+           json_extract(p.value, '$[13]') AS free_allocator_allocated,
+           json_extract(p.value, '$[14]') AS free_allocator_reserved,
            r.instance_ns AS instance_ns,
            r.source_span_ns AS source_span_ns,
            r.count AS count,
@@ -474,17 +481,36 @@ constexpr std::string_view kRepeatRowsSql = R"sql(
 
 // The view `allocation` of schema 3, which traces of schema 2 written with allocation_chunk and
 // traces of schema 3 hold: allocation_compact's rows, then allocation_chunk's.
+// The same as schema 3 wrote it, without a block's details: the text of the view of every trace
+// of schema 3, which schema_views() must know word for word.
+std::string schema_3_packed_rows_sql() {
+  constexpr std::pair<std::string_view, std::string_view> kDetails[] = {
+      {"10", "segment_id"},
+      {"11", "allocator_allocated"},
+      {"12", "allocator_reserved"},
+      {"13", "free_allocator_allocated"},
+      {"14", "free_allocator_reserved"}};
+  std::string sql(kPackedBlockRowsSql);
+  for (const auto& [field, column] : kDetails) {
+    const std::string detail =
+        "json_extract(p.value, '$[" + std::string(field) + "]') AS " + std::string(column);
+    sql.replace(sql.find(detail), detail.size(), "NULL AS " + std::string(column));
+  }
+  return sql;
+}
+
 std::string schema_3_allocation_view_sql() {
   return "CREATE VIEW allocation AS" + allocation_rows_sql("") + "\n  UNION ALL" +
-         std::string(kPackedRowsSql);
+         schema_3_packed_rows_sql();
 }
 
 std::string make_tables_sql() {
   return std::string(kTablesBeforeViewSql) +
          "-- Every allocation: allocation_compact's rows, then allocation_chunk's, then the\n"
-         "-- instances of allocation_chunk_repeat's runs.\n" +
-         schema_3_allocation_view_sql() + "\n  UNION ALL" + std::string(kRepeatRowsSql) + ";\n" +
-         std::string(kTablesAfterViewSql);
+         "-- instances of allocation_chunk_repeat's runs.\n"
+         "CREATE VIEW allocation AS" +
+         allocation_rows_sql("") + "\n  UNION ALL" + std::string(kPackedBlockRowsSql) +
+         "\n  UNION ALL" + std::string(kRepeatRowsSql) + ";\n" + std::string(kTablesAfterViewSql);
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ inline constexpr std::int32_t kApplicationId = 0x56524D54;
 // `allocation`. Version 1, which no release wrote, is not read.
 // 3: some allocations packed many to a row (allocation_chunk). A trace is written as version 2,
 // which it stays while it has no chunk: a reader of version 2 reads it whole.
-// 4: bins of packed allocations that repeat a chunk stored as runs (allocation_chunk_repeat). A
-// trace with chunks and no run stays version 3.
+// 4: bins of packed allocations that repeat a chunk stored as runs (allocation_chunk_repeat),
+// and packed blocks with their details (five more fields). A trace with chunks of neither stays
+// version 3.
 inline constexpr int kSchemaVersion = 4;
 inline constexpr int kSchemaVersionWithChunks = 3;
 inline constexpr int kSchemaVersionWithoutChunks = 2;

@@ -31,7 +31,7 @@ struct ShortLifePacker::State {
   };
 
   WriteFailure& failure;
-  Statement add_chunk, replace_chunk, drop_chunk, add_run, replace_run;
+  Statement add_chunk, replace_chunk, drop_chunk, add_run, replace_run, read_back;
   // The rows of runs written while still open, by (upid, first_alloc_seq).
   std::map<std::pair<std::int64_t, std::uint64_t>, std::int64_t> run_rows;
   int schema_version = kSchemaVersionWithoutChunks;
@@ -41,15 +41,30 @@ struct ShortLifePacker::State {
   std::vector<std::pair<std::int64_t, PackedAllocation>> packed_scratch;
 
   // Whether a pending row goes into a chunk (AllocationPacking::kPackShortLives): a short life
-  // (freed in its bin of level 0 or in the next: first_packed_alloc_live_at()), with no
-  // details, and no block of this batch inside it (a block is made after its segment and freed
-  // before it, so one that names a row of this batch is in this batch too).
+  // (freed in its bin of level 0 or in the next: first_packed_alloc_live_at()), with no details
+  // but a block's (its segment, the allocator's totals), and no block of this batch inside it (a
+  // block is made after its segment and freed before it, so one that names a row of this batch
+  // is in this batch too).
   bool packable(const PendingAllocation& pending,
                 const std::unordered_set<std::int64_t>& segments) const {
-    if (pending.row.result != 0 || !pending.free || has_detail(pending)) return false;
+    const AllocationRow& row = pending.row;
+    if (row.result != 0 || !pending.free || row.vmm_handle || row.vmm_offset || row.correlation_id)
+      return false;
     const std::uint64_t life = pending.free->free_seq - pending.row.alloc_seq;
     if (life < 1 || life > static_cast<std::uint64_t>(kShortLifeEvents)) return false;
     return segments.empty() || !segments.contains(pending.row.id);
+  }
+
+  bool read_chunk(std::int64_t upid, std::uint64_t first_alloc_seq,
+                  std::vector<PackedAllocation>* out) {
+    read_back.bind_int64(1, upid);
+    read_back.bind_uint64(2, first_alloc_seq);
+    bool read = false;
+    if (read_back.step() == SQLITE_ROW)
+      read = unpack_allocations(read_back.text_view(2), read_back.int64(0), first_alloc_seq,
+                                read_back.int64(1), out);
+    read_back.reset();
+    return read;
   }
 
   void mark_schema(int version) {
@@ -63,7 +78,11 @@ struct ShortLifePacker::State {
 
   // Writes the bin's allocations as its chunk: a new row, or its row written at a commit.
   void write_chunk(std::int64_t upid, OpenBin& open) {
-    mark_schema(kSchemaVersionWithChunks);
+    // Blocks' details are read by readers of schema 4 only.
+    mark_schema(std::any_of(open.allocations.begin(), open.allocations.end(),
+                            [](const PackedAllocation& a) { return a.has_block_detail(); })
+                    ? kSchemaVersion
+                    : kSchemaVersionWithChunks);
     const AllocationChunk chunk = pack_allocations(upid, open.allocations);
     Statement& statement = open.row_id ? replace_chunk : add_chunk;
     statement.bind_int64(1, chunk.upid);
@@ -136,15 +155,24 @@ struct ShortLifePacker::State {
     std::erase_if(pending_allocations, [&](const PendingAllocation& pending) {
       if (!packable(pending, segments)) return false;
       const AllocationRow& row = pending.row;
-      packed.emplace_back(
-          row.upid,
-          PackedAllocation{
-              row.id, pending.site_id, row.address, row.size,
-              static_cast<std::int64_t>(row.size - row.requested_size), row.alloc_seq, row.alloc_ns,
-              pending.free_site_id,
-              static_cast<std::int64_t>(pending.free->free_seq - row.alloc_seq),
-              static_cast<std::int64_t>(static_cast<std::uint64_t>(pending.free->free_ns) -
-                                        static_cast<std::uint64_t>(row.alloc_ns))});
+      PackedAllocation& a = packed.emplace_back(row.upid, PackedAllocation()).second;
+      a.id = row.id;
+      a.site_id = pending.site_id;
+      a.address = row.address;
+      a.size = row.size;
+      a.size_minus_requested = static_cast<std::int64_t>(row.size - row.requested_size);
+      a.alloc_seq = row.alloc_seq;
+      a.alloc_ns = row.alloc_ns;
+      a.free_site_id = pending.free_site_id;
+      a.free_seq_delta = static_cast<std::int64_t>(pending.free->free_seq - row.alloc_seq);
+      a.free_ns_delta =
+          static_cast<std::int64_t>(static_cast<std::uint64_t>(pending.free->free_ns) -
+                                    static_cast<std::uint64_t>(row.alloc_ns));
+      a.segment_id = row.segment_id;
+      a.allocator_allocated = row.allocator_allocated;
+      a.allocator_reserved = row.allocator_reserved;
+      a.free_allocator_allocated = pending.free->allocator_allocated;
+      a.free_allocator_reserved = pending.free->allocator_reserved;
       return true;
     });
     if (packed.empty()) return;
@@ -198,7 +226,15 @@ ShortLifePacker::~ShortLifePacker() = default;
 std::unique_ptr<ShortLifePacker> ShortLifePacker::create(WriteFailure& failure, Repeats repeats,
                                                          std::string* error) {
   auto state = std::make_unique<State>(failure);
-  if (repeats == Repeats::kFold) state->folder = std::make_unique<RepeatFolder>();
+  if (repeats == Repeats::kFold) {
+    // A stored bin read back from the trace (this transaction's writes included).
+    State* raw = state.get();
+    state->folder =
+        std::make_unique<RepeatFolder>([raw](std::int64_t upid, std::uint64_t first_alloc_seq,
+                                             std::vector<PackedAllocation>* out) {
+          return raw->read_chunk(upid, first_alloc_seq, out);
+        });
+  }
   const std::string chunk_columns =
       "upid, first_alloc_seq, last_seq, first_id, last_id, first_alloc_ns, count, allocations";
   const std::string run_columns =
@@ -215,6 +251,10 @@ std::unique_ptr<ShortLifePacker> ShortLifePacker::create(WriteFailure& failure, 
                          &state->replace_chunk) != SQLITE_OK ||
       Statement::prepare(failure.db, "DELETE FROM allocation_chunk WHERE id = ?1",
                          &state->drop_chunk) != SQLITE_OK ||
+      Statement::prepare(failure.db,
+                         "SELECT first_id, first_alloc_ns, allocations FROM allocation_chunk "
+                         "WHERE upid = ?1 AND first_alloc_seq = ?2",
+                         &state->read_back) != SQLITE_OK ||
       Statement::prepare(
           failure.db,
           "INSERT INTO allocation_chunk_repeat(" + run_columns + ") VALUES(" + run_values + ")",

@@ -504,7 +504,7 @@ void TimeIndex::for_each_live_at_any(std::int64_t upid, const std::vector<std::u
         a.kind = site.kind;
         a.device = site.device;
         a.alloc_callsite_id = site.callsite_id;
-        if (segments) a.segment_id.reset();
+        if (segments) a.segment_id = packed.segment_id;
         record.free.emplace().free_seq = packed.free_seq();
         visit(record);
       });

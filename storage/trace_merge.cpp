@@ -227,15 +227,14 @@ INSERT INTO main.allocation_chunk(upid, first_alloc_seq, last_seq, first_id, las
                                   first_alloc_ns, count, allocations)
 SELECT c.upid + :upid, c.first_alloc_seq, c.last_seq, c.first_id + :allocation,
        c.last_id + :allocation, c.first_alloc_ns, c.count,
-       (SELECT json_group_array(json_array(
-                   json_extract(p.value, '$[0]'),
-                   json_extract(p.value, '$[1]') + :allocation_site,
-                   json_extract(p.value, '$[2]'), json_extract(p.value, '$[3]'),
-                   json_extract(p.value, '$[4]'), json_extract(p.value, '$[5]'),
-                   json_extract(p.value, '$[6]'),
-                   json_extract(p.value, '$[7]') + :free_site,
-                   json_extract(p.value, '$[8]'), json_extract(p.value, '$[9]')))
-        FROM json_each(c.allocations) AS p)
+       (SELECT json_group_array(json(CASE WHEN json_array_length(v) > 10
+                                          THEN json_set(v, '$[10]',
+                                                        json_extract(v, '$[10]') + :allocation)
+                                          ELSE v END))
+        FROM (SELECT json_set(p.value,
+                              '$[1]', json_extract(p.value, '$[1]') + :allocation_site,
+                              '$[7]', json_extract(p.value, '$[7]') + :free_site) AS v
+              FROM json_each(c.allocations) AS p))
 FROM input.allocation_chunk AS c ORDER BY c.id)sql"};
 
 // The runs of repeated bins: their processes and ids shifted as their sources' are. A run
@@ -492,8 +491,11 @@ class MergedTrace {
   // the allocations within a chunk does not matter to a reader, which sorts them).
   void copy_chunks(const std::map<std::string, std::int64_t>& shifts) {
     run(kCopyAllocationChunks, shifts, std::nullopt);
-    if (any_row("allocation_chunk", "copying packed allocations"))
-      mark_schema(kSchemaVersionWithChunks);
+    if (!any_row("allocation_chunk", "copying packed allocations")) return;
+    // Chunks of schema 4 may hold blocks' details, which readers of schema 3 do not read.
+    Statement version = prepare("PRAGMA input.user_version", "copying packed allocations");
+    if (const int rc = version.step(); rc != SQLITE_ROW) fail("copying packed allocations", rc);
+    mark_schema(version.int64(0) >= kSchemaVersion ? kSchemaVersion : kSchemaVersionWithChunks);
   }
 
   void copy_chunk_repeats(const std::map<std::string, std::int64_t>& shifts) {

@@ -13,6 +13,7 @@
 
 #include "proto/shim_markers.h"
 #include "storage/allocation_source.h"
+#include "storage/packed_block_totals.h"
 #include "storage/printable.h"
 #include "storage/reader_connection.h"
 #include "storage/schema.h"
@@ -601,6 +602,7 @@ TraceReader::AllocatorTotalsAt TraceReader::allocator_totals_at(std::int64_t upi
     take(row);
     return true;
   });
+  packed_allocator_totals_at(*impl_, upid, seq, &latest, &totals);
   return totals;
 }
 

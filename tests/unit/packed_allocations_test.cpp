@@ -170,21 +170,29 @@ TEST_F(PackedAllocationsTest, MostAllocationsArePackedAndTheRestAreRows) {
   EXPECT_GT(chunks, all / 3);
   EXPECT_EQ(chunks + rows, all);
   EXPECT_EQ(testing::query_one(rows_path(), "SELECT count(*) FROM allocation_chunk"), "0");
-  // A trace with chunks says so; one without stays readable by a reader of schema 2.
+  // A trace with chunks says so (schema 4: they hold blocks' details); one without stays
+  // readable by a reader of schema 2.
   EXPECT_EQ(testing::query_one(packed_path(), "PRAGMA user_version"),
-            std::to_string(storage::kSchemaVersionWithChunks));
+            std::to_string(storage::kSchemaVersion));
   EXPECT_EQ(testing::query_one(rows_path(), "PRAGMA user_version"),
             std::to_string(storage::kSchemaVersionWithoutChunks));
-  // No chunk holds an allocation with details, a failed one, a long life, or a segment a block
-  // names; a short life that crosses its bin's edge (freed in the next) is packed too.
+  // No chunk holds an allocation with details but a block's, a failed one, a long life, or a
+  // segment a block names; a short life that crosses its bin's edge (freed in the next), and a
+  // block with its segment and the allocator's totals, are packed too.
   EXPECT_EQ(
       testing::query_one(packed_path(),
                          "SELECT count(*) FROM allocation a WHERE id IN (SELECT c.first_id + "
                          "json_extract(p.value, '$[0]') FROM allocation_chunk c, "
                          "json_each(c.allocations) p) AND (result != 0 OR free_seq IS NULL "
-                         "OR free_seq - alloc_seq > 1024 OR allocator_allocated IS NOT NULL "
+                         "OR free_seq - alloc_seq > 1024 OR vmm_handle IS NOT NULL "
                          "OR id IN (SELECT segment_id FROM allocation WHERE segment_id IS NOT "
                          "NULL))"),
+      "0");
+  EXPECT_NE(
+      testing::query_one(packed_path(),
+                         "SELECT count(*) FROM allocation_chunk c, json_each(c.allocations) p "
+                         "WHERE json_extract(p.value, '$[10]') IS NOT NULL AND "
+                         "json_extract(p.value, '$[11]') IS NOT NULL"),
       "0");
   EXPECT_NE(
       testing::query_one(packed_path(),
@@ -252,7 +260,7 @@ TEST_F(PackedAllocationsTest, AMergeOfPackedTracesReadsAsTheMergeOfRows) {
   EXPECT_EQ(testing::every_row_of(packed_merged, "allocation"),
             testing::every_row_of(rows_merged, "allocation"));
   EXPECT_EQ(testing::query_one(packed_merged, "PRAGMA user_version"),
-            std::to_string(storage::kSchemaVersionWithChunks));
+            std::to_string(storage::kSchemaVersion));
   const auto rows = open(rows_merged);
   const auto packed = open(packed_merged);
   EXPECT_EQ(texts(packed->allocations({})), texts(rows->allocations({})));

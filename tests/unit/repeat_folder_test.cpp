@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace vramtrace::storage {
@@ -146,13 +147,54 @@ TEST(RepeatFolderTest, TimesThatGoBackOrSpanTooLongAreNotRepeated) {
 
 TEST(RepeatFolderTest, TheStoredBinsStayWithinTheirBudgetLeastRecentlyMatchedGoingFirst) {
   // Room for two bins of 100 allocations.
-  RepeatFolder folder(2 * (100 * 8 * sizeof(std::int64_t) + 200));
+  RepeatFolder folder(nullptr, 2 * 100 * 14 * sizeof(std::int64_t));
   ASSERT_FALSE(folder.add_bin(1, bin(1, 1, 0, 100, 0x1000)).repeat);
   ASSERT_FALSE(folder.add_bin(1, bin(4097, 101, 4'000'000, 100, 0x2000)).repeat);
   ASSERT_TRUE(folder.add_bin(1, bin(8193, 201, 8'000'000, 100, 0x1000)).repeat);     // A used
   ASSERT_FALSE(folder.add_bin(1, bin(12289, 301, 12'000'000, 100, 0x3000)).repeat);  // B goes
   EXPECT_TRUE(folder.add_bin(1, bin(16385, 401, 16'000'000, 100, 0x1000)).repeat);
   EXPECT_FALSE(folder.add_bin(1, bin(20481, 501, 20'000'000, 100, 0x2000)).repeat);
+}
+
+TEST(RepeatFolderTest, AStoredBinNotHeldIsReadBackWhenABinMatchesItsHash) {
+  // The trace's stored bins, as the packer reads them back.
+  std::map<std::uint64_t, std::vector<PackedAllocation>> stored;
+  int reads = 0;
+  RepeatFolder folder(
+      [&](std::int64_t upid, std::uint64_t first, std::vector<PackedAllocation>* out) {
+        ++reads;
+        if (upid != 1 || !stored.contains(first)) return false;
+        *out = stored[first];
+        return true;
+      },
+      2 * 100 * 14 * sizeof(std::int64_t));
+  std::uint64_t seq = 1;
+  std::int64_t id = 1, ns = 0;
+  // Five shapes in turn: more than the budget holds.
+  for (int round = 0; round < 3; ++round) {
+    for (std::uint64_t address = 0x1000; address <= 0x5000; address += 0x1000) {
+      const auto b = bin(seq, id, ns, 100, address);
+      const bool repeat = folder.add_bin(1, b).repeat;
+      EXPECT_EQ(repeat, round > 0) << round << " " << address;
+      if (!repeat) stored[seq] = b;
+      seq += 4096;
+      id += 100;
+      ns += 4'000'000;
+    }
+  }
+  EXPECT_GT(reads, 0);
+  EXPECT_EQ(folder.folded_bins(), 10);
+  // A stored bin changed behind its back (or a hash shared by another shape) is no match.
+  const auto b = bin(seq, id, ns, 100, 0x1000);
+  stored[1][5].size = 1;
+  RepeatFolder fresh(
+      [&](std::int64_t, std::uint64_t first, std::vector<PackedAllocation>* out) {
+        *out = stored[first];
+        return true;
+      },
+      0);
+  EXPECT_FALSE(fresh.add_bin(1, bin(1, 1, 0, 100, 0x1000)).repeat);
+  EXPECT_FALSE(fresh.add_bin(1, b).repeat);
 }
 
 TEST(RepeatFolderTest, ABinCutShortIsTheStartOfTheBinItsRunRepeats) {

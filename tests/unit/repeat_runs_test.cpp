@@ -525,7 +525,7 @@ TEST_F(RepeatRunsTest, TheTimeIndexGivesTheSameAnswers) {
   const auto runs = open_index(runs_path());
   ASSERT_NE(chunks, nullptr);
   ASSERT_NE(runs, nullptr);
-  testing::expect_same_time_index_answers(*chunks, *runs, {1, 2}, ns_of, 61);
+  testing::expect_same_time_index_answers(*chunks, *runs, {1, 2}, ns_of, 1021);
   EXPECT_EQ(testing::rollups_text(*runs), testing::rollups_text(*chunks));
   // Numbers at the ends of instances and of bins, where a bin's last event is an instance's.
   for (const std::uint64_t seq : {kBin - 1, kBin, 2 * kBin + 3, 2 * kBin + 4'093, 29 * kBin + 4'095,
@@ -640,7 +640,7 @@ TEST_F(RepeatRunsTest, ATraceOfSchema3ReadsAsBefore) {
   const auto index = open_index(old);
   ASSERT_NE(chunks, nullptr);
   ASSERT_NE(index, nullptr);
-  testing::expect_same_time_index_answers(*chunks, *index, {1, 2}, ns_of, 61);
+  testing::expect_same_time_index_answers(*chunks, *index, {1, 2}, ns_of, 1021);
 }
 
 // A run whose instances last longer than one step of the run has its times squeezed; the view

@@ -66,7 +66,7 @@ inline std::string text_of(const storage::AllocationRecord& r) {
   if (r.free) {
     out << " freed " << r.free->free_seq << ' ' << r.free->free_ns << ' ' << r.free->free_utid
         << ' ' << r.free->free_callsite_id.value_or(-1) << ' ' << r.free->free_api << ' '
-        << r.free->allocator_allocated.value_or(0);
+        << r.free->allocator_allocated.value_or(0) << ' ' << r.free->allocator_reserved.value_or(0);
   }
   return out.str();
 }
@@ -138,6 +138,18 @@ inline void expect_same_allocations(const storage::TraceReader& expected,
     return out.str();
   };
   EXPECT_EQ(totals_text(actual.allocation_totals()), totals_text(expected.allocation_totals()));
+
+  // The caching allocator's totals at numbers of both processes, from rows and packed blocks.
+  for (const std::int64_t upid : {ask.upid, ask.other_upid}) {
+    for (const std::uint64_t seq : ask.live_just_after) {
+      for (const std::uint64_t at : {seq, seq + 4097}) {
+        const auto expected_totals = expected.allocator_totals_at(upid, at);
+        const auto actual_totals = actual.allocator_totals_at(upid, at);
+        EXPECT_EQ(actual_totals.allocated, expected_totals.allocated) << upid << " " << at;
+        EXPECT_EQ(actual_totals.reserved, expected_totals.reserved) << upid << " " << at;
+      }
+    }
+  }
 
   for (const std::optional<std::int64_t> upid :
        {std::optional<std::int64_t>{}, std::optional<std::int64_t>{ask.other_upid},
