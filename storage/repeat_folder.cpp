@@ -101,7 +101,8 @@ struct RepeatFolder::State {
           oldest = &other;
       if (oldest == nullptr) return;
       used -= oldest->shape_bytes();
-      oldest->shape = {};
+      // Given back, not only emptied: `shape = {}` would keep the capacity.
+      std::vector<std::int64_t>().swap(oldest->shape);
     }
     used += bytes;
     source.shape = std::move(source_shape);
@@ -279,6 +280,13 @@ RepeatFolder::Outcome RepeatFolder::add_bin(std::int64_t upid,
   open.run = State::first_instance(upid, *source, bin, last_seq, last_id);
   open.last_start_ns = first.alloc_ns;
   return outcome;
+}
+
+std::size_t RepeatFolder::held_shape_bytes() const {
+  std::size_t bytes = 0;
+  for (const auto& [hash, source] : state_->sources)
+    bytes += source.shape.capacity() * sizeof(std::int64_t);
+  return bytes;
 }
 
 std::vector<ChunkRepeatRun> RepeatFolder::open_runs() const {

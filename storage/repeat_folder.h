@@ -64,6 +64,9 @@ class RepeatFolder {
   // instances, stay near the truth.
   static constexpr std::int64_t kRunSpanLimitNs = 1'000'000'000;
 
+  // The memory the stored bins' shapes hold (at most the budget).
+  std::size_t held_shape_bytes() const;
+
   // Allocations and bins that were instances of runs so far.
   std::int64_t folded_allocations() const { return folded_allocations_; }
   std::int64_t folded_bins() const { return folded_bins_; }

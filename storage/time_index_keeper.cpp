@@ -100,7 +100,7 @@ struct TimeIndexKeeper::State {
 
   void stop_upkeep() {
     upkeep = false;
-    written_live = {};
+    std::vector<WrittenLive>().swap(written_live);  // `= {}` would keep the capacity
     time_ranges.clear();
     allocator_segments.clear();
     allocator_processes.clear();

@@ -156,6 +156,19 @@ TEST(RepeatFolderTest, TheStoredBinsStayWithinTheirBudgetLeastRecentlyMatchedGoi
   EXPECT_FALSE(folder.add_bin(1, bin(20481, 501, 20'000'000, 100, 0x2000)).repeat);
 }
 
+TEST(RepeatFolderTest, ShapesGivenUpGiveTheirMemoryBack) {
+  // A program that never repeats: every bin a new shape, far more than the budget holds.
+  constexpr std::size_t kBudget = 4 * 100 * 14 * sizeof(std::int64_t);
+  RepeatFolder folder(nullptr, kBudget);
+  for (int i = 0; i < 200; ++i) {
+    const auto b = bin(1 + 4096 * static_cast<std::uint64_t>(i), 1 + 100 * i, 4'000'000LL * i, 100,
+                       0x1000 + 0x1000 * static_cast<std::uint64_t>(i));
+    ASSERT_FALSE(folder.add_bin(1, b).repeat);
+    ASSERT_LE(folder.held_shape_bytes(), kBudget) << "after bin " << i;
+  }
+  EXPECT_GT(folder.held_shape_bytes(), 0U);
+}
+
 TEST(RepeatFolderTest, AStoredBinNotHeldIsReadBackWhenABinMatchesItsHash) {
   // The trace's stored bins, as the packer reads them back.
   std::map<std::uint64_t, std::vector<PackedAllocation>> stored;
