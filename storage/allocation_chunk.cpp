@@ -4,6 +4,7 @@
 #include <array>
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -52,6 +53,27 @@ char* write_optional(char* out, std::optional<std::int64_t> value) {
 std::optional<std::int64_t> as_bits(std::optional<std::uint64_t> value) {
   if (!value) return std::nullopt;
   return bits(*value);
+}
+
+// An integer as pack_allocations() writes it: an optional minus and 1 to 19 decimal digits, in
+// range. std::from_chars did the same at about a third of a report's time on a packed trace.
+bool take_number(const char*& at, const char* end, std::int64_t* value) {
+  const bool negative = at != end && *at == '-';
+  const char* p = at + (negative ? 1 : 0);
+  const char* const digits = p;
+  std::uint64_t magnitude = 0;
+  while (p != end && static_cast<unsigned char>(*p - '0') < 10) {
+    if (p - digits == 19) return false;  // 20 digits: out of range
+    magnitude = magnitude * 10 + static_cast<std::uint64_t>(*p - '0');
+    ++p;
+  }
+  const std::uint64_t limit =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + (negative ? 1 : 0);
+  if (p == digits || magnitude > limit) return false;
+  *value =
+      negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+  at = p;
+  return true;
 }
 
 }  // namespace
@@ -144,9 +166,7 @@ bool unpack_allocations(std::string_view text, std::int64_t first_id, std::uint6
     if (!take('[')) return false;
     for (int i = 0; i < kPackedFields; ++i) {
       if (i != 0 && !take(',')) return false;
-      const auto [next, error] = std::from_chars(at, end, fields[i]);
-      if (error != std::errc()) return false;
-      at = next;
+      if (!take_number(at, end, &fields[i])) return false;
     }
     // A block's details, each a number or null.
     std::array<std::optional<std::int64_t>, kPackedBlockFields - kPackedFields> details;
@@ -158,9 +178,7 @@ bool unpack_allocations(std::string_view text, std::int64_t first_id, std::uint6
         continue;
       }
       std::int64_t value = 0;
-      const auto [next, error] = std::from_chars(at, end, value);
-      if (error != std::errc()) return false;
-      at = next;
+      if (!take_number(at, end, &value)) return false;
       details[i] = value;
     }
     // A negative size is no allocation's: a chunk written by hand, refused as one that does not

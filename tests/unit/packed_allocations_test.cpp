@@ -381,7 +381,13 @@ TEST(AllocationChunkTest, RefusesTextItDidNotWrite) {
   for (const std::string& bad :
        {std::string(""), std::string("["), std::string("[[1,2]]"), good + " ", good.substr(1),
         std::string("[[0,1,2,3,0,0,0,1,1,1,9]]"), std::string("[[0,1,2,3,0,0,0,1,1,x]]"),
-        std::string("[[0,1,2,3,0,0,0,1,1,1],]"), std::string("[[0, 1,2,3,0,0,0,1,1,1]]")}) {
+        std::string("[[0,1,2,3,0,0,0,1,1,1],]"), std::string("[[0, 1,2,3,0,0,0,1,1,1]]"),
+        // Numbers out of range or not JSON's.
+        std::string("[[0,1,2,3,0,0,0,1,1,9223372036854775808]]"),
+        std::string("[[0,1,2,3,0,0,0,1,1,-9223372036854775809]]"),
+        std::string("[[0,1,2,3,0,0,0,1,1,18446744073709551616]]"),
+        std::string("[[0,1,2,3,0,0,0,1,1,-]]"), std::string("[[0,1,2,3,0,0,0,1,1,+1]]"),
+        std::string("[[0,1,2,3,0,0,0,1,1,--1]]")}) {
     out.clear();
     EXPECT_FALSE(storage::unpack_allocations(bad, 1, 4, 5, &out)) << bad;
   }
