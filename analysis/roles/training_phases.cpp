@@ -172,6 +172,7 @@ void TrainingPhases::scan() {
   // those alive when it began (seen once): one still alive at the next start was alive at two.
   std::vector<Held> fresh, seen_once;
   std::vector<Held> setup;           // made outside backward and the step before training began
+  std::size_t setup_kept = 0;        // setup's size after it was last pruned
   std::vector<Held> first_backward;  // made on an autograd thread in the first backward phase
   std::unordered_set<std::int64_t> lines_in_training;  // callsites outside backward, once begun
   bool first_backward_phase = false;
@@ -209,6 +210,17 @@ void TrainingPhases::scan() {
         a.alloc_utid, record.free ? std::optional(record.free->free_utid) : std::nullopt};
     if (phase == Phase::kOther) {
       if (backward_starts_.empty()) {
+        // A program that never runs backward (inference) would keep every block here: those
+        // freed already cannot be parameters (alive into two backward passes) and go, but for
+        // those a parameter's stack made, which count against the gradients below.
+        if (setup.size() >= 2 * setup_kept + 4096) {
+          std::erase_if(setup, [&](const Held& h) {
+            if (h.free_seq >= a.alloc_seq) return false;
+            const StackFacts& f = facts(h.callsite);
+            return !f.module_apply && !f.module_init;
+          });
+          setup_kept = setup.size();
+        }
         setup.push_back(held);
       } else {
         fresh.push_back(held);
