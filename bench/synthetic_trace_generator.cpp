@@ -3,16 +3,25 @@
 // allocations and up).
 //
 //   vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]
+//                             [--shapes steady|varying] [--storage run|rows]
 //                             [--leak-from-one-stack blocks|device]
 //
 // The shape is PyTorch's: each process drives two devices through a caching allocator. Blocks
 // (kind `block`, rounded to 512 bytes) are placed first-fit in 32 MiB segments (kind `device`,
 // cudaMalloc), and a new segment is made when none has room. Each iteration is a `iteration`
 // range marker: parameters live for the whole run, activations are made in the forward pass and
-// freed in reverse in the backward pass, temporaries die at once, and one 64 KiB block per
-// iteration is never freed (a leak in progress, for `leaks --growth`). A few raw cudaMalloc
+// freed in reverse in the backward pass, temporaries die at once, and (but for steady shapes)
+// one 64 KiB block per iteration is never freed (a leak in progress, for `leaks --growth`).
+// A few raw cudaMalloc
 // workspaces live outside the allocator. Stacks: 5 Python frames (main, train_step, the pass,
 // the layer, the op) under 3 native frames, 96 distinct stacks.
+//
+// --shapes: `varying` (the default) draws every size anew and leaks a block every iteration:
+// nothing repeats, the worst case for storage and reports. `steady` is a healthy job with fixed
+// shapes: each op's sizes drawn once, nothing leaked, so its bins repeat and `run` folds them.
+// --storage: `run` (the default) writes as `vramtrace run` does: the indexes, time index and
+// rollups kept up as rows arrive, short lives packed and repeated bins folded. `rows` writes a
+// row per allocation and leaves the time index to the first report, as `run --no-index`.
 //
 // --leak-from-one-stack writes another shape, the worst case for the leak reports: N
 // allocations from one stack, none freed, in one process unless --processes says more (the
@@ -261,6 +270,7 @@ class Process {
 int main(int argc, char** argv) {
   const char* usage =
       "usage: vramtrace_trace_generator OUT.db [--allocations N] [--processes P] [--seed S]\n"
+      "                                 [--shapes steady|varying] [--storage run|rows]\n"
       "                                 [--leak-from-one-stack blocks|device]\n";
   if (argc >= 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
     std::fputs(usage, stdout);
@@ -275,6 +285,7 @@ int main(int argc, char** argv) {
   std::optional<int> processes_option;
   std::uint64_t seed = 1;
   std::string leak_shape;  // empty: the training job
+  std::string shapes = "varying", storage = "run";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
     const std::uint64_t value = std::strtoull(argv[i + 1], nullptr, 10);
@@ -287,6 +298,16 @@ int main(int argc, char** argv) {
                      usage);
         return 2;
       }
+    } else if (option == "--shapes" || option == "--storage") {
+      const std::string word = argv[i + 1];
+      const bool known = option == "--shapes" ? word == "steady" || word == "varying"
+                                              : word == "run" || word == "rows";
+      if (!known) {
+        std::fprintf(stderr, "vramtrace_trace_generator: %s takes %s\n%s", option.c_str(),
+                     option == "--shapes" ? "steady or varying" : "run or rows", usage);
+        return 2;
+      }
+      (option == "--shapes" ? shapes : storage) = word;
     } else if (option == "--allocations") {
       total = value;
     } else if (option == "--processes") {
@@ -301,7 +322,15 @@ int main(int argc, char** argv) {
   }
   const int processes = processes_option.value_or(leak_shape.empty() ? 2 : 1);
   std::string error;
-  auto writer = TraceWriter::create(argv[1], &error);
+  // The leak shape is left for the first report to index, as `vramtrace run --no-index`
+  // leaves a trace to its own time index step.
+  const bool as_run = storage == "run" && leak_shape.empty();
+  auto writer =
+      as_run ? TraceWriter::create(argv[1], &error, TraceWriter::TimeIndexUpkeep::kAsRowsArrive,
+                                   TraceWriter::RollupUpkeep::kAsRowsArrive,
+                                   TraceWriter::Threading::kOwnThread,
+                                   TraceWriter::AllocationPacking::kPackAndFoldRepeats)
+             : TraceWriter::create(argv[1], &error);
   if (!writer) {
     std::fprintf(stderr, "vramtrace_trace_generator: %s\n", error.c_str());
     return 2;
@@ -349,6 +378,14 @@ int main(int argc, char** argv) {
                                                     callsite_of(2, i % kLayers, 0)));
       process.allocate_raw(device, 64 * kMiB);
     }
+    // An op's sizes, by its place in the iteration: drawn once (steady) or each time.
+    std::map<int, std::uint64_t> drawn;
+    const auto size_at = [&](int place, std::uint64_t range) {
+      if (shapes == "varying") return 512 + random() % range;
+      const auto [it, added] = drawn.emplace(place, 0);
+      if (added) it->second = 512 + random() % range;
+      return it->second;
+    };
     for (std::uint64_t iteration = 0; process.allocations() < per_process; ++iteration) {
       const int device = static_cast<int>(iteration % 2);
       vramtrace::storage::MarkerRow marker;
@@ -364,27 +401,29 @@ int main(int argc, char** argv) {
       std::vector<Process::Block> activations;
       for (int layer = 0; layer < kLayers; ++layer) {
         for (int op = 0; op < kOps; ++op) {
-          const std::uint64_t size = 512 + random() % (2 * kMiB);
+          const int place = layer * kOps + op;
+          const std::uint64_t size = size_at(place, 2 * kMiB);
           activations.push_back(process.allocate_block(device, size, callsite_of(0, layer, op)));
           // Temporaries: made and freed at once.
           for (int t = 0; t < 4; ++t) {
-            const auto temporary = process.allocate_block(device, 512 + random() % (256 * 1024),
-                                                          callsite_of(0, layer, (op + 1) % kOps));
+            const auto temporary =
+                process.allocate_block(device, size_at(1000 + place * 4 + t, 256 * 1024),
+                                       callsite_of(0, layer, (op + 1) % kOps));
             process.free_block(temporary);
           }
         }
       }
       for (int layer = kLayers - 1; layer >= 0; --layer) {
         for (int op = 0; op < kOps; ++op) {
-          const auto gradient =
-              process.allocate_block(device, 512 + random() % kMiB, callsite_of(1, layer, op));
+          const auto gradient = process.allocate_block(
+              device, size_at(2000 + layer * kOps + op, kMiB), callsite_of(1, layer, op));
           process.free_block(activations.back());
           activations.pop_back();
           process.free_block(gradient);
         }
       }
       // The leak in progress: one block per iteration that nobody frees.
-      process.allocate_block(device, 64 * 1024, callsite_of(2, 7, 3));
+      if (shapes == "varying") process.allocate_block(device, 64 * 1024, callsite_of(2, 7, 3));
       vramtrace::storage::MarkerEndRow end;
       end.end_seq = process.next_seq();
       end.end_ns = process.ns();
@@ -395,8 +434,6 @@ int main(int argc, char** argv) {
     writer->end_process({p + 1, process.ns() + 1000, 0, std::nullopt, true});
     writer->flush();
   }
-  // The leak shape is left for the first report to index, as `vramtrace run` leaves a trace to
-  // its own time index step.
   if (!writer->finish(&error, leak_shape.empty()
                                   ? TraceWriter::AllocationIndexes::kBuild
                                   : TraceWriter::AllocationIndexes::kLeaveToTimeIndex)) {
