@@ -11,6 +11,16 @@
 
 namespace {
 
+// --screenshot: the window as it stands, to a PNG file (none: nothing). Returns the exit status.
+int save_window(vramtrace::viewer::MainWindow& window, const QString& png) {
+  window.repaint();
+  if (!png.isEmpty() && !window.grab().save(png)) {
+    std::fprintf(stderr, "vramtrace-gui: cannot write %s\n", qPrintable(png));
+    return 1;
+  }
+  return 0;
+}
+
 // --time-first-picture: what docs/performance.md reports. Returns the exit status.
 int report_first_picture(vramtrace::viewer::MainWindow& window, const QElapsedTimer& since_start,
                          const QString& screenshot) {
@@ -24,11 +34,12 @@ int report_first_picture(vramtrace::viewer::MainWindow& window, const QElapsedTi
   for (int i = 0; i < kRepaints; ++i) window.timeline()->repaint();
   std::fprintf(stderr, "vramtrace-gui: a repaint of the timeline takes %.1f ms\n",
                static_cast<double>(painting.nsecsElapsed()) / 1e6 / kRepaints);
-  if (!screenshot.isEmpty() && !window.grab().save(screenshot)) {
-    std::fprintf(stderr, "vramtrace-gui: cannot write %s\n", qPrintable(screenshot));
-    return 1;
-  }
-  return 0;
+  // Where it opened (docs/viewer.md, "The timeline"), in the trace's own nanoseconds.
+  const vramtrace::viewer::TimeAxis& axis = window.timeline()->axis();
+  std::fprintf(stderr, "vramtrace-gui: opened at the %s level, showing %lld to %lld ns\n",
+               window.timeline()->level().c_str(), static_cast<long long>(axis.visible_start_ns()),
+               static_cast<long long>(axis.visible_end_ns()));
+  return save_window(window, screenshot);
 }
 
 }  // namespace
@@ -56,7 +67,9 @@ int main(int argc, char** argv) {
   parser.addOption(first_picture);
   const QCommandLineOption screenshot(
       QStringLiteral("screenshot"),
-      QStringLiteral("with --time-first-picture: also save that picture of the window to PNG"),
+      QStringLiteral("open FILE, save the window to PNG once every view is filled, and exit (how "
+                     "docs/viewer.md's pictures are taken); with --time-first-picture, the first "
+                     "picture instead"),
       QStringLiteral("PNG"));
   parser.addOption(screenshot);
   // Answered before the window system is asked for: they need no display (QApplication aborts
@@ -84,11 +97,16 @@ int main(int argc, char** argv) {
   window.show();
   if (!parser.positionalArguments().isEmpty()) {
     window.open_trace(parser.positionalArguments().front());
+    using vramtrace::viewer::TraceController;
     if (parser.isSet(first_picture)) {
-      using vramtrace::viewer::TraceController;
       QObject::connect(&window.controller(), &TraceController::overview_ready, &window, [&] {
         QApplication::exit(report_first_picture(window, since_start, parser.value(screenshot)));
       });
+    } else if (parser.isSet(screenshot)) {
+      QObject::connect(&window.controller(), &TraceController::loaded, &window,
+                       [&] { QApplication::exit(save_window(window, parser.value(screenshot))); });
+    }
+    if (parser.isSet(first_picture) || parser.isSet(screenshot)) {
       QObject::connect(&window.controller(), &TraceController::open_failed, &window,
                        [](const QString&, const QString& message) {
                          std::fprintf(stderr, "vramtrace-gui: %s\n", qPrintable(message));

@@ -1,14 +1,16 @@
 // The viewer's geometry on hand-made values: time to x and back, zoom and pan, the timeline's
-// level of detail (min/max per pixel column), the flame graph's boxes, and the fragmentation
-// map's address to x.
+// level of detail (min/max per pixel column), the axes' round ticks, where a trace opens, the
+// flame graph's boxes, and the fragmentation map's address to x.
 #include <QtTest>
 #include <cmath>
 
 #include "storage/live_bytes_rollups.h"
 #include "storage/time_index.h"
+#include "viewer/model/axis_ticks.h"
 #include "viewer/model/exact_zoom.h"
 #include "viewer/model/flame_graph_layout.h"
 #include "viewer/model/marker_layout.h"
+#include "viewer/model/opening_view.h"
 #include "viewer/model/segment_map_geometry.h"
 #include "viewer/model/stacked_timeline.h"
 #include "viewer/model/time_axis.h"
@@ -132,6 +134,68 @@ class GeometryTest : public QObject {
       QCOMPARE(edges[static_cast<std::size_t>(x)], axis.column_span(x).first);
       QVERIFY(edges[static_cast<std::size_t>(x)] <= edges[static_cast<std::size_t>(x) + 1]);
     }
+  }
+
+  void the_axes_are_labelled_at_round_values() {
+    // 1.23 s in at most 10 steps: 200 ms ones, labelled as a person writes them.
+    const std::uint64_t step = decimal_step(1'230'000'000, 10);
+    QCOMPARE(step, std::uint64_t{200'000'000});
+    const std::vector<std::uint64_t> times = multiples_between(0, 1'230'000'000, step);
+    QCOMPARE(times.size(), std::size_t{7});
+    QCOMPARE(times.back(), std::uint64_t{1'200'000'000});
+    QCOMPARE(time_tick_text(1000 + 200'000'000, 1000), QStringLiteral("200 ms"));
+    QCOMPARE(time_tick_text(1000 + 1'200'000'000, 1000), QStringLiteral("1.2 s"));
+    QCOMPARE(time_tick_text(1000 + 50'000, 1000), QStringLiteral("50 us"));
+    QCOMPARE(decimal_step(7, 10), std::uint64_t{1});
+    QCOMPARE(decimal_step(25'000, 2), std::uint64_t{20'000});
+    // A view that starts between ticks: the first tick is the next round value.
+    QCOMPARE(multiples_between(150, 1000, 200),
+             (std::vector<std::uint64_t>{200, 400, 600, 800, 1000}));
+    QVERIFY(multiples_between(5, 4, 1).empty());
+    // Bytes by powers of two: 422 MiB in at most 5 steps of 128 MiB, each label exact.
+    QCOMPARE(power_of_two_step(422 * kMiB, 5), 128 * kMiB);
+    QCOMPARE(byte_tick_text(384 * kMiB), QStringLiteral("384 MiB"));
+    QCOMPARE(byte_tick_text(1536 * kMiB), QStringLiteral("1.5 GiB"));
+    QCOMPARE(byte_tick_text(512), QStringLiteral("512 B"));
+    QCOMPARE(power_of_two_step(0, 5), std::uint64_t{1});
+  }
+
+  void a_pytorch_trace_opens_on_its_blocks_where_they_are_busy() {
+    // The start-up: the model's parameters made at once, then 890 ns of nothing (the first
+    // kernels loaded, the data read); then the loop's blocks, changing each bucket.
+    std::vector<std::uint64_t> device(100, kMiB), blocks(100, kMiB);
+    blocks[0] = 0;
+    for (std::size_t i = 90; i < 100; ++i) blocks[i] = (2 + i % 2) * kMiB;
+    analysis::Timeline timeline;
+    timeline.start_ns = 0;
+    timeline.end_ns = 1000;
+    timeline.series = {series(1, 0, 1, "segment", device), series(1, 0, 8, "block", blocks)};
+    const OpeningView view = opening_view(timeline);
+    QCOMPARE(view.level, std::string("block"));
+    QCOMPARE(view.end_ns, std::int64_t{1000});
+    QVERIFY2(view.start_ns < 900 && view.start_ns >= 880, std::to_string(view.start_ns).c_str());
+    // The same with the blocks' first bytes late: the quiet spell runs from the trace's start.
+    blocks[0] = blocks[1] = 0;
+    std::fill(blocks.begin(), blocks.begin() + 90, 0);
+    timeline.series[1] = series(1, 0, 8, "block", blocks);
+    QCOMPARE(opening_view(timeline).start_ns, view.start_ns);
+    // A pause in the middle of a busy trace (an evaluation on the CPU) is no start-up.
+    std::vector<std::uint64_t> paused(100, kMiB);
+    for (std::size_t i = 0; i < 100; ++i)
+      if (i < 30 || i >= 70) paused[i] = (1 + i % 2) * kMiB;
+    timeline.series[1] = series(1, 0, 8, "block", paused);
+    QCOMPARE(opening_view(timeline).start_ns, std::int64_t{0});
+    // A short start-up: the whole trace.
+    std::vector<std::uint64_t> busy(100, 0);
+    for (std::size_t i = 5; i < 100; ++i) busy[i] = (1 + i % 2) * kMiB;
+    timeline.series[1] = series(1, 0, 8, "block", busy);
+    QCOMPARE(opening_view(timeline).start_ns, std::int64_t{0});
+    // No blocks: the segment level, the whole trace.
+    timeline.series.pop_back();
+    const OpeningView plain = opening_view(timeline);
+    QCOMPARE(plain.level, std::string("segment"));
+    QCOMPARE(plain.start_ns, std::int64_t{0});
+    QCOMPARE(plain.end_ns, std::int64_t{1000});
   }
 
   void stacked_timeline_sums_processes_per_device_and_kind_of_one_level() {

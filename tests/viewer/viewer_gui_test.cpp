@@ -244,6 +244,11 @@ class GuiTest : public QObject {
   void hovering_the_timeline_shows_the_callsites_live_then() {
     open(allocator_);
     TimelineWidget* timeline = window_->timeline();
+    // A trace with a caching allocator opens on its blocks; the segments are a choice away.
+    QCOMPARE(window_->level_box()->currentText(), QStringLiteral("block"));
+    QCOMPARE(timeline->level(), std::string("block"));
+    window_->level_box()->setCurrentText(QStringLiteral("segment"));
+    QCOMPARE(timeline->level(), std::string("segment"));
     QSignalSpy live(&window_->controller(), &TraceController::live_at_ready);
     send_mouse(timeline, QEvent::MouseMove, point_of(*timeline, at_seq(8) + kMs / 2), Qt::NoButton,
                Qt::NoButton);

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include "viewer/model/axis_ticks.h"
 #include "viewer/model/frame_text.h"
 #include "viewer/model/marker_layout.h"
+#include "viewer/model/opening_view.h"
 #include "viewer/widgets/view_colors.h"
 
 namespace vramtrace::viewer {
@@ -40,6 +42,8 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
   overview_ = std::move(overview);
   if (!overview_) return;
   bucket_ns_ = index_bucket_ns(overview_->timeline);
+  const OpeningView opening = opening_view(overview_->timeline);
+  if (!same_trace && !by_role()) level_ = opening.level;
   const std::vector<std::string> levels = StackedTimeline::levels_of(overview_->timeline);
   const bool has_blocks = std::find(levels.begin(), levels.end(), "block") != levels.end();
   if (by_role()
@@ -52,6 +56,7 @@ void TimelineWidget::set_overview(std::shared_ptr<const TraceOverview> overview)
     axis_.set_trace_range(overview_->timeline.start_ns, overview_->timeline.end_ns);
   } else {
     axis_ = TimeAxis(overview_->timeline.start_ns, overview_->timeline.end_ns, plot_rect().width());
+    axis_.show(opening.start_ns, opening.end_ns);
     selection_.reset();
     cursor_ns_.reset();
     groups_.reset();
@@ -306,21 +311,33 @@ void TimelineWidget::paint_axes(QPainter& painter, const QRect& plot,
                                 std::uint64_t top_bytes) const {
   painter.setPen(palette().text().color());
   painter.drawRect(plot.adjusted(0, 0, -1, -1));
-  for (int i = 0; i <= 4; ++i) {
-    const int y = plot.bottom() - plot.height() * i / 4;
-    painter.drawText(QRect(0, y - 8, kLeftMargin - 4, 16), Qt::AlignRight | Qt::AlignVCenter,
-                     byte_text(top_bytes * static_cast<std::uint64_t>(i) / 4));
+  // Round values on both axes (model/axis_ticks.h): bytes by powers of two, times from the
+  // trace's start by 1, 2 or 5 times a power of ten.
+  for (const std::uint64_t bytes :
+       multiples_between(0, top_bytes, power_of_two_step(top_bytes, 5))) {
+    const int y = plot.bottom() -
+                  static_cast<int>(
+                      std::lround(static_cast<double>(plot.height()) * static_cast<double>(bytes) /
+                                  static_cast<double>(std::max<std::uint64_t>(top_bytes, 1))));
+    painter.drawLine(plot.left() - 4, y, plot.left(), y);
+    painter.drawText(QRect(0, y - 8, kLeftMargin - 6, 16), Qt::AlignRight | Qt::AlignVCenter,
+                     byte_tick_text(bytes));
   }
-  const int ticks = std::max(2, plot.width() / 120);
-  for (int i = 0; i <= ticks; ++i) {
-    const int x = plot.left() + plot.width() * i / ticks;
+  const std::int64_t origin = axis_.trace_start_ns();
+  const auto from = static_cast<std::uint64_t>(axis_.visible_start_ns() - origin);
+  const auto to = static_cast<std::uint64_t>(axis_.visible_end_ns() - origin);
+  const int most_ticks = std::max(2, plot.width() / 120);
+  for (const std::uint64_t since_start :
+       multiples_between(from, to, decimal_step(to - from, most_ticks))) {
+    const std::int64_t ns = origin + static_cast<std::int64_t>(since_start);
+    const int x = plot.left() + static_cast<int>(std::lround(axis_.x_of(ns)));
     painter.drawLine(x, plot.bottom(), x, plot.bottom() + 4);
-    const Qt::Alignment align = i == 0       ? Qt::AlignLeft
-                                : i == ticks ? Qt::AlignRight
-                                             : Qt::AlignHCenter;
-    const int left = i == 0 ? x : i == ticks ? x - 100 : x - 50;
-    painter.drawText(QRect(left, plot.bottom() + 4, 100, kBottomMargin - 4), align | Qt::AlignTop,
-                     time_text(axis_.ns_at(x - plot.left()), axis_.trace_start_ns()));
+    const QString text = time_tick_text(ns, origin);
+    const int w = painter.fontMetrics().horizontalAdvance(text);
+    // Centred on its tick, but never past the plot's ends.
+    const int left = std::clamp(x - w / 2, plot.left(), std::max(plot.left(), plot.right() - w));
+    painter.drawText(QRect(left, plot.bottom() + 4, w + 2, kBottomMargin - 4),
+                     Qt::AlignLeft | Qt::AlignTop, text);
   }
 }
 
