@@ -101,6 +101,39 @@ std::string run_summary(const std::vector<storage::StackFrame>& stack, std::size
                      fmt::join(places, ", "));
 }
 
+// A frame of the way into main() or into a thread's function: the C library's start
+// (`_start`, `__libc_start_main`), its thread start and clone, libstdc++'s thread routine and
+// std::thread's invoke chain.
+bool starts_process_or_thread(const storage::StackFrame& frame) {
+  if (frame.cut != storage::StackCut::kNone || frame.language != storage::FrameLanguage::kNative)
+    return false;
+  const std::string_view function = frame.function ? std::string_view(*frame.function) : "??";
+  constexpr std::array<std::string_view, 10> kStarts{"_start",
+                                                     "__libc_start_main",
+                                                     "__libc_start_main_impl",
+                                                     "__libc_start_call_main",
+                                                     "start_thread",
+                                                     "clone",
+                                                     "__clone",
+                                                     "clone3",
+                                                     "__clone3",
+                                                     "execute_native_thread_routine"};
+  if (std::find(kStarts.begin(), kStarts.end(), function) != kStarts.end()) return true;
+  if (function.find("std::thread::_State_impl<") != std::string_view::npos ||
+      function.find("std::thread::_Invoker<") != std::string_view::npos ||
+      function.find("std::__invoke") != std::string_view::npos)
+    return true;
+  return function == "??" && storage::path_base_name(frame.module).starts_with("libstdc++.so");
+}
+
+// Where the outermost run of such frames begins, when it is two frames or more and not the
+// allocation site; else the stack's size.
+std::size_t start_up_run(const std::vector<storage::StackFrame>& stack) {
+  std::size_t first = stack.size();
+  while (first > 1 && starts_process_or_thread(stack[first - 1])) --first;
+  return stack.size() - first >= 2 ? first : stack.size();
+}
+
 }  // namespace
 
 FoldClass fold_class(const storage::StackFrame& frame) {
@@ -142,7 +175,20 @@ std::vector<StackLine> fold_stack(const std::vector<storage::StackFrame>& stack)
     }
   }
   const bool python = outermost_python != stack.size();
+  // A native stack's way in (`_start` and libc's start, a thread's start) is one line.
+  const std::size_t start_up = python ? stack.size() : start_up_run(stack);
   for (std::size_t i = 0; i < stack.size();) {
+    if (i == start_up) {
+      const bool thread =
+          std::any_of(stack.begin() + static_cast<std::ptrdiff_t>(i), stack.end(),
+                      [](const storage::StackFrame& frame) {
+                        return frame.function && (*frame.function == "start_thread");
+                      });
+      lines.push_back({i, stack.size() - 1, true,
+                       (thread ? "thread start: " : "program start: ") +
+                           run_summary(stack, i, stack.size() - 1)});
+      break;
+    }
     if (!python || !folds(stack, i, outermost_python)) {
       lines.push_back({i, i, false, {}});
       ++i;

@@ -13,7 +13,9 @@
 //     _wrapped_call_impl).
 // Folded: native frames of the interpreter, of the binding layers and of the framework
 // (fold_class), and every native frame outside the outermost Python frame (the interpreter's
-// start-up).
+// start-up). In a stack without a Python frame, every frame is shown but the way in, folded
+// into one line: `_start` and the C library's start of main(), or a thread's start (libc's,
+// libstdc++'s and std::thread's invoke chain), where that is two frames or more.
 #pragma once
 
 #include <cstddef>
@@ -44,7 +46,7 @@ struct StackLine {
 };
 
 // The lines of `stack` as the reports show it by default. A stack without a Python frame is
-// every frame, one line each.
+// every frame, one line each, but its way in.
 std::vector<StackLine> fold_stack(const std::vector<storage::StackFrame>& stack);
 
 // The same stack with each folded run replaced by one frame whose function is its summary in

@@ -1,7 +1,7 @@
 // The Python-first view of a stack (text/stack_folding.h): which frames fold, what the folded
-// line says, and that a stack without Python frames is left whole. The stacks are those real
-// PyTorch 2.x and ctypes recorded on the simulated GPU, their frames' names and modules as the
-// trace gave them.
+// line says, and that a stack without Python frames is left whole but for its way in. The stacks
+// are those real PyTorch 2.x and ctypes recorded on the simulated GPU, their frames' names and
+// modules as the trace gave them.
 #include "text/stack_folding.h"
 
 #include <gtest/gtest.h>
@@ -169,6 +169,45 @@ TEST(StackFolding, AStackWithoutPythonIsLeftWhole) {
   const std::vector<StackLine> lines = fold_stack(stack);
   ASSERT_EQ(lines.size(), 3u);
   for (const StackLine& line : lines) EXPECT_FALSE(line.folded);
+}
+
+// A native program's stacks as samples/leaky recorded them: main's, and a std::thread's.
+TEST(StackFolding, ANativeStacksWayInIsOneLine) {
+  const std::string app = "/work/bin/leaky", libc = "/lib/x86_64-linux-gnu/libc.so.6";
+  const std::vector<StackFrame> from_main{
+      native("fill_cache()", app), native("main", app), native("__libc_start_call_main", libc),
+      native("__libc_start_main_impl", libc), native("_start", app)};
+  std::vector<StackLine> lines = fold_stack(from_main);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_FALSE(lines[0].folded);
+  EXPECT_FALSE(lines[1].folded);  // main: the program's own
+  EXPECT_TRUE(lines[2].folded);
+  EXPECT_EQ(lines[2].first, 2u);
+  EXPECT_EQ(lines[2].last, 4u);
+  EXPECT_EQ(lines[2].summary, "program start: 3 frames in libc.so.6, leaky");
+
+  StackFrame routine = native("??", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+  routine.function.reset();
+  const std::vector<StackFrame> from_thread{
+      native("worker(int)", app),
+      native("void std::__invoke_impl<void, void (*)(int), int>(std::__invoke_other, void "
+             "(*&&)(int), int&&)",
+             app),
+      native("std::thread::_Invoker<std::tuple<void (*)(int), int> >::operator()()", app),
+      native("std::thread::_State_impl<std::thread::_Invoker<std::tuple<void (*)(int), int> > "
+             ">::_M_run()",
+             app),
+      routine,
+      native("start_thread", libc),
+      native("__clone3", libc)};
+  lines = fold_stack(from_thread);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[1].summary, "thread start: 6 frames in leaky, libstdc++.so.6, libc.so.6");
+
+  // One frame of it, or a stack that is nothing else, is left as it is.
+  EXPECT_EQ(fold_stack({native("f", app), native("_start", app)}).size(), 2u);
+  for (const StackLine& line : fold_stack({native("start_thread", libc), native("__clone3", libc)}))
+    EXPECT_FALSE(line.folded);
 }
 
 TEST(StackFolding, EachRuleFoldsItsFramesAndNoOthers) {
