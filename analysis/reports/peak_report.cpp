@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/time/whole_moment.h"
 #include "storage/live_bytes_rollups.h"
 
 namespace vramtrace::analysis {
@@ -31,7 +32,13 @@ std::vector<DevicePeakAt> build_peak_report(const storage::TraceReader& trace,
     at.bytes = peak.bytes;
     at.seq = peak.seq;
     at.time_ns = peak.ns;
-    at.since_start_ns = peak.ns - index.start_ns();
+    // A peak reached by a new segment is the moment its block is there, as every report takes
+    // it (time/whole_moment.h); the device memory live is the same at both.
+    if (peak.group == storage::kPeakGroupDeviceMemory) {
+      at.seq = with_new_segments_blocks(index, peak.upid, peak.seq);
+      if (at.seq != peak.seq) at.time_ns = index.time_of(peak.upid, at.seq).value_or(peak.ns);
+    }
+    at.since_start_ns = at.time_ns - index.start_ns();
   }
   // What was live at each peak, by callsite: the index adds it up with the peaks, so that the
   // report reads a row per callsite rather than the live set, which can be millions.

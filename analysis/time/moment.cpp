@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "analysis/time/whole_moment.h"
 #include "analysis/values/cuda_errors.h"
 #include "storage/live_bytes_rollups.h"
 #include "storage/schema_enums.h"
@@ -110,6 +111,10 @@ std::vector<ProcessMoment> resolve_moment(const storage::TraceReader& trace,
         found[peak.upid] = {peak.upid, pids[peak.upid], peak.seq, peak.ns};
       }
       if (found.empty()) throw BadMoment("no device memory was in use, so there is no peak");
+      for (auto& [upid, at] : found) {
+        const std::uint64_t whole = with_new_segments_blocks(index, upid, at.seq);
+        if (whole != at.seq) at = {upid, at.pid, whole, index.time_of(upid, whole)};
+      }
       break;
     }
     case Kind::kOom: {

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "analysis/time/report_time_index.h"
+#include "analysis/time/whole_moment.h"
 #include "storage/live_bytes_rollups.h"
 
 namespace vramtrace::analysis {
@@ -30,6 +31,11 @@ TracePeaks peaks_in_index(const storage::TraceReader& trace, const storage::Time
     peak.bytes = row.bytes;
     peak.at_ns = row.ns;
     peak.at_seq = row.seq;
+    if (!blocks) {
+      peak.at_seq = with_new_segments_blocks(index, row.upid, row.seq);
+      if (peak.at_seq != row.seq)
+        peak.at_ns = index.time_of(row.upid, peak.at_seq).value_or(row.ns);
+    }
     (blocks ? peaks.blocks : peaks.device).push_back(peak);
   }
   for (std::vector<DevicePeak>* list : {&peaks.device, &peaks.blocks}) {

@@ -2,6 +2,7 @@
 // (allocator_trace.h: upid 1 has 'iter' marks at seq 4, 9, 14 and its events 1 ms apart from
 // 1001 ms; upid 2 has one allocation at seq 1).
 #include "analysis/time/moment.h"
+#include "analysis/time/whole_moment.h"
 
 #include <gtest/gtest.h>
 
@@ -64,6 +65,17 @@ class MomentOnTrace : public testing::AllocatorTraceTest {
   std::unique_ptr<storage::TimeIndex> index_;
 };
 
+TEST_F(MomentOnTrace, ASegmentsMomentIsTakenWithTheBlockItWasMadeFor) {
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 1, 1), 2u);  // S1, then B1 in it
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 1, 7), 8u);  // S2, then B4
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 1, 5), 5u);  // a block
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 1, 6), 6u);  // a free
+  // Device memory outside the allocator: no block of its comes.
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 1, 12), 12u);
+  // A process without allocator events.
+  EXPECT_EQ(analysis::with_new_segments_blocks(*index_, 2, 1), 1u);
+}
+
 TEST_F(MomentOnTrace, ResolvesPerProcess) {
   const auto end = resolve("end");
   ASSERT_EQ(end.size(), 2u);
@@ -71,7 +83,8 @@ TEST_F(MomentOnTrace, ResolvesPerProcess) {
   EXPECT_EQ(end[1].seq, 1u);
   const auto peak = resolve("peak");
   ASSERT_EQ(peak.size(), 2u);
-  EXPECT_EQ(peak[0].seq, 7u);  // device memory, not blocks (their peak is at 8)
+  // Device memory's peak, reached at S2 (7), taken with its block B4 in it (8).
+  EXPECT_EQ(peak[0].seq, 8u);
   const auto last_iter = resolve("iter");
   ASSERT_EQ(last_iter.size(), 1u);  // upid 2 has no marker
   EXPECT_EQ(last_iter[0].seq, 14u);

@@ -184,7 +184,7 @@ class GuiTest : public QObject {
     open(allocator_);
     window_->tabs()->setCurrentIndex(2);
     FragmentationView* view = window_->fragmentation();
-    QCOMPARE(view->report()->at.seq, std::uint64_t{7});  // the peak, first
+    QCOMPARE(view->report()->at.seq, std::uint64_t{8});  // the peak (B4 in S2), first
     QSignalSpy map(&window_->controller(), &TraceController::fragmentation_ready);
     // To the time of event 12 (R1 outside the allocator; S2 freed at 11): S1 alone.
     const auto& timeline = window_->controller().overview()->timeline;
@@ -199,7 +199,7 @@ class GuiTest : public QObject {
 
     QTest::mouseClick(view->findChildren<QPushButton*>().front(), Qt::LeftButton);  // Peak
     QVERIFY(map.wait(10000));
-    QCOMPARE(view->report()->at.seq, std::uint64_t{7});
+    QCOMPARE(view->report()->at.seq, std::uint64_t{8});
     QCOMPARE(view->map().geometry().bars().size(), std::size_t{2});
   }
 

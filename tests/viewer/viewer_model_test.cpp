@@ -295,7 +295,8 @@ class ModelTest : public QObject {
     const QStandardItem* peaks =
         summary.findItems(QStringLiteral("Peaks of device memory")).front();
     QCOMPARE(peaks->child(0, 0)->text(), QStringLiteral("pid 5000, device 0"));
-    QCOMPARE(peaks->child(0, 1)->text(), QStringLiteral("6.0 MiB at 6.000 ms"));
+    // Reached at S2 (6 ms), taken with its block B4 in it (7 ms).
+    QCOMPARE(peaks->child(0, 1)->text(), QStringLiteral("6.0 MiB at 7.000 ms"));
     QCOMPARE(value_of(summary, QStringLiteral("Leaks (block level)")),
              QStringLiteral("11.2 MiB in 5 allocations"));
 
@@ -307,10 +308,11 @@ class ModelTest : public QObject {
     const analysis::FragmentationReport report =
         analysis::build_fragmentation_report(*trace.reader, *trace.index, peak, std::nullopt);
     fill_fragmentation_numbers(report, &numbers);
-    // At upid 1's device peak (seq 7): S1 with B2, B3 (1.25 MiB used), S2 empty.
+    // At upid 1's device peak, reached at S2 (seq 7) and taken with its block in it (seq 8): S1
+    // with B2, B3, S2 with B4 (4.25 MiB used); the largest free block is S2's last 1 MiB.
     QCOMPARE(value_of(numbers, QStringLiteral("Segments")), QStringLiteral("2"));
-    QCOMPARE(value_of(numbers, QStringLiteral("Used (live blocks)")), QStringLiteral("1.2 MiB"));
-    QCOMPARE(value_of(numbers, QStringLiteral("Largest free block")), QStringLiteral("4.0 MiB"));
+    QCOMPARE(value_of(numbers, QStringLiteral("Used (live blocks)")), QStringLiteral("4.2 MiB"));
+    QCOMPARE(value_of(numbers, QStringLiteral("Largest free block")), QStringLiteral("1.0 MiB"));
     fill_fragmentation_numbers(report, &numbers);  // refilled: the tester checks the reset
   }
 
@@ -334,7 +336,7 @@ class ModelTest : public QObject {
     QCOMPARE(controller.overview()->map_pid, testing::kAllocatorPid);
     QCOMPARE(controller.leaks()->total_bytes,
              analysis::build_leak_report(*trace.reader).total_bytes);
-    QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{7});  // the peak
+    QCOMPARE(controller.fragmentation()->at.seq, std::uint64_t{8});  // the peak, B4 in S2
     QCOMPARE(controller.summary()->processes.size(), std::size_t{2});
     QVERIFY(!controller.live());
   }
@@ -379,9 +381,10 @@ class ModelTest : public QObject {
     QSignalSpy leaks(&controller, &TraceController::leaks_ready);
     controller.set_tree_subject(TreeSubject::kLiveAtPeak);
     QVERIFY(leaks.wait(10000));
-    // upid 1's device peak is after seq 7: B2 1 MiB, B3 256 KiB (S1, S2 are cache); upid 2's is
-    // R3 8 MiB. `vramtrace leaks --at peak`.
-    QCOMPARE(controller.leaks()->total_bytes, 9 * kMiB + 256 * kKiB);
+    // upid 1's device peak is after seq 8 (reached at S2, taken with its block B4 in it): B2 1
+    // MiB, B3 256 KiB, B4 3 MiB (S1, S2 hold them); upid 2's is R3 8 MiB. `vramtrace leaks --at
+    // peak`.
+    QCOMPARE(controller.leaks()->total_bytes, 12 * kMiB + 256 * kKiB);
     QCOMPARE(controller.leaks_at_end()->total_bytes, 11 * kMiB + 256 * kKiB);  // kept apart
     // A range brings the leaks back.
     controller.select_range(TimeRange{at_seq(1) + kMs / 2, at_seq(5) + kMs / 2});
